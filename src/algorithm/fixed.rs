@@ -1,0 +1,145 @@
+//! Fixed window counter: windows aligned to multiples of `window` since the Unix
+//! epoch (so `1d` resets at 00:00 UTC); admitted iff `count + cost <= limit`.
+
+use super::{Decision, Outcome, Wait};
+
+/// Invariant: every field is at least 1; `window_ns` is a whole number of milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fixed {
+    pub limit: u64,
+    pub window_ns: u64,
+}
+
+/// The stored state: the window's start (ms since the epoch) and the cost admitted in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedState {
+    pub start_ms: u64,
+    pub count: u64,
+}
+
+impl Fixed {
+    pub fn decide(&self, stored: Option<FixedState>, now: u64, cost: u64) -> Outcome<FixedState> {
+        let stored_start = stored.map_or(0, |s| s.start_ms.saturating_mul(super::NANOS_PER_MS));
+        // A clock that stepped back into an earlier window stays in the stored one.
+        let at = now.max(stored_start);
+        let start = at - at % self.window_ns;
+        let end = start as u128 + self.window_ns as u128;
+        let count = match stored {
+            Some(s) if stored_start >= start => s.count,
+            _ => 0,
+        };
+        let until_end = end - now as u128;
+        let decision = |allowed, count: u64, retry_after| Decision {
+            allowed,
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(count),
+            retry_after,
+            reset_after_ns: if count > 0 { until_end } else { 0 },
+        };
+        if cost > self.limit {
+            return Outcome {
+                decision: decision(false, count, Wait::Never),
+                write: None,
+            };
+        }
+        if count.saturating_add(cost) > self.limit {
+            return Outcome {
+                decision: decision(false, count, Wait::After(until_end)),
+                write: None,
+            };
+        }
+        let after = count + cost;
+        Outcome {
+            decision: decision(true, after, Wait::After(0)),
+            write: (cost > 0).then_some(FixedState {
+                start_ms: start / super::NANOS_PER_MS,
+                count: after,
+            }),
+        }
+    }
+}
+
+/// The absolute expiry of a stored fixed window: its end.
+pub fn idle_at_ns(state: &FixedState, window_ns: u64) -> u128 {
+    state.start_ms as u128 * super::NANOS_PER_MS as u128 + window_ns as u128
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const MIN: u64 = 60_000 * MS;
+    const START_MS: u64 = 1_699_999_980_000; // a minute boundary
+    const T0: u64 = (START_MS + 40_000) * MS; // 40 s into that minute
+
+    #[test]
+    fn counts_within_the_window_and_resets_on_its_boundary() {
+        let f = Fixed {
+            limit: 3,
+            window_ns: MIN,
+        };
+        let mut st = None;
+        for left in [2, 1, 0] {
+            let out = f.decide(st, T0, 1);
+            assert_eq!(out.decision.reply(), [1, 3, left, 0, 20_000]);
+            st = out.write.or(st);
+        }
+        assert_eq!(st.unwrap().start_ms, START_MS);
+        let denied = f.decide(st, T0 + 5_000 * MS + 1, 1);
+        assert_eq!(denied.decision.reply(), [0, 3, 0, 15_000, 15_000]);
+        assert_eq!(denied.write, None);
+        // One nanosecond before the boundary: still denied; on it: a fresh window.
+        assert_eq!(
+            f.decide(st, T0 + 20_000 * MS - 1, 1).decision.allowed,
+            false
+        );
+        let next = f.decide(st, T0 + 20_000 * MS, 1);
+        assert_eq!(next.decision.reply(), [1, 3, 2, 0, 60_000]);
+        assert_eq!(
+            idle_at_ns(&next.write.unwrap(), MIN),
+            (T0 + 80_000 * MS) as u128
+        );
+    }
+
+    #[test]
+    fn day_windows_reset_at_midnight_utc() {
+        let f = Fixed {
+            limit: 10,
+            window_ns: 86_400_000 * MS,
+        };
+        let noon = (19_000 * 86_400_000 + 43_200_000) * MS;
+        let out = f.decide(None, noon, 1);
+        assert_eq!(out.write.unwrap().start_ms, 19_000 * 86_400_000);
+        assert_eq!(out.decision.reply()[4], 43_200_000);
+    }
+
+    #[test]
+    fn cost_above_limit_never_and_cost_zero_peeks() {
+        let f = Fixed {
+            limit: 3,
+            window_ns: MIN,
+        };
+        assert_eq!(f.decide(None, T0, 4).decision.reply(), [0, 3, 3, -1, 0]);
+        let st = Some(FixedState {
+            start_ms: START_MS,
+            count: 2,
+        });
+        let peek = f.decide(st, T0, 0);
+        assert_eq!(peek.decision.reply(), [1, 3, 1, 0, 20_000]);
+        assert_eq!(peek.write, None);
+    }
+
+    #[test]
+    fn clock_stepping_back_keeps_the_stored_window() {
+        let f = Fixed {
+            limit: 2,
+            window_ns: MIN,
+        };
+        let st = f.decide(None, T0, 2).write;
+        let back = T0 - 10 * MIN;
+        let out = f.decide(st, back, 1);
+        assert!(!out.decision.allowed);
+        assert!(out.decision.reply()[3] >= 20_000);
+    }
+}

@@ -1,0 +1,146 @@
+//! Virtual scheduling: the exact core shared by GCRA, the token bucket and the
+//! leaky bucket. All three reduce to one stored instant, the theoretical arrival
+//! time (TAT): the moment the limiter is idle again.
+//!
+//! With `T = period / rate` (the time one unit of cost costs) and the "debt"
+//! `tat - now` (how far the limiter is behind idle), a request of cost `n` is
+//! admitted iff `debt + n*T <= burst*T`. Comparisons are made exactly in integers
+//! scaled by `rate`; only the stored TAT is rounded, down to whole nanoseconds
+//! (at most 1 ns per admitted request, and never when `T` is a whole number of
+//! nanoseconds).
+
+use super::{clamp_u64, Wait};
+
+/// Parameters of a virtual schedule. Invariant: every field is at least 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Nanoseconds in which `rate` units are regained.
+    pub period_ns: u128,
+    /// Units regained per period.
+    pub rate: u128,
+    /// Units admissible at once when idle (burst, capacity).
+    pub burst: u128,
+}
+
+/// The result of one step of the schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub allowed: bool,
+    /// Nanoseconds the limiter was behind idle before this request (the leaky
+    /// bucket's queue ahead of the request).
+    pub queued_ns: u128,
+    /// Whole units admissible right after this decision.
+    pub remaining: u64,
+    /// Denied: when the same request is admitted. Allowed: `After(0)`.
+    pub retry_after: Wait,
+    /// Nanoseconds until idle after this decision.
+    pub reset_after_ns: u128,
+    /// The TAT to store: `Some` only when admitted with a positive cost.
+    pub new_tat: Option<u128>,
+}
+
+impl Schedule {
+    /// Decides a request of `cost` units at `now`, given the stored TAT (`0` when absent).
+    /// A TAT in the past counts as idle, so a clock that stepped backwards only
+    /// lengthens the debt: it never grants capacity.
+    pub fn step(&self, tat: u128, now: u128, cost: u64) -> Step {
+        let debt = tat.saturating_sub(now);
+        let cost = cost as u128;
+        let capacity = self.burst.saturating_mul(self.period_ns);
+
+        if cost > self.burst {
+            return self.unchanged(debt, false, Wait::Never);
+        }
+        if cost == 0 {
+            return self.unchanged(debt, true, Wait::After(0));
+        }
+        let spend = cost * self.period_ns; // cost <= burst: no overflow.
+        let room = capacity - spend;
+        // Admitted iff debt*rate + spend <= capacity, i.e. debt <= room/rate (exact).
+        if debt.saturating_mul(self.rate) <= room {
+            let debt_after = debt + spend / self.rate;
+            return Step {
+                allowed: true,
+                queued_ns: debt,
+                remaining: self.remaining(debt_after),
+                retry_after: Wait::After(0),
+                reset_after_ns: debt_after,
+                new_tat: Some(now + debt_after),
+            };
+        }
+        // The first instant the debt has shrunk to room/rate: debt - floor(room/rate).
+        self.unchanged(debt, false, Wait::After(debt - room / self.rate))
+    }
+
+    fn unchanged(&self, debt: u128, allowed: bool, retry_after: Wait) -> Step {
+        Step {
+            allowed,
+            queued_ns: debt,
+            remaining: self.remaining(debt),
+            retry_after,
+            reset_after_ns: debt,
+            new_tat: None,
+        }
+    }
+
+    /// `floor((burst*T - debt) / T)`, at least 0.
+    fn remaining(&self, debt: u128) -> u64 {
+        let capacity = self.burst.saturating_mul(self.period_ns);
+        clamp_u64(capacity.saturating_sub(debt.saturating_mul(self.rate)) / self.period_ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u128 = 1_000_000_000;
+
+    fn sched(period_ns: u128, rate: u128, burst: u128) -> Schedule {
+        Schedule {
+            period_ns,
+            rate,
+            burst,
+        }
+    }
+
+    #[test]
+    fn burst_is_exact_when_period_does_not_divide() {
+        // 3 per second, burst 3: T = 333_333_333.3 ns.
+        let s = sched(S, 3, 3);
+        let now = 1_000 * S;
+        let mut tat = 0;
+        for left in [2, 1, 0] {
+            let step = s.step(tat, now, 1);
+            assert!(step.allowed);
+            assert_eq!(step.remaining, left);
+            tat = step.new_tat.unwrap();
+        }
+        let denied = s.step(tat, now, 1);
+        assert!(!denied.allowed);
+        // Exactly T (rounded up to the nanosecond) until one unit is back.
+        assert_eq!(denied.retry_after, Wait::After(333_333_333));
+        assert_eq!(denied.new_tat, None);
+    }
+
+    #[test]
+    fn huge_values_do_not_overflow() {
+        let period = 3650 * 86_400 * S;
+        let s = sched(period, 1, 1_000_000_000_000);
+        let step = s.step(0, u64::MAX as u128, 1_000_000_000_000);
+        assert!(step.allowed);
+        assert_eq!(step.reset_after_ns, period * 1_000_000_000_000);
+        let again = s.step(step.new_tat.unwrap(), u64::MAX as u128, 1);
+        assert_eq!(again.retry_after, Wait::After(period));
+    }
+
+    #[test]
+    fn downgrade_with_large_debt_saturates_instead_of_overflowing() {
+        let big = sched(3650 * 86_400 * S, 1, 1_000_000_000_000);
+        let tat = big.step(0, 0, 1_000_000_000_000).new_tat.unwrap();
+        let small = sched(1_000_000, 1_000_000_000_000, 1);
+        let step = small.step(tat, 0, 1);
+        assert!(!step.allowed);
+        assert_eq!(step.remaining, 0);
+    }
+}

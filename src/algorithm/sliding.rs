@@ -1,0 +1,197 @@
+//! Sliding window counter: the current and the previous fixed window's counts,
+//! weighted `estimate = previous * (1 - elapsed/window) + current`; admitted iff
+//! `estimate + cost <= limit`. Computed exactly, in integers scaled by the window.
+
+use super::{clamp_u64, Decision, Outcome, Wait, NANOS_PER_MS};
+
+/// Invariant: every field is at least 1; `window_ns` is a whole number of milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sliding {
+    pub limit: u64,
+    pub window_ns: u64,
+}
+
+/// The stored state: the current window's start (ms since the epoch) and both counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlidingState {
+    pub start_ms: u64,
+    pub previous: u64,
+    pub current: u64,
+}
+
+impl Sliding {
+    pub fn decide(
+        &self,
+        stored: Option<SlidingState>,
+        now: u64,
+        cost: u64,
+    ) -> Outcome<SlidingState> {
+        let w = self.window_ns as u128;
+        let limit = self.limit as u128;
+        let stored_start = stored.map_or(0, |s| s.start_ms.saturating_mul(NANOS_PER_MS));
+        // A clock that stepped back stays at the stored window's start (the largest estimate).
+        let at = now.max(stored_start);
+        let start = at - at % self.window_ns;
+        let (prev, cur) = match stored {
+            Some(s) if stored_start >= start => (s.previous, s.current),
+            Some(s) if stored_start as u128 + w >= start as u128 => (s.current, 0),
+            _ => (0, 0),
+        };
+        let (p, c, n) = (prev as u128, cur as u128, cost as u128);
+        let elapsed = (at - start) as u128;
+        let weighted_prev = p * (w - elapsed); // estimate * w = weighted_prev + c * w
+        let window_end = start as u128 + w - now as u128; // from the caller's now
+        let decision = |allowed, c: u128, retry_after| {
+            let scaled = weighted_prev + c * w;
+            Decision {
+                allowed,
+                limit: self.limit,
+                remaining: clamp_u64((limit * w).saturating_sub(scaled) / w),
+                retry_after,
+                reset_after_ns: if c > 0 {
+                    window_end + w
+                } else if p > 0 {
+                    window_end
+                } else {
+                    0
+                },
+            }
+        };
+        if n > limit {
+            return Outcome {
+                decision: decision(false, c, Wait::Never),
+                write: None,
+            };
+        }
+        if weighted_prev + (c + n) * w <= limit * w {
+            let write = (n > 0).then_some(SlidingState {
+                start_ms: start / NANOS_PER_MS,
+                previous: prev,
+                current: cur + cost,
+            });
+            return Outcome {
+                decision: decision(true, c + n, Wait::After(0)),
+                write,
+            };
+        }
+        // Denied: the earliest elapsed time e_t with p*(w - e_t) <= (limit - c - n)*w,
+        // in this window if it comes before its end, else in the next (previous = c).
+        let in_this = (c + n <= limit).then(|| w - (limit - c - n) * w / p);
+        let wait = match in_this {
+            Some(e_t) if e_t < w => e_t - elapsed,
+            _ => {
+                let e_next = if c > 0 {
+                    w.saturating_sub((limit - n) * w / c)
+                } else {
+                    0
+                };
+                (w - elapsed) + e_next
+            }
+        };
+        let wait = wait + (at - now) as u128;
+        Outcome {
+            decision: decision(false, c, Wait::After(wait)),
+            write: None,
+        }
+    }
+}
+
+/// The absolute expiry of a stored sliding window: the end of the window after it,
+/// when its current count has fully decayed.
+pub fn idle_at_ns(state: &SlidingState, window_ns: u64) -> u128 {
+    state.start_ms as u128 * NANOS_PER_MS as u128 + 2 * window_ns as u128
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const SEC: u64 = 1_000 * MS;
+    const W0: u64 = 1_700_000_000 * SEC; // a 10 s window boundary
+
+    fn s(limit: u64) -> Sliding {
+        Sliding {
+            limit,
+            window_ns: 10 * SEC,
+        }
+    }
+
+    #[test]
+    fn weighted_estimate_across_the_boundary() {
+        let lim = s(10);
+        // 10 admitted at 5 s into a window.
+        let st = lim.decide(None, W0 + 5 * SEC, 10).write;
+        assert_eq!(
+            st,
+            Some(SlidingState {
+                start_ms: W0 / MS,
+                previous: 0,
+                current: 10
+            })
+        );
+        let denied = lim.decide(st, W0 + 6 * SEC, 1);
+        // Next window at 2.5 s: estimate = 10 * 0.75 = 7.5, so 1 more fits once the
+        // estimate is <= 9, i.e. at elapsed 1 s into the next window: 4 s + 1 s.
+        assert_eq!(denied.decision.reply(), [0, 10, 0, 5_000, 14_000]);
+        let at = W0 + 12_500 * MS;
+        let peek = lim.decide(st, at, 0);
+        assert_eq!(peek.decision.reply(), [1, 10, 2, 0, 7_500]);
+        let out = lim.decide(st, at, 2);
+        assert_eq!(out.decision.reply(), [1, 10, 0, 0, 17_500]);
+        assert_eq!(
+            out.write,
+            Some(SlidingState {
+                start_ms: (W0 + 10 * SEC) / MS,
+                previous: 10,
+                current: 2
+            })
+        );
+        assert_eq!(
+            idle_at_ns(&out.write.unwrap(), 10 * SEC),
+            (W0 + 30 * SEC) as u128
+        );
+    }
+
+    #[test]
+    fn retry_within_the_current_window() {
+        let lim = s(10);
+        let st = Some(SlidingState {
+            start_ms: W0 / MS,
+            previous: 8,
+            current: 4,
+        });
+        // At 2 s: estimate = 8*0.8 + 4 = 10.4. Cost 2 needs 8*(1-e) <= 4: e >= 5 s.
+        let out = lim.decide(st, W0 + 2 * SEC, 2);
+        assert_eq!(out.decision.reply(), [0, 10, 0, 3_000, 18_000]);
+        // Exactly then it is admitted.
+        assert!(lim.decide(st, W0 + 5 * SEC, 2).decision.allowed);
+        assert!(!lim.decide(st, W0 + 5 * SEC - 1, 2).decision.allowed);
+    }
+
+    #[test]
+    fn old_state_is_forgotten_and_cost_above_limit_never() {
+        let lim = s(5);
+        let st = Some(SlidingState {
+            start_ms: (W0 - 20 * SEC) / MS,
+            previous: 5,
+            current: 5,
+        });
+        assert_eq!(lim.decide(st, W0, 0).decision.reply(), [1, 5, 5, 0, 0]);
+        assert_eq!(lim.decide(None, W0, 6).decision.reply(), [0, 5, 5, -1, 0]);
+    }
+
+    #[test]
+    fn clock_stepping_back_keeps_the_largest_estimate() {
+        let lim = s(4);
+        let st = Some(SlidingState {
+            start_ms: W0 / MS,
+            previous: 4,
+            current: 0,
+        });
+        // At the stored start the previous window weighs fully: nothing fits.
+        let out = lim.decide(st, W0 - 3 * SEC, 1);
+        assert!(!out.decision.allowed);
+        assert_eq!(out.decision.reply()[3], 3_000 + 2_500);
+    }
+}

@@ -1,0 +1,105 @@
+//! Token bucket: `capacity` tokens, full when new, regaining `refill` tokens per
+//! `period` continuously. Stored as the instant the bucket is full again, which
+//! makes it the virtual schedule with `burst = capacity` and `T = period / refill`:
+//! its decisions equal GCRA's with those parameters, by construction and by test.
+
+use super::schedule::Schedule;
+use super::{Decision, Outcome};
+
+/// Invariant: every field is at least 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenBucket {
+    pub capacity: u64,
+    pub refill: u64,
+    pub period_ns: u64,
+}
+
+impl TokenBucket {
+    /// `full_at` is the stored instant the bucket is full again (`0` when absent);
+    /// the outcome's write is the new one.
+    pub fn decide(&self, full_at: u128, now: u128, cost: u64) -> Outcome<u128> {
+        let step = Schedule {
+            period_ns: self.period_ns as u128,
+            rate: self.refill as u128,
+            burst: self.capacity as u128,
+        }
+        .step(full_at, now, cost);
+        Outcome {
+            decision: Decision {
+                allowed: step.allowed,
+                limit: self.capacity,
+                remaining: step.remaining,
+                retry_after: step.retry_after,
+                reset_after_ns: step.reset_after_ns,
+            },
+            write: step.new_tat,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::gcra::Gcra;
+    use rand::{Rng, SeedableRng};
+
+    const MS: u128 = 1_000_000;
+    const T0: u128 = 1_700_000_000_000 * MS;
+
+    #[test]
+    fn refill_and_exact_waits() {
+        // 5 tokens, 1 token per 200 ms.
+        let tb = TokenBucket {
+            capacity: 5,
+            refill: 1,
+            period_ns: 200_000_000,
+        };
+        let mut full_at = 0;
+        let out = tb.decide(full_at, T0, 5);
+        assert_eq!(out.decision.reply(), [1, 5, 0, 0, 1000]);
+        full_at = out.write.unwrap();
+        assert_eq!(
+            tb.decide(full_at, T0 + 50 * MS, 2).decision.reply(),
+            [0, 5, 0, 350, 950]
+        );
+        assert_eq!(
+            tb.decide(full_at, T0 + 400 * MS, 0).decision.reply(),
+            [1, 5, 2, 0, 600]
+        );
+        assert_eq!(
+            tb.decide(full_at, T0 + 5_000 * MS, 0).decision.reply(),
+            [1, 5, 5, 0, 0]
+        );
+    }
+
+    #[test]
+    fn equals_gcra_on_random_sequences() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+        for _ in 0..200 {
+            let capacity = rng.random_range(1..=50u64);
+            let refill = rng.random_range(1..=1_000u64);
+            let period_ns = rng.random_range(1..=10_000u64) * 1_000_000;
+            let tb = TokenBucket {
+                capacity,
+                refill,
+                period_ns,
+            };
+            let g = Gcra {
+                limit: refill,
+                period_ns,
+                burst: capacity,
+            };
+            let (mut a, mut b) = (0u128, 0u128);
+            let mut now = T0;
+            for _ in 0..300 {
+                now += rng.random_range(0..(period_ns as u128 / refill as u128 * 3 + 2));
+                let cost = rng.random_range(0..=capacity + 1);
+                let x = tb.decide(a, now, cost);
+                let y = g.decide(b, now, cost);
+                assert_eq!(x.decision, y.decision);
+                a = x.write.unwrap_or(a);
+                b = y.write.unwrap_or(b);
+            }
+        }
+    }
+}

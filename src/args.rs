@@ -1,0 +1,387 @@
+//! The one parser for the shared grammar:
+//! `RL.<ALGO> key <positional parameters> [COST n] [PEEK]` (plus `BURST b` for GCRA).
+//! It works on the raw argument bytes and allocates nothing on success.
+
+use crate::algorithm::fixed::Fixed;
+use crate::algorithm::gcra::Gcra;
+use crate::algorithm::leaky::Leaky;
+use crate::algorithm::sliding::Sliding;
+use crate::algorithm::sliding_log::SlidingLog;
+use crate::algorithm::token_bucket::TokenBucket;
+use crate::algorithm::NANOS_PER_MS;
+use crate::error::{sanitize, RlError};
+
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+pub const MAX_COST: u64 = 1_000_000_000_000;
+pub const MAX_DURATION_MS: u64 = 3650 * 86_400_000;
+/// The default cap on `RL.SLIDINGLOG`'s limit (memory is O(limit) per key).
+pub const DEFAULT_SLIDING_LOG_MAX: u64 = 100_000;
+
+/// The decision commands, one per algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Gcra,
+    TokenBucket,
+    Leaky,
+    Sliding,
+    SlidingLog,
+    Fixed,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::Gcra,
+        Kind::TokenBucket,
+        Kind::Leaky,
+        Kind::Sliding,
+        Kind::SlidingLog,
+        Kind::Fixed,
+    ];
+
+    /// The command's name as Redis reports it.
+    pub fn command(self) -> &'static str {
+        match self {
+            Kind::Gcra => "rl.gcra",
+            Kind::TokenBucket => "rl.tokenbucket",
+            Kind::Leaky => "rl.leaky",
+            Kind::Sliding => "rl.sliding",
+            Kind::SlidingLog => "rl.slidinglog",
+            Kind::Fixed => "rl.fixed",
+        }
+    }
+
+    /// The command's name as users write it (in error messages).
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Gcra => "RL.GCRA",
+            Kind::TokenBucket => "RL.TOKENBUCKET",
+            Kind::Leaky => "RL.LEAKY",
+            Kind::Sliding => "RL.SLIDING",
+            Kind::SlidingLog => "RL.SLIDINGLOG",
+            Kind::Fixed => "RL.FIXED",
+        }
+    }
+
+    /// Names of the positional parameters after the key.
+    fn positionals(self) -> &'static [&'static str] {
+        match self {
+            Kind::Gcra => &["limit", "period"],
+            Kind::TokenBucket => &["capacity", "refill", "period"],
+            Kind::Leaky => &["capacity", "leak", "period"],
+            Kind::Sliding | Kind::SlidingLog | Kind::Fixed => &["limit", "window"],
+        }
+    }
+
+    fn expected_options(self) -> &'static str {
+        match self {
+            Kind::Gcra => "BURST, COST or PEEK",
+            _ => "COST or PEEK",
+        }
+    }
+
+    /// The number of arguments including the command name and the key.
+    pub fn min_argc(self) -> usize {
+        2 + self.positionals().len()
+    }
+}
+
+/// A parsed algorithm with valid parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limiter {
+    Gcra(Gcra),
+    TokenBucket(TokenBucket),
+    Leaky(Leaky),
+    Sliding(Sliding),
+    SlidingLog(SlidingLog),
+    Fixed(Fixed),
+}
+
+/// A parsed decision request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub limiter: Limiter,
+    pub cost: u64,
+    pub peek: bool,
+}
+
+/// Limits that operators may configure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    pub sliding_log_max: u64,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            sliding_log_max: DEFAULT_SLIDING_LOG_MAX,
+        }
+    }
+}
+
+/// Parses the arguments after the key (`params[0]` is the first positional).
+pub fn parse(kind: Kind, params: &[&[u8]], caps: Caps) -> Result<Request, RlError> {
+    let names = kind.positionals();
+    if params.len() < names.len() {
+        return Err(RlError::WrongArity(kind.command()));
+    }
+    let (positional, options) = params.split_at(names.len());
+    let count = |i: usize| parse_count(names[i], positional[i], MAX_COUNT);
+    let duration = |i: usize| parse_duration(names[i], positional[i]);
+
+    let mut cost = None;
+    let mut burst = None;
+    let mut peek = false;
+    let mut rest = options.iter();
+    while let Some(&option) = rest.next() {
+        if option.eq_ignore_ascii_case(b"COST") {
+            set_once(&mut cost, "COST", rest.next(), |v| {
+                parse_count_from("COST", v, 0, MAX_COST)
+            })?;
+        } else if option.eq_ignore_ascii_case(b"PEEK") {
+            if peek {
+                return Err(RlError::RepeatedOption("PEEK"));
+            }
+            peek = true;
+        } else if kind == Kind::Gcra && option.eq_ignore_ascii_case(b"BURST") {
+            set_once(&mut burst, "BURST", rest.next(), |v| {
+                parse_count("BURST", v, MAX_COUNT)
+            })?;
+        } else {
+            return Err(RlError::UnknownOption {
+                option: sanitize(option),
+                command: kind.command(),
+                expected: kind.expected_options(),
+            });
+        }
+    }
+
+    let limiter = match kind {
+        Kind::Gcra => Limiter::Gcra(Gcra {
+            limit: count(0)?,
+            period_ns: duration(1)?,
+            burst: burst.unwrap_or(1),
+        }),
+        Kind::TokenBucket => Limiter::TokenBucket(TokenBucket {
+            capacity: count(0)?,
+            refill: count(1)?,
+            period_ns: duration(2)?,
+        }),
+        Kind::Leaky => Limiter::Leaky(Leaky {
+            capacity: count(0)?,
+            leak: count(1)?,
+            period_ns: duration(2)?,
+        }),
+        Kind::Sliding => Limiter::Sliding(Sliding {
+            limit: count(0)?,
+            window_ns: duration(1)?,
+        }),
+        Kind::SlidingLog => Limiter::SlidingLog(SlidingLog {
+            limit: parse_count(names[0], positional[0], caps.sliding_log_max)?,
+            window_ns: duration(1)?,
+        }),
+        Kind::Fixed => Limiter::Fixed(Fixed {
+            limit: count(0)?,
+            window_ns: duration(1)?,
+        }),
+    };
+    Ok(Request {
+        limiter,
+        cost: cost.unwrap_or(1),
+        peek,
+    })
+}
+
+fn set_once(
+    slot: &mut Option<u64>,
+    name: &'static str,
+    value: Option<&&[u8]>,
+    parse: impl Fn(&[u8]) -> Result<u64, RlError>,
+) -> Result<(), RlError> {
+    if slot.is_some() {
+        return Err(RlError::RepeatedOption(name));
+    }
+    let value = value.ok_or(RlError::MissingValue(name))?;
+    *slot = Some(parse(value)?);
+    Ok(())
+}
+
+fn parse_count(name: &'static str, bytes: &[u8], max: u64) -> Result<u64, RlError> {
+    parse_count_from(name, bytes, 1, max)
+}
+
+fn parse_count_from(name: &'static str, bytes: &[u8], min: u64, max: u64) -> Result<u64, RlError> {
+    parse_digits(bytes)
+        .filter(|v| (min..=max).contains(v))
+        .ok_or(RlError::BadInteger { name, min, max })
+}
+
+/// A duration in nanoseconds: digits with an optional case-insensitive unit
+/// (`ms`, `s`, `m`, `h`, `d`; none means seconds), from 1 ms to 3650 days.
+fn parse_duration(name: &'static str, bytes: &[u8]) -> Result<u64, RlError> {
+    let split = bytes
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(bytes.len());
+    let (digits, unit) = bytes.split_at(split);
+    const UNITS: [(&[u8], u64); 6] = [
+        (b"", 1_000),
+        (b"s", 1_000),
+        (b"ms", 1),
+        (b"m", 60_000),
+        (b"h", 3_600_000),
+        (b"d", 86_400_000),
+    ];
+    let (_, unit_ms) = UNITS
+        .iter()
+        .find(|(suffix, _)| unit.eq_ignore_ascii_case(suffix))
+        .ok_or(RlError::BadDuration(name))?;
+    parse_digits(digits)
+        .and_then(|n| n.checked_mul(*unit_ms))
+        .filter(|ms| (1..=MAX_DURATION_MS).contains(ms))
+        .map(|ms| ms * NANOS_PER_MS)
+        .ok_or(RlError::BadDuration(name))
+}
+
+/// A non-empty run of ASCII digits that fits a `u64`.
+fn parse_digits(bytes: &[u8]) -> Option<u64> {
+    if bytes.is_empty() {
+        return None;
+    }
+    bytes.iter().try_fold(0u64, |acc, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        acc.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(kind: Kind, args: &str) -> Result<Request, RlError> {
+        let v: Vec<&[u8]> = args.split_whitespace().map(str::as_bytes).collect();
+        parse(kind, &v, Caps::default())
+    }
+
+    const SEC: u64 = 1_000_000_000;
+
+    #[test]
+    fn durations_with_units() {
+        for (text, ns) in [
+            ("60", 60 * SEC),
+            ("1500ms", 1_500_000_000),
+            ("1500MS", 1_500_000_000),
+            ("1m", 60 * SEC),
+            ("24h", 86_400 * SEC),
+            ("2D", 2 * 86_400 * SEC),
+            ("1ms", 1_000_000),
+            ("3650d", 3650 * 86_400 * SEC),
+        ] {
+            assert_eq!(parse_duration("period", text.as_bytes()), Ok(ns), "{text}");
+        }
+        for bad in [
+            "",
+            "0",
+            "0ms",
+            "3651d",
+            "1.5s",
+            "-1",
+            "1 s",
+            "s",
+            "1w",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(
+                parse_duration("period", bad.as_bytes()),
+                Err(RlError::BadDuration("period")),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn gcra_with_options_in_any_order_and_case() {
+        let r = p(Kind::Gcra, "10 1s peek Cost 3 burst 5").unwrap();
+        assert_eq!(
+            r,
+            Request {
+                limiter: Limiter::Gcra(Gcra {
+                    limit: 10,
+                    period_ns: SEC,
+                    burst: 5
+                }),
+                cost: 3,
+                peek: true
+            }
+        );
+        let d = p(Kind::Gcra, "10 1s").unwrap();
+        assert_eq!((d.cost, d.peek), (1, false));
+        assert!(matches!(d.limiter, Limiter::Gcra(Gcra { burst: 1, .. })));
+    }
+
+    #[test]
+    fn errors_name_the_argument_and_range() {
+        assert_eq!(p(Kind::Gcra, "10"), Err(RlError::WrongArity("rl.gcra")));
+        assert_eq!(
+            p(Kind::Fixed, "0 1s"),
+            Err(RlError::BadInteger {
+                name: "limit",
+                min: 1,
+                max: MAX_COUNT
+            })
+        );
+        assert_eq!(
+            p(Kind::TokenBucket, "5 1000000000001 1s"),
+            Err(RlError::BadInteger {
+                name: "refill",
+                min: 1,
+                max: MAX_COUNT
+            })
+        );
+        assert_eq!(
+            p(Kind::Fixed, "5 1s COST -1"),
+            Err(RlError::BadInteger {
+                name: "COST",
+                min: 0,
+                max: MAX_COST
+            })
+        );
+        assert_eq!(
+            p(Kind::Fixed, "5 1s COST"),
+            Err(RlError::MissingValue("COST"))
+        );
+        assert_eq!(
+            p(Kind::Fixed, "5 1s COST 1 cost 2"),
+            Err(RlError::RepeatedOption("COST"))
+        );
+        assert_eq!(
+            p(Kind::Fixed, "5 1s PEEK PEEK"),
+            Err(RlError::RepeatedOption("PEEK"))
+        );
+        assert!(matches!(
+            p(Kind::Fixed, "5 1s BURST 2"),
+            Err(RlError::UnknownOption {
+                command: "rl.fixed",
+                ..
+            })
+        ));
+        assert_eq!(
+            p(Kind::SlidingLog, "100001 1s"),
+            Err(RlError::BadInteger {
+                name: "limit",
+                min: 1,
+                max: DEFAULT_SLIDING_LOG_MAX
+            })
+        );
+        assert_eq!(
+            p(Kind::Leaky, "5 1 nan"),
+            Err(RlError::BadDuration("period"))
+        );
+    }
+
+    #[test]
+    fn cost_zero_is_valid() {
+        assert_eq!(p(Kind::Sliding, "5 1m COST 0").unwrap().cost, 0);
+    }
+}

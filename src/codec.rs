@@ -1,0 +1,179 @@
+//! The documented text format of every stored state, readable with `GET`:
+//! `<algorithm>:<field>[:<field>...]`, decimal integers only.
+//!
+//! | algorithm | string value |
+//! |---|---|
+//! | `RL.GCRA` | `gcra:<tat_ns>` |
+//! | `RL.TOKENBUCKET` | `tokenbucket:<full_at_ns>` |
+//! | `RL.LEAKY` | `leaky:<drained_at_ns>` |
+//! | `RL.FIXED` | `fixed:<window_start_ms>:<count>` |
+//! | `RL.SLIDING` | `sliding:<window_start_ms>:<previous>:<current>` |
+//!
+//! `RL.SLIDINGLOG` keeps a sorted set whose members are decimal nanoseconds and
+//! whose scores are those nanoseconds' microseconds.
+
+use crate::args::Kind;
+use crate::error::RlError;
+
+impl Kind {
+    /// The prefix naming the algorithm in a stored value.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Kind::Gcra => "gcra",
+            Kind::TokenBucket => "tokenbucket",
+            Kind::Leaky => "leaky",
+            Kind::Sliding => "sliding",
+            Kind::SlidingLog => "slidinglog",
+            Kind::Fixed => "fixed",
+        }
+    }
+}
+
+/// A stored value being built on the stack (no allocation on the hot path).
+pub struct Text {
+    buf: [u8; 128],
+    len: usize,
+}
+
+impl Text {
+    fn new(kind: Kind) -> Text {
+        let mut t = Text {
+            buf: [0; 128],
+            len: 0,
+        };
+        t.push(kind.tag().as_bytes());
+        t
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn field(mut self, value: u128) -> Text {
+        let mut digits = [0u8; 39];
+        let mut i = digits.len();
+        let mut v = value;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.push(b":");
+        self.push(&digits[i..]);
+        self
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Encodes a state of `N` fields (at most 3, so 4 * 40 bytes never overflow the buffer).
+pub fn encode<const N: usize>(kind: Kind, fields: [u128; N]) -> Text {
+    const { assert!(N <= 3) };
+    fields.into_iter().fold(Text::new(kind), Text::field)
+}
+
+/// Decodes a value that `kind` must have written into its `N` fields.
+pub fn decode<const N: usize>(kind: Kind, bytes: &[u8]) -> Result<[u128; N], RlError> {
+    let mut parts = bytes.split(|&b| b == b':');
+    let tag = parts.next().unwrap_or_default();
+    if tag != kind.tag().as_bytes() {
+        return Err(match Kind::ALL.iter().find(|k| k.tag().as_bytes() == tag) {
+            Some(found) => RlError::OtherAlgorithm {
+                found: found.label(),
+                expected: kind.label(),
+            },
+            None => RlError::ForeignValue(kind.label()),
+        });
+    }
+    let mut fields = [0u128; N];
+    for slot in fields.iter_mut() {
+        *slot = parts
+            .next()
+            .and_then(parse_decimal)
+            .ok_or(RlError::ForeignValue(kind.label()))?;
+    }
+    match parts.next() {
+        None => Ok(fields),
+        Some(_) => Err(RlError::ForeignValue(kind.label())),
+    }
+}
+
+/// A non-empty run of at most 39 ASCII digits (always fits a `u128`).
+pub fn parse_decimal(bytes: &[u8]) -> Option<u128> {
+    if bytes.is_empty() || bytes.len() > 38 || !bytes.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(
+        bytes
+            .iter()
+            .fold(0u128, |acc, &b| acc * 10 + u128::from(b - b'0')),
+    )
+}
+
+/// A decimal `u64` (a sliding-log member), or `None`.
+pub fn parse_u64(bytes: &[u8]) -> Option<u64> {
+    parse_decimal(bytes).and_then(|v| u64::try_from(v).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let t = encode(Kind::Gcra, [1_764_489_600_123_456_789]);
+        assert_eq!(t.as_bytes(), b"gcra:1764489600123456789");
+        assert_eq!(
+            decode::<1>(Kind::Gcra, t.as_bytes()),
+            Ok([1_764_489_600_123_456_789])
+        );
+        let s = encode(Kind::Sliding, [1_764_489_600_000, 0, 12]);
+        assert_eq!(s.as_bytes(), b"sliding:1764489600000:0:12");
+        assert_eq!(
+            decode::<3>(Kind::Sliding, s.as_bytes()),
+            Ok([1_764_489_600_000, 0, 12])
+        );
+        let max = encode(Kind::TokenBucket, [u128::MAX / 10]);
+        assert_eq!(
+            decode::<1>(Kind::TokenBucket, max.as_bytes()),
+            Ok([u128::MAX / 10])
+        );
+    }
+
+    #[test]
+    fn foreign_and_other_algorithms_are_told_apart() {
+        assert_eq!(
+            decode::<1>(Kind::Gcra, b"tokenbucket:5"),
+            Err(RlError::OtherAlgorithm {
+                found: "RL.TOKENBUCKET",
+                expected: "RL.GCRA"
+            })
+        );
+        for bad in [
+            &b"hello"[..],
+            b"",
+            b"gcra",
+            b"gcra:",
+            b"gcra:12:3",
+            b"gcra:-1",
+            b"gcra:1x",
+            b"gcra:\x00",
+        ] {
+            assert_eq!(
+                decode::<1>(Kind::Gcra, bad),
+                Err(RlError::ForeignValue("RL.GCRA"))
+            );
+        }
+        assert_eq!(decode::<2>(Kind::Fixed, b"fixed:1:2"), Ok([1, 2]));
+        assert_eq!(
+            decode::<2>(Kind::Fixed, b"fixed:1"),
+            Err(RlError::ForeignValue("RL.FIXED"))
+        );
+    }
+}

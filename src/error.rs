@@ -1,0 +1,73 @@
+//! Every error a command can reply with. Messages are complete Redis error
+//! replies (they start with the error code) and never contain client bytes
+//! other than a sanitized option name.
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum RlError {
+    #[error("ERR wrong number of arguments for '{0}' command")]
+    WrongArity(&'static str),
+    #[error("ERR {name} must be an integer from {min} to {max}")]
+    BadInteger {
+        name: &'static str,
+        min: u64,
+        max: u64,
+    },
+    #[error("ERR {0} must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)")]
+    BadDuration(&'static str),
+    #[error("ERR unknown option '{option}' for '{command}' (expected {expected})")]
+    UnknownOption {
+        option: String,
+        command: &'static str,
+        expected: &'static str,
+    },
+    #[error("ERR option {0} given more than once")]
+    RepeatedOption(&'static str),
+    #[error("ERR option {0} needs a value")]
+    MissingValue(&'static str),
+    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    WrongType,
+    #[error("ERR key holds {found} state, not {expected} state: use another key or DEL it")]
+    OtherAlgorithm {
+        found: &'static str,
+        expected: &'static str,
+    },
+    #[error("ERR key holds a value that {0} did not write: use another key or DEL it")]
+    ForeignValue(&'static str),
+    #[error("ERR internal error in {0}: the request was not applied")]
+    Internal(&'static str),
+}
+
+/// At most this many bytes of a client's option are echoed, printable ASCII only.
+const ECHO_MAX: usize = 32;
+
+/// A client's bytes made safe to put in an error reply.
+pub fn sanitize(bytes: &[u8]) -> String {
+    let mut s: String = bytes
+        .iter()
+        .take(ECHO_MAX)
+        .map(|&b| {
+            if (0x21..0x7f).contains(&b) {
+                b as char
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if bytes.len() > ECHO_MAX {
+        s.push_str("...");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitized_echo_has_no_control_bytes() {
+        assert_eq!(sanitize(b"FO\0O\r\n"), "FO?O??");
+        assert_eq!(sanitize(&[b'x'; 40]).len(), 35);
+    }
+}

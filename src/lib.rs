@@ -1,0 +1,85 @@
+//! `rl`: native rate limiting commands for Redis and Valkey.
+//! This file only registers the module: command names, flags and key positions.
+
+pub mod algorithm;
+pub mod args;
+pub mod clock;
+pub mod codec;
+pub mod command;
+pub mod error;
+pub mod store;
+
+use std::os::raw::c_int;
+
+use redis_module::{raw, Context, RedisString, Status};
+
+use args::Kind;
+
+/// Declares one `extern "C"` handler per decision command.
+macro_rules! handlers {
+    ($($handler:ident => $kind:expr),* $(,)?) => {$(
+        extern "C" fn $handler(
+            ctx: *mut raw::RedisModuleCtx,
+            argv: *mut *mut raw::RedisModuleString,
+            argc: c_int,
+        ) -> c_int {
+            command::dispatch(ctx, argv, argc, $kind)
+        }
+    )*};
+}
+
+handlers! {
+    gcra => Kind::Gcra,
+    token_bucket => Kind::TokenBucket,
+    leaky => Kind::Leaky,
+    sliding => Kind::Sliding,
+    sliding_log => Kind::SlidingLog,
+    fixed => Kind::Fixed,
+}
+
+type Handler =
+    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// The registration table: name, handler, flags. Every command has exactly one
+/// key, at position 1 (first key 1, last key 1, step 1).
+const COMMANDS: [(&std::ffi::CStr, Handler, &std::ffi::CStr); 6] = [
+    (c"RL.GCRA", gcra, c"write deny-oom fast"),
+    (c"RL.TOKENBUCKET", token_bucket, c"write deny-oom fast"),
+    (c"RL.LEAKY", leaky, c"write deny-oom fast"),
+    (c"RL.SLIDING", sliding, c"write deny-oom fast"),
+    // O(limit) memory and O(cost) work per call: not `fast`.
+    (c"RL.SLIDINGLOG", sliding_log, c"write deny-oom"),
+    (c"RL.FIXED", fixed, c"write deny-oom fast"),
+];
+
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    for (name, handler, flags) in COMMANDS {
+        // SAFETY: called from RedisModule_OnLoad with a live context.
+        let status = unsafe {
+            raw::RedisModule_CreateCommand.expect("CreateCommand")(
+                ctx.ctx,
+                name.as_ptr(),
+                Some(handler),
+                flags.as_ptr(),
+                1,
+                1,
+                1,
+            )
+        };
+        if status != raw::REDISMODULE_OK as c_int {
+            ctx.log_warning(&format!("rl: could not register {name:?}"));
+            return Status::Err;
+        }
+    }
+    Status::Ok
+}
+
+// Unit tests run without Redis: they keep the system allocator.
+#[cfg(not(test))]
+redis_module::redis_module! {
+    name: "rl",
+    version: 1,
+    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+    data_types: [],
+    init: init,
+}

@@ -1,0 +1,321 @@
+//! State <-> Redis key through the low-level key API: read what the key holds,
+//! write new state with its absolute expiry, and replicate the effect as plain
+//! commands with absolute times (`SET … PXAT`, `ZREMRANGEBYSCORE` + `ZADD` +
+//! `PEXPIREAT`), never the time-dependent command itself.
+
+use std::os::raw::{c_int, c_longlong};
+use std::ptr::NonNull;
+
+use redis_module::raw;
+
+use crate::algorithm::sliding_log::{score_of, LogView, LogWrite};
+use crate::codec::parse_u64;
+
+/// Calls a Redis module API function that the server is required to provide
+/// (every one used here exists in Redis 7.0 and Valkey 8).
+macro_rules! api {
+    ($name:ident($($arg:expr),* $(,)?)) => {
+        // SAFETY: the pointers passed come from Redis for the current command and
+        // are used only while it runs; the function exists on every supported server.
+        unsafe { raw::$name.expect(stringify!($name))($($arg),*) }
+    };
+}
+
+/// What a key holds.
+pub enum Held<'a> {
+    Empty,
+    String(&'a [u8]),
+    Zset,
+    Other,
+}
+
+/// A key opened for reading and writing; closed on drop, even during a panic.
+pub struct Key {
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    key: NonNull<raw::RedisModuleKey>,
+}
+
+/// A string created through the module API; freed on drop.
+struct OwnedString {
+    ctx: *mut raw::RedisModuleCtx,
+    ptr: *mut raw::RedisModuleString,
+}
+
+impl OwnedString {
+    fn new(ctx: *mut raw::RedisModuleCtx, bytes: &[u8]) -> OwnedString {
+        let ptr = api!(RedisModule_CreateString(
+            ctx,
+            bytes.as_ptr().cast(),
+            bytes.len()
+        ));
+        OwnedString { ctx, ptr }
+    }
+
+    fn from_i64(ctx: *mut raw::RedisModuleCtx, value: i64) -> OwnedString {
+        let ptr = api!(RedisModule_CreateStringFromLongLong(ctx, value));
+        OwnedString { ctx, ptr }
+    }
+}
+
+impl Drop for OwnedString {
+    fn drop(&mut self) {
+        api!(RedisModule_FreeString(self.ctx, self.ptr));
+    }
+}
+
+/// The bytes of a module string, valid while the string lives.
+fn bytes_of<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
+    let mut len = 0usize;
+    let ptr = api!(RedisModule_StringPtrLen(s, &mut len));
+    // SAFETY: Redis returns a pointer to `len` bytes owned by the string.
+    unsafe { std::slice::from_raw_parts(ptr.cast(), len) }
+}
+
+/// The argument bytes of a command.
+pub fn arg_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
+    bytes_of(s)
+}
+
+impl Key {
+    /// Opens `name` for reading and writing. Returns `None` only if Redis refuses.
+    pub fn open(ctx: *mut raw::RedisModuleCtx, name: *mut raw::RedisModuleString) -> Option<Key> {
+        let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        let key = NonNull::new(api!(RedisModule_OpenKey(ctx, name, mode)))?;
+        Some(Key { ctx, name, key })
+    }
+
+    fn ptr(&self) -> *mut raw::RedisModuleKey {
+        self.key.as_ptr()
+    }
+
+    pub fn held(&self) -> Held<'_> {
+        match api!(RedisModule_KeyType(self.ptr())) as isize {
+            raw::REDISMODULE_KEYTYPE_EMPTY => Held::Empty,
+            raw::REDISMODULE_KEYTYPE_STRING => {
+                let mut len = 0usize;
+                let ptr = api!(RedisModule_StringDMA(
+                    self.ptr(),
+                    &mut len,
+                    raw::REDISMODULE_READ as c_int
+                ));
+                if ptr.is_null() {
+                    return Held::Other;
+                }
+                // SAFETY: DMA gives `len` readable bytes, valid until the key is
+                // modified or closed; the borrow of `self` outlives neither.
+                Held::String(unsafe { std::slice::from_raw_parts(ptr.cast(), len) })
+            }
+            raw::REDISMODULE_KEYTYPE_ZSET => Held::Zset,
+            _ => Held::Other,
+        }
+    }
+
+    /// Stores `value` with an absolute expiry and replicates `SET key value PXAT ms`.
+    pub fn write_string(&self, value: &[u8], expire_ms: u64) {
+        let value = OwnedString::new(self.ctx, value);
+        api!(RedisModule_StringSet(self.ptr(), value.ptr));
+        api!(RedisModule_SetAbsExpire(
+            self.ptr(),
+            expire_ms as raw::mstime_t
+        ));
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"SET".as_ptr(),
+            c"sscl".as_ptr(),
+            self.name,
+            value.ptr,
+            c"PXAT".as_ptr(),
+            expire_ms as c_longlong,
+        ));
+    }
+
+    /// The number of sorted-set entries.
+    fn len(&self) -> u64 {
+        api!(RedisModule_ValueLength(self.ptr())) as u64
+    }
+
+    /// Runs `visit` over the entries scored in `[min, max]` (`min` exclusive if
+    /// `min_exclusive`), oldest first, until it returns `false`.
+    fn scan(&self, min: f64, max: f64, min_exclusive: bool, mut visit: impl FnMut(&Key) -> bool) {
+        let started = api!(RedisModule_ZsetFirstInScoreRange(
+            self.ptr(),
+            min,
+            max,
+            min_exclusive as c_int,
+            0
+        ));
+        if started != raw::REDISMODULE_OK as c_int {
+            return;
+        }
+        while api!(RedisModule_ZsetRangeEndReached(self.ptr())) == 0 {
+            if !visit(self) || api!(RedisModule_ZsetRangeNext(self.ptr())) == 0 {
+                break;
+            }
+        }
+        api!(RedisModule_ZsetRangeStop(self.ptr()));
+    }
+
+    /// The current entry of a scan: its member (owned) and score.
+    fn current(&self) -> (OwnedString, f64) {
+        let mut score = 0f64;
+        let ptr = api!(RedisModule_ZsetRangeCurrentElement(self.ptr(), &mut score));
+        (OwnedString { ctx: self.ctx, ptr }, score)
+    }
+
+    /// The member (as nanoseconds) of the first or last entry, if it is a
+    /// well-formed sliding-log entry; `Err` if the entry is not one.
+    fn log_edge(&self, last: bool) -> Result<Option<u64>, ()> {
+        let (lo, hi) = (
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+        );
+        let started = if last {
+            api!(RedisModule_ZsetLastInScoreRange(self.ptr(), lo, hi, 0, 0))
+        } else {
+            api!(RedisModule_ZsetFirstInScoreRange(self.ptr(), lo, hi, 0, 0))
+        };
+        if started != raw::REDISMODULE_OK as c_int
+            || api!(RedisModule_ZsetRangeEndReached(self.ptr())) != 0
+        {
+            api!(RedisModule_ZsetRangeStop(self.ptr()));
+            return Ok(None);
+        }
+        let (member, score) = self.current();
+        api!(RedisModule_ZsetRangeStop(self.ptr()));
+        match parse_u64(bytes_of(member.ptr)) {
+            Some(ns) if score == score_of(ns) as f64 => Ok(Some(ns)),
+            _ => Err(()),
+        }
+    }
+
+    /// Views the sorted set as a sliding log; `Err` if its oldest or newest entry
+    /// is not a sliding-log entry (the key holds someone else's sorted set).
+    pub fn as_log(&self) -> Result<ZsetLog<'_>, ()> {
+        self.log_edge(false)?;
+        let newest = self.log_edge(true)?;
+        Ok(ZsetLog {
+            key: self,
+            len: self.len(),
+            newest,
+        })
+    }
+
+    /// Drops entries scored `<= cutoff_us`, adds the write's entries, sets the
+    /// expiry, and replicates the same three effects.
+    pub fn write_log(&self, write: &LogWrite, expire_ms: u64) {
+        let cutoff = write.cutoff_us as f64;
+        let mut removed = false;
+        loop {
+            let mut oldest = None;
+            self.scan(raw::REDISMODULE_NEGATIVE_INFINITE, cutoff, false, |k| {
+                oldest = Some(k.current().0);
+                false
+            });
+            let Some(member) = oldest else { break };
+            api!(RedisModule_ZsetRem(
+                self.ptr(),
+                member.ptr,
+                std::ptr::null_mut()
+            ));
+            removed = true;
+        }
+        if removed {
+            api!(RedisModule_Replicate(
+                self.ctx,
+                c"ZREMRANGEBYSCORE".as_ptr(),
+                c"scl".as_ptr(),
+                self.name,
+                c"-inf".as_ptr(),
+                write.cutoff_us as c_longlong,
+            ));
+        }
+
+        let mut zadd_args = Vec::with_capacity(2 * write.count as usize);
+        for ns in write.first_ns..=write.last_ns() {
+            let score = score_of(ns);
+            let member = OwnedString::new(self.ctx, ns.to_string().as_bytes());
+            api!(RedisModule_ZsetAdd(
+                self.ptr(),
+                score as f64,
+                member.ptr,
+                std::ptr::null_mut()
+            ));
+            zadd_args.push(OwnedString::from_i64(self.ctx, score as i64));
+            zadd_args.push(member);
+        }
+        let argv: Vec<*mut raw::RedisModuleString> = zadd_args.iter().map(|s| s.ptr).collect();
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"ZADD".as_ptr(),
+            c"sv".as_ptr(),
+            self.name,
+            argv.as_ptr(),
+            argv.len(),
+        ));
+        api!(RedisModule_SetAbsExpire(
+            self.ptr(),
+            expire_ms as raw::mstime_t
+        ));
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"PEXPIREAT".as_ptr(),
+            c"sl".as_ptr(),
+            self.name,
+            expire_ms as c_longlong,
+        ));
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        api!(RedisModule_CloseKey(self.ptr()));
+    }
+}
+
+/// A sliding-log sorted set, read through iterators that allocate nothing
+/// except for the one entry a denied request needs.
+pub struct ZsetLog<'a> {
+    key: &'a Key,
+    len: u64,
+    newest: Option<u64>,
+}
+
+impl LogView for ZsetLog<'_> {
+    fn count_after(&self, cutoff_us: u64) -> u64 {
+        let mut stale = 0u64;
+        self.key.scan(
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            cutoff_us as f64,
+            false,
+            |_| {
+                stale += 1;
+                true
+            },
+        );
+        self.len - stale.min(self.len)
+    }
+
+    fn nth_after(&self, cutoff_us: u64, k: u64) -> Option<u64> {
+        let mut seen = 0u64;
+        let mut found = None;
+        self.key.scan(
+            cutoff_us as f64,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+            true,
+            |key| {
+                if seen == k {
+                    found = Some(key.current().1 as u64);
+                    return false;
+                }
+                seen += 1;
+                true
+            },
+        );
+        found
+    }
+
+    fn newest_ns(&self) -> Option<u64> {
+        self.newest
+    }
+}
