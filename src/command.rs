@@ -112,9 +112,7 @@ fn decide_and_store(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<De
             let out = match key.held() {
                 Held::Empty => p.decide(&EmptyLog, now, req.cost),
                 Held::Zset => {
-                    let log = key
-                        .as_log()
-                        .map_err(|()| RlError::ForeignValue(kind.label()))?;
+                    let log = key.as_log().ok_or(RlError::ForeignValue(kind.label()))?;
                     p.decide(&log, now, req.cost)
                 }
                 Held::String(_) | Held::Other => return Err(RlError::WrongType),

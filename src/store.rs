@@ -189,12 +189,12 @@ impl Key {
         }
     }
 
-    /// Views the sorted set as a sliding log; `Err` if its oldest or newest entry
+    /// Views the sorted set as a sliding log; `None` if its oldest or newest entry
     /// is not a sliding-log entry (the key holds someone else's sorted set).
-    pub fn as_log(&self) -> Result<ZsetLog<'_>, ()> {
-        self.log_edge(false)?;
-        let newest = self.log_edge(true)?;
-        Ok(ZsetLog {
+    pub fn as_log(&self) -> Option<ZsetLog<'_>> {
+        self.log_edge(false).ok()?;
+        let newest = self.log_edge(true).ok()?;
+        Some(ZsetLog {
             key: self,
             len: self.len(),
             newest,

@@ -80,11 +80,9 @@ impl Sliding {
         let wait = match in_this {
             Some(e_t) if e_t < w => e_t - elapsed,
             _ => {
-                let e_next = if c > 0 {
-                    w.saturating_sub((limit - n) * w / c)
-                } else {
-                    0
-                };
+                let e_next = ((limit - n) * w)
+                    .checked_div(c)
+                    .map_or(0, |x| w.saturating_sub(x));
                 (w - elapsed) + e_next
             }
         };
