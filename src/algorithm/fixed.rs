@@ -90,10 +90,7 @@ mod tests {
         assert_eq!(denied.decision.reply(), [0, 3, 0, 15_000, 15_000]);
         assert_eq!(denied.write, None);
         // One nanosecond before the boundary: still denied; on it: a fresh window.
-        assert_eq!(
-            f.decide(st, T0 + 20_000 * MS - 1, 1).decision.allowed,
-            false
-        );
+        assert!(!f.decide(st, T0 + 20_000 * MS - 1, 1).decision.allowed);
         let next = f.decide(st, T0 + 20_000 * MS, 1);
         assert_eq!(next.decision.reply(), [1, 3, 2, 0, 60_000]);
         assert_eq!(

@@ -1,0 +1,239 @@
+//! Test harness: a real `redis-server` or `valkey-server` with the module loaded,
+//! on a free port, in its own directory, killed and cleaned up on drop.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub use redis::Value;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    Redis,
+    Valkey,
+}
+
+impl Flavor {
+    fn binary(self) -> PathBuf {
+        let env = |name: &str| std::env::var_os(name).map(PathBuf::from);
+        match self {
+            Flavor::Redis => env("RL_REDIS_SERVER").unwrap_or_else(|| "redis-server".into()),
+            Flavor::Valkey => env("RL_VALKEY_SERVER").unwrap_or_else(|| {
+                let local = manifest_dir().join(".tools/bin/valkey-server");
+                if local.exists() {
+                    local
+                } else {
+                    "valkey-server".into()
+                }
+            }),
+        }
+    }
+}
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The module under test: `$RL_MODULE` (set by `make test`), else a fresh release build.
+pub fn module_path() -> &'static PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Some(path) = std::env::var_os("RL_MODULE") {
+            return PathBuf::from(path);
+        }
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--release", "--lib", "--quiet"])
+            .current_dir(manifest_dir())
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "cargo build --release failed");
+        manifest_dir().join("target/release/librl.so")
+    })
+}
+
+pub struct Server {
+    pub flavor: Flavor,
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Child,
+}
+
+/// Waits until the server answers PING; false if it exited (e.g. the port was taken).
+fn wait_ready(child: &mut Child, port: u16) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let url = format!("redis://127.0.0.1:{port}/");
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        let pong = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection())
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+        if pong.is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind a free port")
+        .port()
+}
+
+impl Server {
+    pub fn start(flavor: Flavor) -> Server {
+        Server::start_with(flavor, &[])
+    }
+
+    /// Starts a server with extra `--name value` arguments (no module when
+    /// `extra` contains `"--no-module"`, which is not passed on).
+    pub fn start_with(flavor: Flavor, extra: &[&str]) -> Server {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rl-test-{}-{seq}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create server dir");
+        let no_module = extra.contains(&"--no-module");
+        let extra: Vec<&str> = extra
+            .iter()
+            .copied()
+            .filter(|a| *a != "--no-module")
+            .collect();
+        for _attempt in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new(flavor.binary());
+            cmd.arg("--port")
+                .arg(port.to_string())
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(&dir)
+                .arg("--logfile")
+                .arg(dir.join("server.log"));
+            if !no_module {
+                cmd.arg("--loadmodule").arg(module_path());
+            }
+            cmd.args(&extra).stdout(Stdio::null()).stderr(Stdio::null());
+            let child = cmd.spawn().unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {:?} ({e}); run `make test` to install it",
+                    flavor.binary()
+                )
+            });
+            let mut child = child;
+            if wait_ready(&mut child, port) {
+                return Server {
+                    flavor,
+                    port,
+                    dir,
+                    child,
+                };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!(
+            "{flavor:?} did not start; log: {}",
+            std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
+        );
+    }
+
+    fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(self.url())?.get_connection()
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn conn(&self) -> redis::Connection {
+        self.try_connect().expect("connect to the test server")
+    }
+
+    /// True while the process runs and answers PING.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+            && self
+                .try_connect()
+                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+                .is_ok()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs an `RL.*` command given as words and returns its five integers.
+pub fn rl(c: &mut redis::Connection, words: &str) -> Vec<i64> {
+    let v: Vec<&str> = words.split_whitespace().collect();
+    let mut cmd = redis::cmd(v[0]);
+    cmd.arg(&v[1..]);
+    cmd.query(c).unwrap_or_else(|e| panic!("{words}: {e}"))
+}
+
+/// Runs a command given as words and returns its error text (`CODE message`).
+pub fn rl_err(c: &mut redis::Connection, words: &str) -> String {
+    let v: Vec<&str> = words.split_whitespace().collect();
+    let mut cmd = redis::cmd(v[0]);
+    cmd.arg(&v[1..]);
+    match cmd.query::<Value>(c) {
+        Ok(v) => panic!("{words}: expected an error, got {v:?}"),
+        Err(e) => error_text(&e),
+    }
+}
+
+/// An error as the server sent it: `CODE message`.
+pub fn error_text(e: &redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Runs any command given as words.
+pub fn run<T: redis::FromRedisValue>(c: &mut redis::Connection, words: &str) -> T {
+    let v: Vec<&str> = words.split_whitespace().collect();
+    let mut cmd = redis::cmd(v[0]);
+    cmd.arg(&v[1..]);
+    cmd.query(c).unwrap_or_else(|e| panic!("{words}: {e}"))
+}
+
+/// Declares each test once per server flavor: `mod redis` and `mod valkey`.
+#[macro_export]
+macro_rules! server_tests {
+    ($($(#[$meta:meta])* fn $name:ident($flavor:ident) $body:block)*) => {
+        mod redis_7 {
+            #[allow(unused_imports)]
+            use super::*;
+            $($(#[$meta])* #[test] fn $name() {
+                let $flavor = $crate::common::Flavor::Redis;
+                $body
+            })*
+        }
+        mod valkey_9 {
+            #[allow(unused_imports)]
+            use super::*;
+            $($(#[$meta])* #[test] fn $name() {
+                let $flavor = $crate::common::Flavor::Valkey;
+                $body
+            })*
+        }
+    };
+}
