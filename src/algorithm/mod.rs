@@ -89,3 +89,140 @@ fn clamp_i64(v: u128) -> i64 {
 fn clamp_u64(v: u128) -> u64 {
     v.min(u64::MAX as u128) as u64
 }
+
+#[cfg(test)]
+mod extremes {
+    //! Every algorithm at the edges of the grammar's ranges: counts and costs up
+    //! to 10^12, durations from 1 ms to 3650 days, clocks near 0 and far in the
+    //! future, and clocks that step backwards. Nothing may panic or overflow
+    //! (tests build with overflow checks), and every reply keeps its invariants.
+
+    use super::fixed::Fixed;
+    use super::gcra::Gcra;
+    use super::leaky::Leaky;
+    use super::sliding::Sliding;
+    use super::sliding_log::{LogView, LogWrite, SlidingLog};
+    use super::token_bucket::TokenBucket;
+    use super::*;
+
+    const COUNTS: [u64; 4] = [1, 7, 1_000_000, 1_000_000_000_000];
+    const PERIODS_NS: [u64; 4] = [
+        1_000_000,
+        1_000_000_000,
+        86_400_000_000_000,
+        3650 * 86_400_000_000_000,
+    ];
+    const COSTS: [u64; 5] = [0, 1, 3, 1_000_000, 1_000_000_000_000];
+    /// Times: the epoch, today, and near the end of u64 nanoseconds, with back steps.
+    const NOWS: [u64; 6] = [
+        0,
+        5,
+        1_764_489_600_000_000_000,
+        1_764_489_000_000_000_000,
+        u64::MAX / 2,
+        u64::MAX - 1,
+    ];
+
+    fn check(d: &Decision, cost: u64) {
+        assert!(d.remaining <= d.limit);
+        if d.allowed {
+            assert!(cost <= d.limit);
+        } else if cost <= d.limit {
+            assert!(matches!(d.retry_after, Wait::After(ns) if ns > 0));
+        } else {
+            assert_eq!(d.retry_after, Wait::Never);
+        }
+        let r = d.reply();
+        assert!(r[3] >= -1 && r[4] >= 0);
+    }
+
+    #[derive(Default)]
+    struct Log(Vec<u64>);
+    impl LogView for Log {
+        fn count_after(&self, cutoff: u64) -> u64 {
+            self.0.iter().filter(|&&ns| ns / 1_000 > cutoff).count() as u64
+        }
+        fn nth_after(&self, cutoff: u64, k: u64) -> Option<u64> {
+            self.0
+                .iter()
+                .map(|ns| ns / 1_000)
+                .filter(|&s| s > cutoff)
+                .nth(k as usize)
+        }
+        fn newest_ns(&self) -> Option<u64> {
+            self.0.last().copied()
+        }
+    }
+    impl Log {
+        fn apply(&mut self, w: &LogWrite) {
+            self.0.retain(|ns| ns / 1_000 > w.cutoff_us);
+            // Cap what the test stores: large costs only need their newest entries.
+            let from = w.first_ns.max(w.last_ns().saturating_sub(1_000));
+            self.0.extend(from..=w.last_ns());
+        }
+    }
+
+    #[test]
+    fn no_panic_no_overflow_and_invariants_hold() {
+        for limit in COUNTS {
+            for period in PERIODS_NS {
+                let g = Gcra {
+                    limit,
+                    period_ns: period,
+                    burst: limit,
+                };
+                let tb = TokenBucket {
+                    capacity: limit,
+                    refill: limit,
+                    period_ns: period,
+                };
+                let lb = Leaky {
+                    capacity: limit,
+                    leak: 1,
+                    period_ns: period,
+                };
+                let fx = Fixed {
+                    limit,
+                    window_ns: period,
+                };
+                let sw = Sliding {
+                    limit,
+                    window_ns: period,
+                };
+                let sl = SlidingLog {
+                    limit,
+                    window_ns: period,
+                };
+                let (mut tat, mut full, mut drained) = (0u128, 0u128, 0u128);
+                let (mut fs, mut ss, mut log) = (None, None, Log::default());
+                for now in NOWS {
+                    for cost in COSTS {
+                        let wide = now as u128;
+                        let o = g.decide(tat, wide, cost);
+                        check(&o.decision, cost);
+                        tat = o.write.unwrap_or(tat);
+                        let o = tb.decide(full, wide, cost);
+                        check(&o.decision, cost);
+                        full = o.write.unwrap_or(full);
+                        let o = lb.decide(drained, wide, cost);
+                        check(&o.decision, cost);
+                        drained = o.write.unwrap_or(drained);
+                        let o = fx.decide(fs, now, cost);
+                        check(&o.decision, cost);
+                        fs = o.write.or(fs);
+                        let o = sw.decide(ss, now, cost);
+                        check(&o.decision, cost);
+                        ss = o.write.or(ss);
+                        let o = sl.decide(&log, now, cost);
+                        check(&o.decision, cost);
+                        if let Some(w) = o.write {
+                            log.apply(&w);
+                            let _ = expire_ms(sl.idle_at_ns(&w));
+                        }
+                        let _ = (expire_ms(tat), expire_ms(full), expire_ms(drained));
+                    }
+                }
+            }
+        }
+    }
+}

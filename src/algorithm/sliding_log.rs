@@ -33,7 +33,7 @@ pub struct LogWrite {
 impl LogWrite {
     /// The last added entry's nanosecond.
     pub fn last_ns(&self) -> u64 {
-        self.first_ns + (self.count - 1)
+        self.first_ns.saturating_add(self.count - 1)
     }
 }
 
@@ -82,7 +82,9 @@ impl SlidingLog {
             }
             // Entries get distinct nanoseconds after every stored one, even if the
             // clock stepped back: a duplicate member would silently merge two entries.
-            let first_ns = log.newest_ns().map_or(now, |ns| now.max(ns + 1));
+            let first_ns = log
+                .newest_ns()
+                .map_or(now, |ns| now.max(ns.saturating_add(1)));
             let write = LogWrite {
                 cutoff_us,
                 first_ns,
