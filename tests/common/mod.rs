@@ -60,9 +60,42 @@ pub struct Server {
     pub port: u16,
     pub dir: PathBuf,
     child: Child,
+    /// Everything after `--port N`, kept for restarts.
+    args: Vec<std::ffi::OsString>,
 }
 
-/// Waits until the server answers PING; false if it exited (e.g. the port was taken).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind a free port")
+        .port()
+}
+
+/// Starts the server binary and waits until it answers; `None` if it exited
+/// (e.g. the port was taken meanwhile).
+fn spawn(flavor: Flavor, port: u16, args: &[std::ffi::OsString]) -> Option<Child> {
+    let mut child = Command::new(flavor.binary())
+        .arg("--port")
+        .arg(port.to_string())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start {:?} ({e}); run `make test` to install it",
+                flavor.binary()
+            )
+        });
+    if wait_ready(&mut child, port) {
+        return Some(child);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Waits until the server answers PING; false if it exited.
 fn wait_ready(child: &mut Child, port: u16) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     let url = format!("redis://127.0.0.1:{port}/");
@@ -81,11 +114,31 @@ fn wait_ready(child: &mut Child, port: u16) -> bool {
     false
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind a free port")
-        .port()
+/// The module built with the `debug-commands` feature (RL.DEBUG), in its own target dir.
+pub fn debug_module_path() -> &'static PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let target = manifest_dir().join("target/debug-commands");
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--release",
+                "--lib",
+                "--quiet",
+                "--features",
+                "debug-commands",
+            ])
+            .arg("--target-dir")
+            .arg(&target)
+            .current_dir(manifest_dir())
+            .status()
+            .expect("run cargo build");
+        assert!(
+            status.success(),
+            "cargo build --features debug-commands failed"
+        );
+        target.join("release/librl.so")
+    })
 }
 
 impl Server {
@@ -96,53 +149,70 @@ impl Server {
     /// Starts a server with extra `--name value` arguments (no module when
     /// `extra` contains `"--no-module"`, which is not passed on).
     pub fn start_with(flavor: Flavor, extra: &[&str]) -> Server {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("rl-test-{}-{seq}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create server dir");
         let no_module = extra.contains(&"--no-module");
         let extra: Vec<&str> = extra
             .iter()
             .copied()
             .filter(|a| *a != "--no-module")
             .collect();
+        Server::launch(flavor, (!no_module).then(module_path), &extra)
+    }
+
+    /// Starts a server with the test-only build of the module, which adds
+    /// `RL.DEBUG CLOCK <offset_ms>` and `RL.DEBUG PANIC`.
+    pub fn start_debug(flavor: Flavor) -> Server {
+        Server::launch(flavor, Some(debug_module_path()), &[])
+    }
+
+    fn launch(flavor: Flavor, module: Option<&PathBuf>, extra: &[&str]) -> Server {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rl-test-{}-{seq}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create server dir");
+        let mut args: Vec<std::ffi::OsString> =
+            ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+                .iter()
+                .map(Into::into)
+                .collect();
+        args.extend(["--dir".into(), dir.clone().into_os_string()]);
+        args.extend(["--logfile".into(), dir.join("server.log").into_os_string()]);
+        if let Some(module) = module {
+            args.extend(["--loadmodule".into(), module.clone().into_os_string()]);
+        }
+        args.extend(extra.iter().map(Into::into));
         for _attempt in 0..5 {
             let port = free_port();
-            let mut cmd = Command::new(flavor.binary());
-            cmd.arg("--port")
-                .arg(port.to_string())
-                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(&dir)
-                .arg("--logfile")
-                .arg(dir.join("server.log"));
-            if !no_module {
-                cmd.arg("--loadmodule").arg(module_path());
-            }
-            cmd.args(&extra).stdout(Stdio::null()).stderr(Stdio::null());
-            let child = cmd.spawn().unwrap_or_else(|e| {
-                panic!(
-                    "cannot start {:?} ({e}); run `make test` to install it",
-                    flavor.binary()
-                )
-            });
-            let mut child = child;
-            if wait_ready(&mut child, port) {
+            if let Some(child) = spawn(flavor, port, &args) {
                 return Server {
                     flavor,
                     port,
                     dir,
                     child,
+                    args,
                 };
             }
-            let _ = child.kill();
-            let _ = child.wait();
         }
         panic!(
             "{flavor:?} did not start; log: {}",
             std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
         );
+    }
+
+    /// Stops the server with `SHUTDOWN NOSAVE` (the AOF, if any, is flushed; no RDB
+    /// is written) and starts it again on the same port, directory and arguments.
+    pub fn restart(&mut self) {
+        if let Ok(mut c) = self.try_connect() {
+            let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<Value>(&mut c);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn(self.flavor, self.port, &self.args)
+            .unwrap_or_else(|| panic!("restart failed; log: {}", self.log()));
     }
 
     fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
