@@ -20,6 +20,47 @@ use crate::store::{arg_bytes, Held, Key};
 /// Arguments beyond this many are only ever errors; they are parsed from the heap.
 const STACK_ARGS: usize = 16;
 
+/// What a command answers on success.
+pub enum Reply {
+    /// The five integers of a decision.
+    Decision([i64; 5]),
+    #[cfg_attr(not(feature = "debug-commands"), allow(dead_code))]
+    Ok,
+}
+
+/// Runs a command body behind `catch_unwind` and sends its reply: a panic
+/// becomes an `ERR` naming the command, and nothing was replied before it.
+pub fn guarded(
+    ctx: *mut raw::RedisModuleCtx,
+    label: &'static str,
+    body: impl FnOnce() -> Result<Reply, RlError>,
+) -> c_int {
+    let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or(Err(RlError::Internal(label)));
+    match result {
+        Ok(Reply::Decision(values)) => reply_integers(ctx, &values),
+        Ok(Reply::Ok) => {
+            // SAFETY: `ctx` is the live context of the current command.
+            unsafe {
+                raw::RedisModule_ReplyWithSimpleString.expect("ReplyWithSimpleString")(
+                    ctx,
+                    c"OK".as_ptr(),
+                )
+            };
+            raw::REDISMODULE_OK as c_int
+        }
+        Err(err) => reply_error(ctx, &err),
+    }
+}
+
+/// The raw arguments of a command.
+pub fn args<'a>(
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> &'a [*mut raw::RedisModuleString] {
+    // SAFETY: Redis passes `argc` valid argument pointers, alive for the whole command.
+    unsafe { std::slice::from_raw_parts(argv, argc.max(0) as usize) }
+}
+
 /// Runs one decision command and replies to the client.
 pub fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
@@ -27,16 +68,9 @@ pub fn dispatch(
     argc: c_int,
     kind: Kind,
 ) -> c_int {
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: Redis passes `argc` valid argument pointers.
-        let argv = unsafe { std::slice::from_raw_parts(argv, argc.max(0) as usize) };
-        run(ctx, argv, kind)
-    }))
-    .unwrap_or(Err(RlError::Internal(kind.label())));
-    match result {
-        Ok(reply) => reply_integers(ctx, &reply),
-        Err(err) => reply_error(ctx, &err),
-    }
+    guarded(ctx, kind.label(), || {
+        run(ctx, args(argv, argc), kind).map(Reply::Decision)
+    })
 }
 
 fn run(

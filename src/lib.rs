@@ -8,6 +8,8 @@ mod args;
 mod clock;
 mod codec;
 mod command;
+#[cfg(feature = "debug-commands")]
+mod debug;
 mod error;
 mod store;
 
@@ -72,6 +74,22 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             ctx.log_warning(&format!("rl: could not register {name:?}"));
             return Status::Err;
         }
+    }
+    #[cfg(feature = "debug-commands")]
+    {
+        ctx.log_warning("rl: built with debug-commands: RL.DEBUG is registered (test builds only)");
+        // SAFETY: as above.
+        unsafe {
+            raw::RedisModule_CreateCommand.expect("CreateCommand")(
+                ctx.ctx,
+                c"RL.DEBUG".as_ptr(),
+                Some(debug::command),
+                c"".as_ptr(),
+                0,
+                0,
+                0,
+            )
+        };
     }
     Status::Ok
 }

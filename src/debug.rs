@@ -1,0 +1,41 @@
+//! `RL.DEBUG`, compiled only with the `debug-commands` feature (test builds):
+//! `RL.DEBUG CLOCK <offset_ms>` shifts the module's clock (negative steps it
+//! back), `RL.DEBUG PANIC` panics inside a command to prove it becomes an error.
+
+use std::os::raw::c_int;
+
+use redis_module::raw;
+
+use crate::clock;
+use crate::command::{args, guarded, Reply};
+use crate::error::RlError;
+use crate::store::arg_bytes;
+
+pub extern "C" fn command(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    guarded(ctx, "RL.DEBUG", || {
+        let argv = args(argv, argc);
+        let word = |i: usize| argv.get(i).map(|&a| arg_bytes(a));
+        match (word(1), word(2)) {
+            (Some(sub), Some(ms)) if sub.eq_ignore_ascii_case(b"CLOCK") => {
+                let ms: i64 = std::str::from_utf8(ms)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or(RlError::BadInteger {
+                        name: "offset_ms",
+                        min: 0,
+                        max: i64::MAX as u64,
+                    })?;
+                clock::offset::set(ms.saturating_mul(1_000_000));
+                Ok(Reply::Ok)
+            }
+            (Some(sub), None) if sub.eq_ignore_ascii_case(b"PANIC") => {
+                panic!("RL.DEBUG PANIC: a deliberate panic")
+            }
+            _ => Err(RlError::WrongArity("rl.debug")),
+        }
+    })
+}

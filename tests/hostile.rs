@@ -1,0 +1,533 @@
+//! Hostile input: random argument vectors, keys the module did not write, and
+//! the exact wording of every argument error (contract sections 1, 2, 5 and 6).
+
+mod common;
+use common::*;
+
+use rand::rngs::StdRng;
+use rand::seq::{IndexedRandom, SliceRandom};
+use rand::{Rng, SeedableRng};
+use redis::ServerError;
+
+/// Each command with the number of count parameters before its duration and
+/// whether it takes `BURST`.
+const COMMANDS: [(&str, usize, bool); 6] = [
+    ("RL.GCRA", 1, true),
+    ("RL.TOKENBUCKET", 2, false),
+    ("RL.LEAKY", 2, false),
+    ("RL.SLIDING", 1, false),
+    ("RL.SLIDINGLOG", 1, false),
+    ("RL.FIXED", 1, false),
+];
+
+/// Random argument vectors sent to each command.
+const VECTORS_PER_COMMAND: usize = 20_000;
+/// Vectors per pipeline round trip.
+const BATCH: usize = 300;
+/// At most this many arguments after the command name.
+const MAX_ARGS: usize = 10;
+
+/// Valid and hostile arguments, mixed.
+const PALETTE: &[&[u8]] = &[
+    b"",
+    b"-1",
+    b"0",
+    b"1",
+    b"7",
+    b"1000000000000",
+    b"1000000000001",
+    b"18446744073709551616",
+    b"99999999999999999999999999",
+    b"nan",
+    b"inf",
+    b"-inf",
+    b"1e3",
+    b"1.5",
+    b" 1",
+    b"1s",
+    b"1500ms",
+    b"1m",
+    b"24h",
+    b"3650d",
+    b"3651d",
+    b"0ms",
+    b"COST",
+    b"cost",
+    b"PEEK",
+    b"peek",
+    b"BURST",
+    b"burst",
+    b"XYZ",
+    b"\0",
+    b"1\0",
+    b"COST\0",
+    b"\xff\xfe",
+    b"7\xff",
+    b"\r\n",
+];
+
+const COUNTS: [&str; 4] = ["1", "7", "100", "1000000000000"];
+const DURATIONS: [&str; 7] = ["1ms", "1", "1s", "1500ms", "1m", "24h", "3650d"];
+const COSTS: [&str; 4] = ["0", "1", "3", "1000000000000"];
+
+/// A palette entry, random bytes, or (rarely) a 100 KB string.
+fn hostile(rng: &mut StdRng) -> Vec<u8> {
+    match rng.random_range(0..200) {
+        0 => vec![b'9'; 100 * 1024],
+        1..=20 => {
+            let len = rng.random_range(0..40);
+            (0..len).map(|_| rng.random()).collect()
+        }
+        _ => PALETTE.choose(rng).unwrap().to_vec(),
+    }
+}
+
+/// Mostly a key from a small pool (so state builds up, and `shared` sees every
+/// algorithm), sometimes hostile bytes.
+fn key(rng: &mut StdRng, command: &str) -> Vec<u8> {
+    match rng.random_range(0..8) {
+        0 => hostile(rng),
+        1 => b"shared".to_vec(),
+        n => format!("{command}:{}", n % 3).into_bytes(),
+    }
+}
+
+/// A well-formed call: key, positionals, then options in random order.
+fn plausible(rng: &mut StdRng, (command, counts, burst): (&str, usize, bool)) -> Vec<Vec<u8>> {
+    let mut args = vec![key(rng, command)];
+    for _ in 0..counts {
+        args.push(COUNTS.choose(rng).unwrap().as_bytes().to_vec());
+    }
+    args.push(DURATIONS.choose(rng).unwrap().as_bytes().to_vec());
+    let mut options: Vec<Vec<&str>> = Vec::new();
+    if rng.random_bool(0.4) {
+        options.push(vec!["COST", COSTS.choose(rng).unwrap()]);
+    }
+    if rng.random_bool(0.3) {
+        options.push(vec!["PEEK"]);
+    }
+    if burst && rng.random_bool(0.4) {
+        options.push(vec!["BURST", COUNTS.choose(rng).unwrap()]);
+    }
+    options.shuffle(rng);
+    args.extend(options.concat().into_iter().map(|s| s.as_bytes().to_vec()));
+    args
+}
+
+/// A plausible call, a mutated one, or pure noise; at most `MAX_ARGS` arguments.
+fn vector(rng: &mut StdRng, spec: (&str, usize, bool)) -> Vec<Vec<u8>> {
+    let mut args = match rng.random_range(0..5) {
+        0 => {
+            let len = rng.random_range(0..=MAX_ARGS);
+            let mut args: Vec<Vec<u8>> = (0..len).map(|_| hostile(rng)).collect();
+            if let Some(first) = args.first_mut() {
+                *first = key(rng, spec.0);
+            }
+            args
+        }
+        1 | 2 => plausible(rng, spec),
+        _ => {
+            let mut args = plausible(rng, spec);
+            for _ in 0..rng.random_range(1..=3) {
+                let at = rng.random_range(0..=args.len());
+                match rng.random_range(0..3) {
+                    0 if at < args.len() => args[at] = hostile(rng),
+                    1 if at < args.len() => drop(args.remove(at)),
+                    _ => args.insert(at, hostile(rng)),
+                }
+            }
+            args
+        }
+    };
+    args.truncate(MAX_ARGS);
+    args
+}
+
+/// A call, readable in a failure message (long arguments shortened).
+fn show(command: &str, args: &[Vec<u8>]) -> String {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| {
+            let text = String::from_utf8_lossy(&a[..a.len().min(40)]);
+            let more = if a.len() > 40 { "..." } else { "" };
+            format!("{text:?}{more}")
+        })
+        .collect();
+    format!("{command} {}", args.join(" "))
+}
+
+/// An error reply as the server sent it: `CODE message`.
+fn server_error_text(e: &ServerError) -> String {
+    format!("{} {}", e.code(), e.details().unwrap_or_default())
+}
+
+/// Checks one reply against the shared reply (contract section 2) or the error
+/// rules (section 6): five sane integers, or an `ERR `/`WRONGTYPE ` error that
+/// is not a caught panic.
+fn check_reply(reply: &Value) -> Result<(), String> {
+    match reply {
+        Value::Array(items) if items.len() == 5 => {
+            let ints: Vec<i64> = items
+                .iter()
+                .filter_map(|v| match v {
+                    Value::Int(n) => Some(*n),
+                    _ => None,
+                })
+                .collect();
+            let [allowed, limit, remaining, retry, reset] = ints[..] else {
+                return Err(format!("not five integers: {reply:?}"));
+            };
+            let sane = (allowed == 0 || allowed == 1)
+                && (0..=limit).contains(&remaining)
+                && retry >= -1
+                && reset >= 0;
+            sane.then_some(())
+                .ok_or(format!("inconsistent reply {ints:?}"))
+        }
+        Value::ServerError(e) => {
+            let text = server_error_text(e);
+            let shaped = matches!(e.code(), "ERR" | "WRONGTYPE") && e.details().is_some();
+            if !shaped || text.starts_with("ERR internal error") {
+                return Err(format!("bad error {text:?}"));
+            }
+            Ok(())
+        }
+        other => Err(format!("unexpected reply {other:?}")),
+    }
+}
+
+/// The database's keys and their PTTLs.
+fn all_pttls(c: &mut redis::Connection) -> Vec<(Vec<u8>, i64)> {
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    let mut pipe = redis::pipe();
+    for k in &keys {
+        pipe.cmd("PTTL").arg(k);
+    }
+    let pttls: Vec<i64> = pipe.query(c).unwrap();
+    keys.into_iter().zip(pttls).collect()
+}
+
+/// The Redis type a key holds, as the module sees it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Held {
+    String,
+    Zset,
+    Other,
+}
+
+/// Keys the module never wrote: key, its type, the command creating it (after
+/// the key), and whether it gets a TTL.
+#[rustfmt::skip]
+const FOREIGN: &[(&str, Held, &[&[u8]], bool)] = &[
+    ("str:hello",   Held::String, &[b"SET", b"hello"], true),
+    ("str:empty",   Held::String, &[b"SET", b""], false),
+    ("str:binary",  Held::String, &[b"SET", b"\0\xffgcra:1\0\r\n"], false),
+    ("str:gcra12x", Held::String, &[b"SET", b"gcra:12x"], true),
+    ("str:fixed1",  Held::String, &[b"SET", b"fixed:1"], false),
+    ("str:sliding", Held::String, &[b"SET", b"sliding:1:2"], true),
+    // Valid GCRA state: foreign to every other algorithm only.
+    ("str:gcra5",   Held::String, &[b"SET", b"gcra:5"], false),
+    ("hash",        Held::Other,  &[b"HSET", b"f", b"v"], true),
+    ("list",        Held::Other,  &[b"RPUSH", b"a", b"b"], false),
+    ("set",         Held::Other,  &[b"SADD", b"a"], true),
+    ("zset:words",  Held::Zset,   &[b"ZADD", b"1", b"alpha", b"2", b"beta"], false),
+    // A numeric member whose score is not its microseconds.
+    ("zset:score5", Held::Zset,   &[b"ZADD", b"5", b"1700000000000000000"], true),
+    ("stream",      Held::Other,  &[b"XADD", b"*", b"f", b"v"], false),
+];
+
+/// Valid parameters per command, and option tails tried with each.
+const PARAMS: [(&str, &str); 6] = [
+    ("RL.GCRA", "10 1s BURST 5"),
+    ("RL.TOKENBUCKET", "10 1 1s"),
+    ("RL.LEAKY", "10 1 1s"),
+    ("RL.SLIDING", "10 1s"),
+    ("RL.SLIDINGLOG", "10 1s"),
+    ("RL.FIXED", "10 1s"),
+];
+const TAILS: [&str; 4] = ["", "PEEK", "COST 0", "COST 1000000000000"];
+
+/// Each key's DUMP and absolute expiry.
+fn snapshot(c: &mut redis::Connection) -> Vec<(Value, i64)> {
+    let mut pipe = redis::pipe();
+    for (key, ..) in FOREIGN {
+        pipe.cmd("DUMP").arg(key).cmd("PEXPIRETIME").arg(key);
+    }
+    pipe.query(c).unwrap()
+}
+
+/// Runs a refused call and checks that it created no key.
+fn refused(c: &mut redis::Connection, words: &str) -> String {
+    let text = rl_err(c, words);
+    if let Some(key) = words.split_whitespace().nth(1) {
+        assert_eq!(
+            run::<i64>(c, &format!("EXISTS {key}")),
+            0,
+            "{words} created {key}"
+        );
+    }
+    text
+}
+
+// Each test runs on Redis 7.0 and on Valkey 9.1.
+server_tests! {
+    fn random_argument_vectors_never_hurt_the_server(flavor) {
+        super::random_argument_vectors_never_hurt_the_server(flavor)
+    }
+
+    fn foreign_values_are_reported_and_left_byte_identical(flavor) {
+        super::foreign_values_are_reported_and_left_byte_identical(flavor)
+    }
+
+    fn error_messages_name_the_argument_and_range(flavor) {
+        super::error_messages_name_the_argument_and_range(flavor)
+    }
+}
+
+fn random_argument_vectors_never_hurt_the_server(flavor: Flavor) {
+    let seed: u64 = std::env::var("RL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    println!("seed {seed} (RL_SEED={seed} reproduces this run)");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let s = Server::start(flavor);
+    let mut c = s.conn();
+    let mut decisions = 0;
+    for spec in COMMANDS {
+        for _ in 0..VECTORS_PER_COMMAND / BATCH {
+            let calls: Vec<_> = (0..BATCH).map(|_| vector(&mut rng, spec)).collect();
+            let mut pipe = redis::pipe();
+            for args in &calls {
+                pipe.cmd(spec.0).arg(args).cmd("PING");
+            }
+            // `ignore_errors` keeps each command's error in place as a Value.
+            let replies: Vec<Value> = pipe
+                .ignore_errors()
+                .query(&mut c)
+                .unwrap_or_else(|e| panic!("seed {seed}: connection lost: {e}"));
+            assert_eq!(replies.len(), 2 * calls.len(), "seed {seed}");
+            for (args, pair) in calls.iter().zip(replies.chunks(2)) {
+                let call = show(spec.0, args);
+                // The reply is a decision or a well-formed error.
+                if let Err(why) = check_reply(&pair[0]) {
+                    panic!("seed {seed}: {call}: {why}");
+                }
+                decisions += usize::from(matches!(pair[0], Value::Array(_)));
+                // The server is still serving after every call.
+                assert_eq!(
+                    pair[1],
+                    Value::SimpleString("PONG".into()),
+                    "seed {seed}: {call}"
+                );
+            }
+        }
+    }
+    assert_eq!(run::<String>(&mut c, "PING"), "PONG");
+    let pttls = all_pttls(&mut c);
+    println!("{decisions} decisions, {} keys", pttls.len());
+    // No key was left without an expiry (0: under 1 ms left; -2: expired
+    // between KEYS and PTTL).
+    for (key, pttl) in pttls {
+        assert!(
+            pttl >= 0 || pttl == -2,
+            "seed {seed}: key {:?} has PTTL {pttl}",
+            String::from_utf8_lossy(&key)
+        );
+    }
+}
+
+fn foreign_values_are_reported_and_left_byte_identical(flavor: Flavor) {
+    let s = Server::start(flavor);
+    let mut c = s.conn();
+    for (key, _, create, ttl) in FOREIGN {
+        let mut cmd = redis::cmd(std::str::from_utf8(create[0]).unwrap());
+        cmd.arg(key).arg(&create[1..]);
+        cmd.query::<Value>(&mut c).unwrap();
+        if *ttl {
+            run::<i64>(&mut c, &format!("PEXPIRE {key} 3600000"));
+        }
+    }
+    let before = snapshot(&mut c);
+
+    let mut pipe = redis::pipe();
+    let mut calls = Vec::new();
+    for (key, held, ..) in FOREIGN {
+        for (command, params) in PARAMS {
+            if *key == "str:gcra5" && command == "RL.GCRA" {
+                continue;
+            }
+            for tail in TAILS {
+                let words = format!("{command} {key} {params} {tail}");
+                let mut cmd = redis::cmd(command);
+                cmd.arg(words.split_whitespace().skip(1).collect::<Vec<_>>());
+                pipe.add_command(cmd);
+                let uses = if command == "RL.SLIDINGLOG" {
+                    Held::Zset
+                } else {
+                    Held::String
+                };
+                calls.push((words, *held == uses));
+            }
+        }
+    }
+    let replies: Vec<Value> = pipe.ignore_errors().query(&mut c).unwrap();
+    for ((words, right_type), reply) in calls.iter().zip(&replies) {
+        let Value::ServerError(e) = reply else {
+            panic!("{words}: expected an error, got {reply:?}");
+        };
+        let text = server_error_text(e);
+        if *right_type {
+            // Foreign content in the type the command uses: an ERR naming the problem.
+            assert!(
+                text.starts_with("ERR ") && !text.contains("internal"),
+                "{words}: {text}"
+            );
+        } else {
+            // A type the command never uses: Redis's own WRONGTYPE.
+            assert_eq!(
+                text, "WRONGTYPE Operation against a key holding the wrong kind of value",
+                "{words}"
+            );
+        }
+    }
+
+    // The module never touched a value or an expiry it did not write.
+    assert_eq!(snapshot(&mut c), before);
+    assert_eq!(run::<usize>(&mut c, "DBSIZE"), FOREIGN.len());
+}
+
+fn error_messages_name_the_argument_and_range(flavor: Flavor) {
+    let s = Server::start(flavor);
+    let mut c = s.conn();
+    const MAX_COUNT: &str = "1000000000000";
+    for (command, counts, _) in COMMANDS {
+        let lower = command.to_lowercase();
+        let arity = format!("ERR wrong number of arguments for '{lower}' command");
+        let (limit, duration) = match command {
+            "RL.TOKENBUCKET" | "RL.LEAKY" => ("capacity", "period"),
+            "RL.GCRA" => ("limit", "period"),
+            _ => ("limit", "window"),
+        };
+        let positionals = if counts == 2 { "10 1 1s" } else { "10 1s" };
+        let call = |rest: &str| format!("{command} victim {rest}");
+
+        // Too few arguments, Redis's wording.
+        assert_eq!(refused(&mut c, command), arity);
+        assert_eq!(refused(&mut c, &call("")), arity);
+        assert_eq!(
+            refused(&mut c, &call(if counts == 2 { "10 1" } else { "10" })),
+            arity
+        );
+
+        // Counts name the parameter and its range.
+        let max = if command == "RL.SLIDINGLOG" {
+            "100000"
+        } else {
+            MAX_COUNT
+        };
+        let bad_limit = format!("ERR {limit} must be an integer from 1 to {max}");
+        for bad in ["0", "-1", "1.5", "nan", "18446744073709551616"] {
+            let rest = positionals.replacen("10", bad, 1);
+            assert_eq!(refused(&mut c, &call(&rest)), bad_limit, "{command} {bad}");
+        }
+        if counts == 2 {
+            let second = if command == "RL.LEAKY" {
+                "leak"
+            } else {
+                "refill"
+            };
+            assert_eq!(
+                refused(&mut c, &call("10 1000000000001 1s")),
+                format!("ERR {second} must be an integer from 1 to {MAX_COUNT}")
+            );
+        }
+
+        // Durations name the parameter and the range.
+        let bad_duration = format!("ERR {duration} must be a duration from 1ms to 3650d");
+        for bad in [
+            "0",
+            "0ms",
+            "3651d",
+            "1.5",
+            "nan",
+            "-1",
+            "1w",
+            "1e3",
+            "99999999999999999999d",
+        ] {
+            let rest = positionals.replacen("1s", bad, 1);
+            let text = refused(&mut c, &call(&rest));
+            assert!(text.starts_with(&bad_duration), "{command} {bad}: {text}");
+        }
+
+        // COST: range, missing value, repetition; PEEK repetition.
+        let p = positionals;
+        assert_eq!(
+            refused(&mut c, &call(&format!("{p} COST -1"))),
+            format!("ERR COST must be an integer from 0 to {MAX_COUNT}")
+        );
+        assert_eq!(
+            refused(&mut c, &call(&format!("{p} COST 1000000000001"))),
+            format!("ERR COST must be an integer from 0 to {MAX_COUNT}")
+        );
+        assert_eq!(
+            refused(&mut c, &call(&format!("{p} COST"))),
+            "ERR option COST needs a value"
+        );
+        assert_eq!(
+            refused(&mut c, &call(&format!("{p} COST 1 cost 2"))),
+            "ERR option COST given more than once"
+        );
+        assert_eq!(
+            refused(&mut c, &call(&format!("{p} PEEK peek"))),
+            "ERR option PEEK given more than once"
+        );
+
+        // Unknown options are named, with the command.
+        let text = refused(&mut c, &call(&format!("{p} XYZ")));
+        assert!(
+            text.starts_with(&format!("ERR unknown option 'XYZ' for '{lower}'")),
+            "{text}"
+        );
+    }
+
+    // BURST belongs to RL.GCRA only.
+    let text = refused(&mut c, "RL.FIXED victim 10 1s BURST 2");
+    assert!(
+        text.starts_with("ERR unknown option 'BURST' for 'rl.fixed'"),
+        "{text}"
+    );
+    assert_eq!(
+        refused(&mut c, "RL.GCRA victim 10 1s BURST 0"),
+        format!("ERR BURST must be an integer from 1 to {MAX_COUNT}")
+    );
+    assert_eq!(
+        refused(&mut c, "RL.GCRA victim 10 1s BURST"),
+        "ERR option BURST needs a value"
+    );
+    assert_eq!(
+        refused(&mut c, "RL.GCRA victim 10 1s burst 2 BURST 3"),
+        "ERR option BURST given more than once"
+    );
+    assert_eq!(
+        refused(&mut c, "RL.SLIDINGLOG victim 100001 1s"),
+        "ERR limit must be an integer from 1 to 100000"
+    );
+
+    // An unknown option is echoed as printable ASCII only.
+    let e = redis::cmd("RL.FIXED")
+        .arg("victim")
+        .arg("10")
+        .arg("1s")
+        .arg(&b"FO\0O\r\n"[..])
+        .query::<Value>(&mut c)
+        .unwrap_err();
+    assert!(
+        error_text(&e).starts_with("ERR unknown option 'FO?O??' for 'rl.fixed'"),
+        "{e}"
+    );
+
+    // No refused call created a key.
+    assert_eq!(run::<usize>(&mut c, "DBSIZE"), 0);
+}
