@@ -11,6 +11,8 @@ mod command;
 #[cfg(feature = "debug-commands")]
 mod debug;
 mod error;
+#[cfg(test)]
+mod fuzz;
 mod store;
 
 use std::os::raw::c_int;

@@ -1,0 +1,276 @@
+//! Property-based fuzzing (proptest) of everything a client's bytes or the clock
+//! can reach: the argument parser, the state codec and every algorithm. Together
+//! the properties run millions of random inputs; tests build with overflow checks,
+//! so an overflow is a panic and fails them.
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+use crate::algorithm::fixed::FixedState;
+use crate::algorithm::sliding::SlidingState;
+use crate::algorithm::sliding_log::{LogView, LogWrite};
+use crate::algorithm::{expire_ms, Decision, Wait};
+use crate::args::{parse, Caps, Kind, Limiter, MAX_COST, MAX_COUNT, MAX_DURATION_MS};
+use crate::codec::{decode, encode};
+
+const PALETTE: [&str; 24] = [
+    "",
+    "0",
+    "1",
+    "-1",
+    "7",
+    "1000000000000",
+    "1000000000001",
+    "18446744073709551616",
+    "nan",
+    "inf",
+    "1e3",
+    "1.5",
+    "1s",
+    "1500ms",
+    "1m",
+    "24h",
+    "3650d",
+    "3651d",
+    "COST",
+    "cost",
+    "PEEK",
+    "BURST",
+    "burst",
+    "\0",
+];
+
+fn token() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        3 => proptest::sample::select(&PALETTE[..]).prop_map(|s| s.as_bytes().to_vec()),
+        1 => vec(any::<u8>(), 0..24),
+        1 => (1u64..=u64::MAX, proptest::sample::select(&["", "ms", "s", "m", "h", "d", "MS", "x"][..]))
+            .prop_map(|(n, unit)| format!("{n}{unit}").into_bytes()),
+    ]
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    proptest::sample::select(&Kind::ALL[..])
+}
+
+/// Counts across the whole range, biased to the edges.
+fn count() -> impl Strategy<Value = u64> {
+    prop_oneof![1u64..=10, Just(MAX_COUNT), 1u64..=MAX_COUNT]
+}
+
+fn cost() -> impl Strategy<Value = u64> {
+    prop_oneof![0u64..=5, Just(MAX_COST), 0u64..=MAX_COST]
+}
+
+fn duration_ns() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(1u64), Just(MAX_DURATION_MS), 1u64..=MAX_DURATION_MS]
+        .prop_map(|ms| ms * 1_000_000)
+}
+
+/// A clock: mostly moving forward, sometimes jumping back or to the extremes.
+fn clock_steps() -> impl Strategy<Value = Vec<i128>> {
+    vec(
+        prop_oneof![
+            8 => 0i128..2_000_000_000,
+            1 => -10_000_000_000i128..0,
+            1 => Just(i128::from(u64::MAX)),
+            1 => Just(-i128::from(u64::MAX)),
+        ],
+        1..24,
+    )
+}
+
+fn check(d: &Decision, cost: u64) {
+    assert!(d.remaining <= d.limit, "{d:?}");
+    match d.retry_after {
+        Wait::Never => assert!(!d.allowed && cost > d.limit, "{d:?}"),
+        Wait::After(ns) if !d.allowed => assert!(ns > 0 && cost <= d.limit, "{d:?}"),
+        Wait::After(_) => assert!(cost <= d.limit, "{d:?}"),
+    }
+    let r = d.reply();
+    assert!(r[3] >= -1 && r[4] >= 0 && r[1] >= 1 && r[2] >= 0);
+}
+
+/// A sliding log kept in memory, holding at most the newest `CAP` entries of
+/// each write (enough to exercise the view without storing 10^12 entries).
+#[derive(Default)]
+struct Log(Vec<u64>);
+const CAP: u64 = 64;
+
+impl LogView for Log {
+    fn count_after(&self, cutoff: u64) -> u64 {
+        self.0.iter().filter(|&&ns| ns / 1_000 > cutoff).count() as u64
+    }
+    fn nth_after(&self, cutoff: u64, k: u64) -> Option<u64> {
+        let mut live = self.0.iter().map(|ns| ns / 1_000).filter(|&s| s > cutoff);
+        live.nth(k as usize)
+    }
+    fn newest_ns(&self) -> Option<u64> {
+        self.0.last().copied()
+    }
+}
+
+impl Log {
+    fn apply(&mut self, w: &LogWrite) {
+        self.0.retain(|ns| ns / 1_000 > w.cutoff_us);
+        let from = w.first_ns.max(w.last_ns().saturating_sub(CAP - 1));
+        self.0.extend(from..=w.last_ns());
+    }
+}
+
+/// Runs one limiter over a clock sequence with random costs, checking every
+/// decision and round-tripping every stored state through the codec.
+fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
+    let mut now = start;
+    let mut instant = 0u128;
+    let (mut fixed, mut sliding, mut log) =
+        (None::<FixedState>, None::<SlidingState>, Log::default());
+    for (step, &cost) in steps.iter().zip(costs.iter().cycle()) {
+        now = (i128::from(now) + step).clamp(0, i128::from(u64::MAX)) as u64;
+        let wide = u128::from(now);
+        let decision = match limiter {
+            Limiter::Gcra(p) => {
+                let out = p.decide(instant, wide, cost);
+                step_instant(Kind::Gcra, &mut instant, out)
+            }
+            Limiter::TokenBucket(p) => {
+                let out = p.decide(instant, wide, cost);
+                step_instant(Kind::TokenBucket, &mut instant, out)
+            }
+            Limiter::Leaky(p) => {
+                let out = p.decide(instant, wide, cost);
+                step_instant(Kind::Leaky, &mut instant, out)
+            }
+            Limiter::Fixed(p) => {
+                let out = p.decide(fixed, now, cost);
+                if let Some(s) = out.write {
+                    let text = encode(Kind::Fixed, [s.start_ms.into(), s.count.into()]);
+                    assert_eq!(
+                        decode::<2>(Kind::Fixed, text.as_bytes()).unwrap(),
+                        [s.start_ms.into(), s.count.into()]
+                    );
+                    expire_ms(crate::algorithm::fixed::idle_at_ns(&s, p.window_ns));
+                    fixed = Some(s);
+                }
+                out.decision
+            }
+            Limiter::Sliding(p) => {
+                let out = p.decide(sliding, now, cost);
+                if let Some(s) = out.write {
+                    let fields = [s.start_ms.into(), s.previous.into(), s.current.into()];
+                    let text = encode(Kind::Sliding, fields);
+                    assert_eq!(decode::<3>(Kind::Sliding, text.as_bytes()).unwrap(), fields);
+                    expire_ms(crate::algorithm::sliding::idle_at_ns(&s, p.window_ns));
+                    sliding = Some(s);
+                }
+                out.decision
+            }
+            Limiter::SlidingLog(p) => {
+                let out = p.decide(&log, now, cost);
+                if let Some(w) = out.write {
+                    assert!(
+                        (crate::algorithm::sliding_log::score_of(w.last_ns()) as f64).is_finite()
+                    );
+                    expire_ms(p.idle_at_ns(&w));
+                    log.apply(&w);
+                }
+                out.decision
+            }
+        };
+        check(&decision, cost);
+    }
+}
+
+fn step_instant(kind: Kind, stored: &mut u128, out: crate::algorithm::Outcome<u128>) -> Decision {
+    if let Some(t) = out.write {
+        let text = encode(kind, [t]);
+        assert_eq!(decode::<1>(kind, text.as_bytes()).unwrap(), [t]);
+        expire_ms(t);
+        *stored = t;
+    }
+    out.decision
+}
+
+fn limiter() -> impl Strategy<Value = Limiter> {
+    use crate::algorithm::{fixed::Fixed, gcra::Gcra, leaky::Leaky, sliding::Sliding};
+    use crate::algorithm::{sliding_log::SlidingLog, token_bucket::TokenBucket};
+    prop_oneof![
+        (count(), duration_ns(), count()).prop_map(|(limit, period_ns, burst)| Limiter::Gcra(
+            Gcra {
+                limit,
+                period_ns,
+                burst
+            }
+        )),
+        (count(), count(), duration_ns()).prop_map(|(capacity, refill, period_ns)| {
+            Limiter::TokenBucket(TokenBucket {
+                capacity,
+                refill,
+                period_ns,
+            })
+        }),
+        (count(), count(), duration_ns()).prop_map(|(capacity, leak, period_ns)| Limiter::Leaky(
+            Leaky {
+                capacity,
+                leak,
+                period_ns
+            }
+        )),
+        (count(), duration_ns())
+            .prop_map(|(limit, window_ns)| Limiter::Sliding(Sliding { limit, window_ns })),
+        (count(), duration_ns())
+            .prop_map(|(limit, window_ns)| Limiter::SlidingLog(SlidingLog { limit, window_ns })),
+        (count(), duration_ns())
+            .prop_map(|(limit, window_ns)| Limiter::Fixed(Fixed { limit, window_ns })),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1_000_000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The parser never panics, and what it accepts is within the contract's ranges.
+    #[test]
+    fn parser_accepts_only_valid_requests(kind in kind(), tokens in vec(token(), 0..10)) {
+        let args: Vec<&[u8]> = tokens.iter().map(Vec::as_slice).collect();
+        if let Ok(req) = parse(kind, &args, Caps::default()) {
+            prop_assert!(req.cost <= MAX_COST);
+            let ok_count = |v: u64| (1..=MAX_COUNT).contains(&v);
+            let ok_duration = |ns: u64| ns % 1_000_000 == 0 && (1..=MAX_DURATION_MS).contains(&(ns / 1_000_000));
+            let in_range = match req.limiter {
+                Limiter::Gcra(p) => ok_count(p.limit) && ok_count(p.burst) && ok_duration(p.period_ns),
+                Limiter::TokenBucket(p) => ok_count(p.capacity) && ok_count(p.refill) && ok_duration(p.period_ns),
+                Limiter::Leaky(p) => ok_count(p.capacity) && ok_count(p.leak) && ok_duration(p.period_ns),
+                Limiter::Sliding(p) => ok_count(p.limit) && ok_duration(p.window_ns),
+                Limiter::SlidingLog(p) => p.limit <= Caps::default().sliding_log_max && ok_duration(p.window_ns),
+                Limiter::Fixed(p) => ok_count(p.limit) && ok_duration(p.window_ns),
+            };
+            prop_assert!(in_range, "out of range: {:?}", req);
+        }
+    }
+
+    /// Decoding any bytes as any state never panics.
+    #[test]
+    fn codec_survives_any_bytes(kind in kind(), bytes in vec(any::<u8>(), 0..64), prefix in proptest::sample::select(&["gcra:", "fixed:", "sliding:", "tokenbucket:", ""][..])) {
+        let mut value = prefix.as_bytes().to_vec();
+        value.extend(bytes);
+        let _ = decode::<1>(kind, &value);
+        let _ = decode::<2>(kind, &value);
+        let _ = decode::<3>(kind, &value);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200_000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Every algorithm, any parameters, any clock (including steps back and the
+    /// ends of time), any costs: no panic, no overflow, invariants hold.
+    #[test]
+    fn algorithms_hold_their_invariants(
+        limiter in limiter(),
+        start in prop_oneof![Just(0u64), Just(u64::MAX), 1_600_000_000_000_000_000u64..2_000_000_000_000_000_000],
+        steps in clock_steps(),
+        costs in vec(cost(), 1..8),
+    ) {
+        drive(limiter, start, &steps, &costs);
+    }
+}
