@@ -4,7 +4,7 @@
 MODULE := $(CURDIR)/target/release/librl.so
 CARGO ?= cargo
 
-.PHONY: all deps build run test lint clean
+.PHONY: all deps build run cluster cluster-stop test lint clean
 
 all: build
 
@@ -19,9 +19,22 @@ build: deps
 run: build
 	redis-server redis.conf.example
 
+# A local Redis Cluster with the module: 3 masters and 3 replicas on ports 7000-7005
+# (CLUSTER_PORT=8000 moves them), data and logs in ./cluster/<port>/.
+cluster: build
+	RL_MODULE=$(MODULE) bash scripts/cluster.sh
+
+cluster-stop:
+	bash scripts/cluster.sh stop
+
 # Unit tests, then the integration suite against real redis-server and valkey-server.
 test: build
 	RL_MODULE=$(MODULE) bash scripts/run-tests.sh
+
+# Side-by-side benchmark (INCR, RL.*, the seed articles' Lua scripts), memory per
+# key and scaling; prints Markdown tables. Not a test: figures are as measured.
+bench: build
+	python3 scripts/bench.py --module $(MODULE)
 
 lint:
 	$(CARGO) fmt --check
@@ -29,4 +42,4 @@ lint:
 
 clean:
 	$(CARGO) clean
-	rm -rf .tools appendonlydir dump.rdb
+	rm -rf .tools appendonlydir dump.rdb cluster

@@ -31,14 +31,14 @@ impl Kind {
 
 /// A stored value being built on the stack (no allocation on the hot path).
 pub struct Text {
-    buf: [u8; 128],
+    buf: [u8; 136],
     len: usize,
 }
 
 impl Text {
     fn new(kind: Kind) -> Text {
         let mut t = Text {
-            buf: [0; 128],
+            buf: [0; 136],
             len: 0,
         };
         t.push(kind.tag().as_bytes());
@@ -50,21 +50,34 @@ impl Text {
         self.len += bytes.len();
     }
 
-    fn field(mut self, value: u128) -> Text {
-        let mut digits = [0u8; 39];
+    fn field(&mut self, value: u128) {
+        self.push(b":");
+        self.push_decimal(value);
+    }
+
+    /// Decimal digits; values above `u64` (rare: far-future instants) are split
+    /// into 19-digit chunks so the common case stays in cheap `u64` arithmetic.
+    fn push_decimal(&mut self, value: u128) {
+        const CHUNK: u128 = 10_000_000_000_000_000_000;
+        match u64::try_from(value) {
+            Ok(v) => self.push_u64(v, 1),
+            Err(_) => {
+                self.push_decimal(value / CHUNK);
+                self.push_u64((value % CHUNK) as u64, 19);
+            }
+        }
+    }
+
+    /// At least `min_digits` digits, zero-padded on the left.
+    fn push_u64(&mut self, mut v: u64, min_digits: usize) {
+        let mut digits = [b'0'; 20];
         let mut i = digits.len();
-        let mut v = value;
-        loop {
+        while v > 0 || digits.len() - i < min_digits {
             i -= 1;
             digits[i] = b'0' + (v % 10) as u8;
             v /= 10;
-            if v == 0 {
-                break;
-            }
         }
-        self.push(b":");
         self.push(&digits[i..]);
-        self
     }
 
     pub fn as_bytes(&self) -> &[u8] {
@@ -72,10 +85,14 @@ impl Text {
     }
 }
 
-/// Encodes a state of `N` fields (at most 3, so 4 * 40 bytes never overflow the buffer).
+/// Encodes a state of `N` fields (at most 3: a tag and three 41-byte fields fit the buffer).
 pub fn encode<const N: usize>(kind: Kind, fields: [u128; N]) -> Text {
     const { assert!(N <= 3) };
-    fields.into_iter().fold(Text::new(kind), Text::field)
+    let mut text = Text::new(kind);
+    for value in fields {
+        text.field(value);
+    }
+    text
 }
 
 /// Decodes a value that `kind` must have written into its `N` fields.

@@ -46,16 +46,17 @@ handlers! {
 type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
-/// The registration table: name, handler, flags. Every command has exactly one
-/// key, at position 1 (first key 1, last key 1, step 1).
+/// The registration table: name (lowercase, like Redis's own commands, so
+/// `COMMAND` and `INFO commandstats` list `rl.gcra`), handler, flags. Every
+/// command has exactly one key, at position 1 (first key 1, last key 1, step 1).
 const COMMANDS: [(&std::ffi::CStr, Handler, &std::ffi::CStr); 6] = [
-    (c"RL.GCRA", gcra, c"write deny-oom fast"),
-    (c"RL.TOKENBUCKET", token_bucket, c"write deny-oom fast"),
-    (c"RL.LEAKY", leaky, c"write deny-oom fast"),
-    (c"RL.SLIDING", sliding, c"write deny-oom fast"),
+    (c"rl.gcra", gcra, c"write deny-oom fast"),
+    (c"rl.tokenbucket", token_bucket, c"write deny-oom fast"),
+    (c"rl.leaky", leaky, c"write deny-oom fast"),
+    (c"rl.sliding", sliding, c"write deny-oom fast"),
     // O(limit) memory and O(cost) work per call: not `fast`.
-    (c"RL.SLIDINGLOG", sliding_log, c"write deny-oom"),
-    (c"RL.FIXED", fixed, c"write deny-oom fast"),
+    (c"rl.slidinglog", sliding_log, c"write deny-oom"),
+    (c"rl.fixed", fixed, c"write deny-oom fast"),
 ];
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
@@ -84,7 +85,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         unsafe {
             raw::RedisModule_CreateCommand.expect("CreateCommand")(
                 ctx.ctx,
-                c"RL.DEBUG".as_ptr(),
+                c"rl.debug".as_ptr(),
                 Some(debug::command),
                 c"".as_ptr(),
                 0,

@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: Redis's own INCR, each RL.* command, and the matching
+Lua script from the seed articles run with EVALSHA (reading the server's TIME).
+
+Starts its own redis-server with the module, drives it with redis-benchmark
+(pipelining 16, 50 clients; 100,000 random keys, then one hot key), and reads the
+server's own time per call from INFO commandstats. Also measures memory per key
+and how the cost of a call scales. Figures are as measured; nothing here is a test.
+
+Usage: scripts/bench.py [--module PATH] [--requests N] [--quick]
+"""
+
+import argparse
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The seed articles' scripts, reading the server's clock (TIME) instead of a
+# client timestamp so both sides use server time.
+NOW_MS = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+LUA = {
+    "gcra": NOW_MS + """
+local key = KEYS[1]
+local emission_interval = tonumber(ARGV[1])
+local burst_offset = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', key))
+if tat == nil then
+  tat = now + emission_interval
+  redis.call('SET', key, tat)
+  redis.call('PEXPIRE', key, burst_offset + emission_interval)
+  return {1, 0}
+end
+local allow_at = tat - burst_offset
+if now < allow_at then
+  return {0, allow_at - now}
+else
+  local new_tat = math.max(now, tat) + emission_interval
+  redis.call('SET', key, new_tat)
+  redis.call('PEXPIRE', key, burst_offset + emission_interval)
+  return {1, 0}
+end
+""",
+    "token_bucket": NOW_MS + """
+local key = KEYS[1]
+local capacity = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local requested = tonumber(ARGV[3])
+local data = redis.call('HMGET', key, 'tokens', 'last_refill')
+local tokens = tonumber(data[1])
+local last_refill = tonumber(data[2])
+if tokens == nil then
+  tokens = capacity
+  last_refill = now
+end
+local elapsed = (now - last_refill) / 1000.0
+tokens = math.min(capacity, tokens + elapsed * rate)
+local allowed = 0
+if tokens >= requested then
+  tokens = tokens - requested
+  allowed = 1
+end
+redis.call('HMSET', key, 'tokens', tokens, 'last_refill', now)
+redis.call('PEXPIRE', key, math.ceil(capacity / rate * 1000) + 1000)
+return {allowed, math.floor(tokens)}
+""",
+    # The seeds have no leaky-bucket script; this is the usual queue form.
+    "leaky": NOW_MS + """
+local key = KEYS[1]
+local capacity = tonumber(ARGV[1])
+local leak_per_ms = tonumber(ARGV[2])
+local data = redis.call('HMGET', key, 'level', 'ts')
+local level = tonumber(data[1]) or 0
+local ts = tonumber(data[2]) or now
+level = math.max(0, level - (now - ts) * leak_per_ms)
+if level + 1 <= capacity then
+  redis.call('HSET', key, 'level', level + 1, 'ts', now)
+  redis.call('PEXPIRE', key, math.ceil((level + 1) / leak_per_ms))
+  return {1, math.floor(level / leak_per_ms)}
+end
+return {0, math.ceil((level + 1 - capacity) / leak_per_ms)}
+""",
+    "sliding": NOW_MS + """
+local key = KEYS[1]
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local current_window = math.floor(now / window)
+local previous_window = current_window - 1
+local elapsed = (now % window) / window
+local current_count = tonumber(redis.call('GET', key .. ':' .. current_window) or '0')
+local previous_count = tonumber(redis.call('GET', key .. ':' .. previous_window) or '0')
+local estimated = previous_count * (1 - elapsed) + current_count
+if estimated < limit then
+  redis.call('INCR', key .. ':' .. current_window)
+  redis.call('PEXPIRE', key .. ':' .. current_window, window * 2)
+  return {1, math.floor(limit - estimated - 1)}
+else
+  return {0, 0}
+end
+""",
+    "sliding_log": NOW_MS + """
+local key = KEYS[1]
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+local count = redis.call('ZCARD', key)
+if count < limit then
+  redis.call('ZADD', key, now, now .. ':' .. math.random(1000000))
+  redis.call('PEXPIRE', key, window)
+  return {1, limit - count - 1}
+else
+  return {0, 0}
+end
+""",
+    "fixed": NOW_MS + """
+local key = KEYS[1] .. ':' .. math.floor(now / (tonumber(ARGV[2]) * 1000))
+local current = redis.call('INCR', key)
+if current == 1 then
+  redis.call('EXPIRE', key, ARGV[2])
+end
+return {current <= tonumber(ARGV[1]) and 1 or 0, math.max(0, tonumber(ARGV[1]) - current)}
+""",
+}
+
+# name, INFO commandstats name, module args after the key, Lua script, its args.
+# Each pair decides the same limit: 100 per hour, bursts of 100 (an API quota).
+# With 100,000 random keys every call is admitted and writes, and the state
+# outlives the run as an INCR counter does; with one hot key almost every call
+# is denied.
+CASES = [
+    ("RL.GCRA", "rl.gcra", ["100", "1h", "BURST", "100"], "gcra", ["36000", "3564000"]),
+    ("RL.TOKENBUCKET", "rl.tokenbucket", ["100", "100", "1h"], "token_bucket", ["100", "0.027777778", "1"]),
+    ("RL.LEAKY", "rl.leaky", ["100", "100", "1h"], "leaky", ["100", "0.000027777778"]),
+    ("RL.SLIDING", "rl.sliding", ["100", "1h"], "sliding", ["100", "3600000"]),
+    ("RL.SLIDINGLOG", "rl.slidinglog", ["100", "1h"], "sliding_log", ["3600000", "100"]),
+    ("RL.FIXED", "rl.fixed", ["100", "1h"], "fixed", ["100", "3600"]),
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, module):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="rl-bench-")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--loadmodule", module,
+             "--logfile", os.path.join(self.dir, "server.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if self.cli("PING").strip() == "PONG":
+                return
+            time.sleep(0.05)
+        sys.exit("redis-server did not start")
+
+    def cli(self, *args, stdin=None):
+        r = subprocess.run(["redis-cli", "-p", str(self.port), *args], input=stdin,
+                           capture_output=True, text=True)
+        return r.stdout
+
+    def info(self, section):
+        fields = {}
+        for line in self.cli("INFO", section).splitlines():
+            if ":" in line and not line.startswith("#"):
+                k, v = line.split(":", 1)
+                fields[k] = v.strip()
+        return fields
+
+    def usec_per_call(self, command):
+        stat = self.info("commandstats").get("cmdstat_" + command, "")
+        parts = dict(p.split("=") for p in stat.split(",") if "=" in p)
+        return float(parts.get("usec_per_call", "nan")), int(parts.get("calls", "0"))
+
+    def stop(self):
+        self.cli("SHUTDOWN", "NOSAVE")
+        self.proc.wait(timeout=10)
+        subprocess.run(["rm", "-rf", self.dir])
+
+
+def benchmark(server, requests, keyspace, args):
+    """Runs redis-benchmark; returns requests per second."""
+    cmd = ["redis-benchmark", "-p", str(server.port), "-n", str(requests), "-c", "50",
+           "-P", "16", "--csv"]
+    if keyspace:
+        cmd += ["-r", str(keyspace)]
+    r = subprocess.run(cmd + args, capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        cells = [c.strip('"') for c in line.split(",")]
+        if len(cells) > 1 and cells[0] != "test":
+            return float(cells[1])
+    sys.exit("redis-benchmark failed: " + r.stderr + r.stdout)
+
+
+def measure(server, requests, keyspace, stat_name, args):
+    """(requests per second, server microseconds per call) for one command."""
+    server.cli("FLUSHALL")
+    server.cli("CONFIG", "RESETSTAT")
+    rps = benchmark(server, requests, keyspace, args)
+    usec, _calls = server.usec_per_call(stat_name)
+    return rps, usec
+
+
+def key_arg(keyspace):
+    return "k:__rand_int__" if keyspace else "hot"
+
+
+def run_table(server, requests, shas, keyspace):
+    rows = []
+    incr = measure(server, requests, keyspace, "incr", ["INCR", key_arg(keyspace)])
+    rows.append(("INCR", incr, None))
+    for name, stat, args, lua, lua_args in CASES:
+        native = measure(server, requests, keyspace, stat, [name, key_arg(keyspace), *args])
+        script = measure(server, requests // 2, keyspace, "evalsha",
+                         ["EVALSHA", shas[lua], "1", key_arg(keyspace), *lua_args])
+        rows.append((name, native, script))
+    title = f"{keyspace:,} random keys" if keyspace else "one hot key"
+    print(f"\n### {title} (redis-benchmark -P 16 -c 50)\n")
+    print("| command | req/s | server µs/call | × INCR | Lua req/s | Lua µs/call | speed-up vs Lua |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    floor = incr[1]
+    for name, (rps, usec), script in rows:
+        if script:
+            lua_cells = f"| {script[0]:,.0f} | {script[1]:.2f} | {script[1] / usec:.1f}× |"
+        else:
+            lua_cells = "| | | |"
+        print(f"| {name} | {rps:,.0f} | {usec:.2f} | {usec / floor:.2f} {lua_cells}")
+
+
+def load_keys(server, count, words):
+    """Runs one command per key k:0..count-1 through redis-cli --pipe."""
+    def resp(parts):
+        out = [f"*{len(parts)}\r\n"]
+        for p in parts:
+            out.append(f"${len(p.encode())}\r\n{p}\r\n")
+        return "".join(out)
+    payload = "".join(resp([words[0], f"k:{i}", *words[1:]]) for i in range(count))
+    subprocess.run(["redis-cli", "-p", str(server.port), "--pipe"], input=payload,
+                   capture_output=True, text=True, check=True)
+
+
+def memory_table(server, count):
+    print(f"\n### Memory per key ({count:,} keys, INFO memory used_memory)\n")
+    print("| state | bytes per key | × SET … PX |")
+    print("|---|---:|---:|")
+    cases = [("SET k v PX (plain key)", ["SET", "1764489600123", "PX", "60000"])]
+    cases += [(name, [name, *args]) for name, _s, args, _l, _a in CASES]
+    base = None
+    for name, words in cases:
+        server.cli("FLUSHALL")
+        before = int(server.info("memory")["used_memory"])
+        load_keys(server, count, words)
+        after = int(server.info("memory")["used_memory"])
+        per_key = (after - before) / count
+        base = base or per_key
+        print(f"| {name} | {per_key:.0f} | {per_key / base:.2f} |")
+
+
+def scaling_table(server, requests):
+    print("\n### Scaling: server µs per call by number of keys\n")
+    print("| command | 10,000 keys | 1,000,000 keys |")
+    print("|---|---:|---:|")
+    for name, stat, args in [("INCR", "incr", []), *[(n, s, a) for n, s, a, _l, _x in CASES]]:
+        cells = []
+        for keys in (10_000, 1_000_000):
+            _rps, usec = measure(server, requests, keys, stat, [name, "k:__rand_int__", *args])
+            cells.append(f"{usec:.2f}")
+        print(f"| {name} | {' | '.join(cells)} |")
+    print("\n### RL.SLIDINGLOG by limit (one hot key, 10 s window: a full log, steady state)\n")
+    print("| limit | server µs/call | entries in the log |")
+    print("|---:|---:|---:|")
+    for limit in (10, 100, 1_000, 10_000):
+        # Fill the log first, then measure the steady state.
+        server.cli("FLUSHALL")
+        server.cli("RL.SLIDINGLOG", "hot", str(limit), "10s", "COST", str(limit))
+        server.cli("CONFIG", "RESETSTAT")
+        benchmark(server, requests, 0, ["RL.SLIDINGLOG", "hot", str(limit), "10s"])
+        usec, _ = server.usec_per_call("rl.slidinglog")
+        entries = server.cli("ZCARD", "hot").strip()
+        print(f"| {limit:,} | {usec:.2f} | {entries} |")
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.split()
+    redis_v = next((w[2:] for w in version if w.startswith("v=")), "?")
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, Redis {redis_v}"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--module", default=os.path.join(ROOT, "target/release/librl.so"))
+    p.add_argument("--requests", type=int, default=400_000)
+    p.add_argument("--quick", action="store_true", help="fewer requests, no scaling tables")
+    a = p.parse_args()
+    requests = 100_000 if a.quick else a.requests
+    server = Server(a.module)
+    try:
+        shas = {name: server.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
+        print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
+        run_table(server, requests, shas, 100_000)
+        run_table(server, requests, shas, 0)
+        memory_table(server, 100_000)
+        if not a.quick:
+            scaling_table(server, requests)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
