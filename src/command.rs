@@ -11,11 +11,11 @@ use redis_module::raw;
 
 use crate::algorithm::sliding_log::LogView;
 use crate::algorithm::{expire_ms, fixed, sliding, Decision, Outcome};
-use crate::args::{self, Caps, Kind, Limiter, Request};
-use crate::clock;
+use crate::args::{self, Kind, Limiter, Request};
 use crate::codec::{decode, encode};
 use crate::error::RlError;
 use crate::store::{arg_bytes, Held, Key};
+use crate::{clock, config};
 
 /// Arguments beyond this many are only ever errors; they are parsed from the heap.
 const STACK_ARGS: usize = 16;
@@ -88,7 +88,7 @@ fn run(
 }
 
 fn parse_params(params: &[*mut raw::RedisModuleString], kind: Kind) -> Result<Request, RlError> {
-    let caps = Caps::default();
+    let caps = config::caps();
     if params.len() <= STACK_ARGS {
         let mut slices: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
         for (slot, &arg) in slices.iter_mut().zip(params) {

@@ -8,6 +8,7 @@ mod args;
 mod clock;
 mod codec;
 mod command;
+mod config;
 #[cfg(feature = "debug-commands")]
 mod debug;
 mod error;
@@ -105,4 +106,22 @@ redis_module::redis_module! {
     allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
     data_types: [],
     init: init,
+    configurations: [
+        i64: [
+            [
+                "sliding-log-max-limit",
+                &config::SLIDING_LOG_MAX_LIMIT,
+                args::DEFAULT_SLIDING_LOG_MAX as i64,
+                config::SLIDING_LOG_MAX_RANGE.0,
+                config::SLIDING_LOG_MAX_RANGE.1,
+                redis_module::configuration::ConfigurationFlags::DEFAULT,
+                None
+            ],
+        ],
+        // The macro needs every kind listed, even when empty.
+        string: [],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
 }
