@@ -4,7 +4,7 @@
 //! | algorithm | string value |
 //! |---|---|
 //! | `RL.GCRA` | `gcra:<tat_ns>` |
-//! | `RL.TOKENBUCKET` | `tokenbucket:<full_at_ns>` |
+//! | `RL.TOKENBUCKET` | `bucket:<full_at_ns>` |
 //! | `RL.LEAKY` | `leaky:<drained_at_ns>` |
 //! | `RL.FIXED` | `fixed:<window_start_ms>:<count>` |
 //! | `RL.SLIDING` | `sliding:<window_start_ms>:<previous>:<current>` |
@@ -20,7 +20,7 @@ impl Kind {
     pub fn tag(self) -> &'static str {
         match self {
             Kind::Gcra => "gcra",
-            Kind::TokenBucket => "tokenbucket",
+            Kind::TokenBucket => "bucket",
             Kind::Leaky => "leaky",
             Kind::Sliding => "sliding",
             Kind::SlidingLog => "slidinglog",
@@ -166,7 +166,7 @@ mod tests {
     #[test]
     fn foreign_and_other_algorithms_are_told_apart() {
         assert_eq!(
-            decode::<1>(Kind::Gcra, b"tokenbucket:5"),
+            decode::<1>(Kind::Gcra, b"bucket:5"),
             Err(RlError::OtherAlgorithm {
                 found: "RL.TOKENBUCKET",
                 expected: "RL.GCRA"

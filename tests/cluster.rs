@@ -33,7 +33,7 @@ const KINDS: [Kind; 6] = [
     Kind {
         command: "RL.TOKENBUCKET",
         params: "N 1 1h",
-        state: Some("tokenbucket:*"),
+        state: Some("bucket:*"),
         hourly: true,
     },
     Kind {

@@ -66,7 +66,7 @@ server_tests! {
         let denied = rl(c, "RL.TOKENBUCKET tb 3 1 1h COST 2");
         assert_eq!(denied[..3], [0, 3, 1]);
         within(denied[3], HOUR_MS - 1_000, HOUR_MS);
-        let full_ms = (field(&get(c, "tb"), "tokenbucket:") / 1_000_000) as i64;
+        let full_ms = (field(&get(c, "tb"), "bucket:") / 1_000_000) as i64;
         within(pexpiretime(c, "tb") - full_ms, 0, 1);
         // A fast bucket refills within the test: 10 tokens per 100 ms.
         assert_eq!(rl(c, "RL.TOKENBUCKET fast 10 10 100ms COST 10")[..3], [1, 10, 0]);

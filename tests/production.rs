@@ -588,7 +588,7 @@ fn documented_expiry(key: &str, (kind, value, _): &View, window_ms: i64) -> i64 
             let number = |i: usize| -> i128 { fields[i].parse().unwrap() };
             match fields[0] {
                 // The idle instant in ns, rounded up to the ms.
-                "gcra" | "tokenbucket" | "leaky" => (number(1) as u128).div_ceil(1_000_000) as i64,
+                "gcra" | "bucket" | "leaky" => (number(1) as u128).div_ceil(1_000_000) as i64,
                 "fixed" => number(1) as i64 + window_ms,
                 "sliding" => number(1) as i64 + 2 * window_ms,
                 _ => panic!("{key}: unknown state {text:?}"),

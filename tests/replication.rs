@@ -247,7 +247,7 @@ server_tests! {
         // The long-lived keys never expire during the test, so they are all compared.
         let long_keys = ALGOS.len() * (KEYS - SHORT_KEYS);
         assert!(compared >= long_keys, "{compared} of {} keys compared", keys.len());
-        let expected = ["fixed", "gcra", "leaky", "sliding", "tokenbucket", "zset"];
+        let expected = ["bucket", "fixed", "gcra", "leaky", "sliding", "zset"];
         assert_eq!(formats, expected.map(String::from).into(), "formats on the master");
 
         // The module-less replica received sliding-log writes that dropped entries.
