@@ -62,6 +62,11 @@ impl Kind {
         }
     }
 
+    /// The algorithm's name in an `RL.ALL` clause (`GCRA`, `TOKENBUCKET`, ...).
+    pub fn tag_upper(self) -> &'static str {
+        &self.label()[3..]
+    }
+
     /// Names of the positional parameters after the key.
     fn positionals(self) -> &'static [&'static str] {
         match self {
@@ -72,10 +77,12 @@ impl Kind {
         }
     }
 
-    fn expected_options(self) -> &'static str {
-        match self {
-            Kind::Gcra => "BURST, COST or PEEK",
-            _ => "COST or PEEK",
+    fn expected_options(self, clause: bool) -> &'static str {
+        match (self, clause) {
+            (Kind::Gcra, false) => "BURST, COST, REFUND or PEEK",
+            (_, false) => "COST, REFUND or PEEK",
+            (Kind::Gcra, true) => "BURST or COST",
+            (_, true) => "COST",
         }
     }
 
@@ -100,8 +107,19 @@ pub enum Limiter {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {
     pub limiter: Limiter,
+    /// Units to consume, or with `refund` to give back.
     pub cost: u64,
+    /// `REFUND n`: give `cost` units back instead of consuming them.
+    pub refund: bool,
     pub peek: bool,
+}
+
+/// Where the arguments come from: a command of their own, or one clause of
+/// `RL.ALL` (which takes `COST` and `BURST` only; `PEEK` applies to the whole call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Command,
+    Clause,
 }
 
 /// Limits that operators may configure.
@@ -120,24 +138,43 @@ impl Default for Caps {
 
 /// Parses the arguments after the key (`params[0]` is the first positional).
 pub fn parse(kind: Kind, params: &[&[u8]], caps: Caps) -> Result<Request, RlError> {
+    parse_form(kind, params, caps, Form::Command)
+}
+
+/// Parses a command's or a clause's parameters.
+pub fn parse_form(
+    kind: Kind,
+    params: &[&[u8]],
+    caps: Caps,
+    form: Form,
+) -> Result<Request, RlError> {
     let names = kind.positionals();
     if params.len() < names.len() {
-        return Err(RlError::WrongArity(kind.command()));
+        return Err(match form {
+            Form::Command => RlError::WrongArity(kind.command()),
+            Form::Clause => RlError::ClauseArity(kind.tag_upper()),
+        });
     }
     let (positional, options) = params.split_at(names.len());
     let count = |i: usize| parse_count(names[i], positional[i], MAX_COUNT);
     let duration = |i: usize| parse_duration(names[i], positional[i]);
 
     let mut cost = None;
+    let mut refund = None;
     let mut burst = None;
     let mut peek = false;
     let mut rest = options.iter();
+    let command = form == Form::Command;
     while let Some(&option) = rest.next() {
         if option.eq_ignore_ascii_case(b"COST") {
             set_once(&mut cost, "COST", rest.next(), |v| {
                 parse_count_from("COST", v, 0, MAX_COST)
             })?;
-        } else if option.eq_ignore_ascii_case(b"PEEK") {
+        } else if command && option.eq_ignore_ascii_case(b"REFUND") {
+            set_once(&mut refund, "REFUND", rest.next(), |v| {
+                parse_count_from("REFUND", v, 0, MAX_COST)
+            })?;
+        } else if command && option.eq_ignore_ascii_case(b"PEEK") {
             if peek {
                 return Err(RlError::RepeatedOption("PEEK"));
             }
@@ -150,9 +187,12 @@ pub fn parse(kind: Kind, params: &[&[u8]], caps: Caps) -> Result<Request, RlErro
             return Err(RlError::UnknownOption {
                 option: sanitize(option),
                 command: kind.command(),
-                expected: kind.expected_options(),
+                expected: kind.expected_options(!command),
             });
         }
+    }
+    if cost.is_some() && refund.is_some() {
+        return Err(RlError::CostWithRefund);
     }
 
     let limiter = match kind {
@@ -186,7 +226,8 @@ pub fn parse(kind: Kind, params: &[&[u8]], caps: Caps) -> Result<Request, RlErro
     };
     Ok(Request {
         limiter,
-        cost: cost.unwrap_or(1),
+        cost: refund.or(cost).unwrap_or(1),
+        refund: refund.is_some(),
         peek,
     })
 }
@@ -312,6 +353,7 @@ mod tests {
                     burst: 5
                 }),
                 cost: 3,
+                refund: false,
                 peek: true
             }
         );
@@ -378,6 +420,33 @@ mod tests {
             p(Kind::Leaky, "5 1 nan"),
             Err(RlError::BadDuration("period"))
         );
+    }
+
+    #[test]
+    fn refund_replaces_cost() {
+        let r = p(Kind::Fixed, "5 1s REFUND 2").unwrap();
+        assert_eq!((r.cost, r.refund), (2, true));
+        assert_eq!(
+            p(Kind::Fixed, "5 1s REFUND 1 COST 1"),
+            Err(RlError::CostWithRefund)
+        );
+        assert_eq!(
+            p(Kind::Fixed, "5 1s REFUND"),
+            Err(RlError::MissingValue("REFUND"))
+        );
+        let clause = parse_form(
+            Kind::Fixed,
+            &[b"5", b"1s", b"REFUND", b"1"],
+            Caps::default(),
+            Form::Clause,
+        );
+        assert!(matches!(
+            clause,
+            Err(RlError::UnknownOption {
+                expected: "COST",
+                ..
+            })
+        ));
     }
 
     #[test]

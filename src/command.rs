@@ -9,13 +9,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use crate::algorithm::sliding_log::LogView;
-use crate::algorithm::{expire_ms, fixed, sliding, Decision, Outcome};
-use crate::args::{self, Kind, Limiter, Request};
-use crate::codec::{decode, encode};
+use crate::args::{self, Kind, Request};
 use crate::error::RlError;
-use crate::store::{arg_bytes, Held, Key};
-use crate::{clock, config};
+use crate::store::{arg_bytes, Key};
+use crate::{clock, config, decision};
 
 /// Arguments beyond this many are only ever errors; they are parsed from the heap.
 const STACK_ARGS: usize = 16;
@@ -24,6 +21,11 @@ const STACK_ARGS: usize = 16;
 pub enum Reply {
     /// The five integers of a decision.
     Decision([i64; 5]),
+    /// `RL.ALL`: the binding layer's five integers, then every layer's.
+    Layers {
+        binding: usize,
+        layers: Vec<[i64; 5]>,
+    },
     #[cfg_attr(not(feature = "debug-commands"), allow(dead_code))]
     Ok,
 }
@@ -38,6 +40,20 @@ pub fn guarded(
     let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or(Err(RlError::Internal(label)));
     match result {
         Ok(Reply::Decision(values)) => reply_integers(ctx, &values),
+        Ok(Reply::Layers { binding, layers }) => {
+            // SAFETY: `ctx` is the live context of the current command.
+            unsafe {
+                raw::RedisModule_ReplyWithArray.expect("ReplyWithArray")(ctx, 6);
+                for &v in &layers[binding] {
+                    raw::RedisModule_ReplyWithLongLong.expect("ReplyWithLongLong")(ctx, v);
+                }
+                raw::RedisModule_ReplyWithArray.expect("ReplyWithArray")(ctx, layers.len() as _);
+            }
+            for layer in &layers {
+                reply_integers(ctx, layer);
+            }
+            raw::REDISMODULE_OK as c_int
+        }
         Ok(Reply::Ok) => {
             // SAFETY: `ctx` is the live context of the current command.
             unsafe {
@@ -84,124 +100,28 @@ fn run(
     let request = parse_params(&argv[2..], kind)?;
     let now = clock::now_ns();
     let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(kind.label()))?;
-    decide_and_store(&key, kind, &request, now).map(|d| d.reply())
+    let pending = decision::decide(&key, kind, &request, now)?;
+    if let (false, Some(write)) = (request.peek, &pending.write) {
+        decision::commit(&key, write);
+    }
+    Ok(pending.decision.reply())
 }
 
 fn parse_params(params: &[*mut raw::RedisModuleString], kind: Kind) -> Result<Request, RlError> {
-    let caps = config::caps();
+    with_bytes(params, |slices| args::parse(kind, slices, config::caps()))
+}
+
+/// Runs `f` on the arguments' bytes, collected on the stack when they are few.
+pub fn with_bytes<T>(params: &[*mut raw::RedisModuleString], f: impl FnOnce(&[&[u8]]) -> T) -> T {
     if params.len() <= STACK_ARGS {
         let mut slices: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
         for (slot, &arg) in slices.iter_mut().zip(params) {
             *slot = arg_bytes(arg);
         }
-        args::parse(kind, &slices[..params.len()], caps)
+        f(&slices[..params.len()])
     } else {
         let slices: Vec<&[u8]> = params.iter().map(|&arg| arg_bytes(arg)).collect();
-        args::parse(kind, &slices, caps)
-    }
-}
-
-fn decide_and_store(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Decision, RlError> {
-    let wide = now as u128;
-    let write = !req.peek;
-    Ok(match req.limiter {
-        Limiter::Gcra(p) => instant(key, kind, write, |tat| p.decide(tat, wide, req.cost))?,
-        Limiter::TokenBucket(p) => instant(key, kind, write, |t| p.decide(t, wide, req.cost))?,
-        Limiter::Leaky(p) => instant(key, kind, write, |t| p.decide(t, wide, req.cost))?,
-        Limiter::Fixed(p) => {
-            let stored = read_string::<2>(key, kind)?.map(|[start_ms, count]| fixed::FixedState {
-                start_ms: narrow(start_ms),
-                count: narrow(count),
-            });
-            let out = p.decide(stored, now, req.cost);
-            if let (true, Some(s)) = (write, out.write) {
-                let text = encode(kind, [s.start_ms as u128, s.count as u128]);
-                key.write_string(
-                    text.as_bytes(),
-                    expire_ms(fixed::idle_at_ns(&s, p.window_ns)),
-                );
-            }
-            out.decision
-        }
-        Limiter::Sliding(p) => {
-            let stored = read_string::<3>(key, kind)?.map(|[start_ms, previous, current]| {
-                sliding::SlidingState {
-                    start_ms: narrow(start_ms),
-                    previous: narrow(previous),
-                    current: narrow(current),
-                }
-            });
-            let out = p.decide(stored, now, req.cost);
-            if let (true, Some(s)) = (write, out.write) {
-                let fields = [s.start_ms as u128, s.previous as u128, s.current as u128];
-                let text = encode(kind, fields);
-                key.write_string(
-                    text.as_bytes(),
-                    expire_ms(sliding::idle_at_ns(&s, p.window_ns)),
-                );
-            }
-            out.decision
-        }
-        Limiter::SlidingLog(p) => {
-            let out = match key.held() {
-                Held::Empty => p.decide(&EmptyLog, now, req.cost),
-                Held::Zset => {
-                    let log = key.as_log().ok_or(RlError::ForeignValue(kind.label()))?;
-                    p.decide(&log, now, req.cost)
-                }
-                Held::String(_) | Held::Other => return Err(RlError::WrongType),
-            };
-            if let (true, Some(w)) = (write, out.write) {
-                key.write_log(&w, expire_ms(p.idle_at_ns(&w)));
-            }
-            out.decision
-        }
-    })
-}
-
-/// Decides with a limiter whose state is one instant (GCRA, token bucket, leaky
-/// bucket) and stores the new instant, which is also the key's expiry.
-fn instant(
-    key: &Key,
-    kind: Kind,
-    write: bool,
-    decide: impl FnOnce(u128) -> Outcome<u128>,
-) -> Result<Decision, RlError> {
-    let stored = read_string::<1>(key, kind)?.map_or(0, |[t]| t);
-    let out = decide(stored);
-    if let (true, Some(t)) = (write, out.write) {
-        key.write_string(encode(kind, [t]).as_bytes(), expire_ms(t));
-    }
-    Ok(out.decision)
-}
-
-/// The fields of a string state `kind` wrote, `None` if the key is empty.
-fn read_string<const N: usize>(key: &Key, kind: Kind) -> Result<Option<[u128; N]>, RlError> {
-    match key.held() {
-        Held::Empty => Ok(None),
-        Held::String(bytes) => decode::<N>(kind, bytes).map(Some),
-        Held::Zset | Held::Other => Err(RlError::WrongType),
-    }
-}
-
-/// A stored count or millisecond field; values beyond `u64` saturate (they can
-/// only come from a hand-edited key and still decide conservatively).
-fn narrow(v: u128) -> u64 {
-    v.min(u64::MAX as u128) as u64
-}
-
-/// An absent sliding log.
-struct EmptyLog;
-
-impl LogView for EmptyLog {
-    fn count_after(&self, _: u64) -> u64 {
-        0
-    }
-    fn nth_after(&self, _: u64, _: u64) -> Option<u64> {
-        None
-    }
-    fn newest_ns(&self) -> Option<u64> {
-        None
+        f(&slices)
     }
 }
 

@@ -26,6 +26,12 @@ pub enum RlError {
     RepeatedOption(&'static str),
     #[error("ERR option {0} needs a value")]
     MissingValue(&'static str),
+    #[error("ERR COST and REFUND cannot be used together")]
+    CostWithRefund,
+    #[error("ERR RL.ALL clause {0} has too few parameters")]
+    ClauseArity(&'static str),
+    #[error("ERR {0}")]
+    Syntax(&'static str),
     #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
     WrongType,
     #[error("ERR key holds {found} state, not {expected} state: use another key or DEL it")]

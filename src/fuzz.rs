@@ -108,6 +108,9 @@ impl LogView for Log {
     fn newest_ns(&self) -> Option<u64> {
         self.0.last().copied()
     }
+    fn nth_newest_ns(&self, k: u64) -> Option<u64> {
+        self.0.iter().rev().nth(k as usize).copied()
+    }
 }
 
 impl Log {

@@ -4,6 +4,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod algorithm;
+mod all;
 mod args;
 mod clock;
 mod codec;
@@ -11,6 +12,7 @@ mod command;
 mod config;
 #[cfg(feature = "debug-commands")]
 mod debug;
+mod decision;
 mod error;
 #[cfg(test)]
 mod fuzz;
@@ -78,6 +80,23 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             ctx.log_warning(&format!("rl: could not register {name:?}"));
             return Status::Err;
         }
+    }
+    // RL.ALL's keys move with numkeys: Redis asks the handler for their positions.
+    // SAFETY: as above.
+    let status = unsafe {
+        raw::RedisModule_CreateCommand.expect("CreateCommand")(
+            ctx.ctx,
+            c"rl.all".as_ptr(),
+            Some(all::command),
+            c"write deny-oom getkeys-api".as_ptr(),
+            0,
+            0,
+            0,
+        )
+    };
+    if status != raw::REDISMODULE_OK as c_int {
+        ctx.log_warning("rl: could not register rl.all");
+        return Status::Err;
     }
     #[cfg(feature = "debug-commands")]
     {

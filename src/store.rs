@@ -130,6 +130,17 @@ impl Key {
         ));
     }
 
+    /// Deletes the key (its limiter is idle) and replicates `DEL`.
+    pub fn delete(&self) {
+        api!(RedisModule_DeleteKey(self.ptr()));
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"DEL".as_ptr(),
+            c"s".as_ptr(),
+            self.name
+        ));
+    }
+
     /// The number of sorted-set entries.
     fn len(&self) -> u64 {
         api!(RedisModule_ValueLength(self.ptr())) as u64
@@ -199,6 +210,66 @@ impl Key {
             len: self.len(),
             newest,
         })
+    }
+
+    /// Removes the `count` newest entries, sets the expiry, and replicates
+    /// `ZREM` + `PEXPIREAT`.
+    pub fn remove_newest(&self, count: u64, expire_ms: u64) {
+        let mut newest = Vec::with_capacity(count as usize);
+        self.scan_newest(|k| {
+            newest.push(k.current().0);
+            (newest.len() as u64) < count
+        });
+        for member in &newest {
+            api!(RedisModule_ZsetRem(
+                self.ptr(),
+                member.ptr,
+                std::ptr::null_mut()
+            ));
+        }
+        let argv: Vec<*mut raw::RedisModuleString> = newest.iter().map(|s| s.ptr).collect();
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"ZREM".as_ptr(),
+            c"sv".as_ptr(),
+            self.name,
+            argv.as_ptr(),
+            argv.len(),
+        ));
+        self.expire_at(expire_ms);
+    }
+
+    /// Sets the absolute expiry and replicates `PEXPIREAT`.
+    fn expire_at(&self, expire_ms: u64) {
+        api!(RedisModule_SetAbsExpire(
+            self.ptr(),
+            expire_ms as raw::mstime_t
+        ));
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"PEXPIREAT".as_ptr(),
+            c"sl".as_ptr(),
+            self.name,
+            expire_ms as c_longlong,
+        ));
+    }
+
+    /// Runs `visit` over all entries, newest first, until it returns `false`.
+    fn scan_newest(&self, mut visit: impl FnMut(&Key) -> bool) {
+        let (lo, hi) = (
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+        );
+        let started = api!(RedisModule_ZsetLastInScoreRange(self.ptr(), lo, hi, 0, 0));
+        if started != raw::REDISMODULE_OK as c_int {
+            return;
+        }
+        while api!(RedisModule_ZsetRangeEndReached(self.ptr())) == 0 {
+            if !visit(self) || api!(RedisModule_ZsetRangePrev(self.ptr())) == 0 {
+                break;
+            }
+        }
+        api!(RedisModule_ZsetRangeStop(self.ptr()));
     }
 
     /// Drops entries scored `<= cutoff_us`, adds the write's entries, sets the
@@ -317,5 +388,19 @@ impl LogView for ZsetLog<'_> {
 
     fn newest_ns(&self) -> Option<u64> {
         self.newest
+    }
+
+    fn nth_newest_ns(&self, k: u64) -> Option<u64> {
+        let mut seen = 0u64;
+        let mut found = None;
+        self.key.scan_newest(|key| {
+            if seen == k {
+                found = parse_u64(bytes_of(key.current().0.ptr));
+                return false;
+            }
+            seen += 1;
+            true
+        });
+        found
     }
 }

@@ -18,40 +18,64 @@ pub struct FixedState {
 }
 
 impl Fixed {
-    pub fn decide(&self, stored: Option<FixedState>, now: u64, cost: u64) -> Outcome<FixedState> {
+    /// The current window's start and end (ns) and the count stored for it.
+    /// A clock that stepped back into an earlier window stays in the stored one.
+    fn current(&self, stored: Option<FixedState>, now: u64) -> (u64, u128, u64) {
         let stored_start = stored.map_or(0, |s| s.start_ms.saturating_mul(super::NANOS_PER_MS));
-        // A clock that stepped back into an earlier window stays in the stored one.
         let at = now.max(stored_start);
         let start = at - at % self.window_ns;
-        let end = start as u128 + self.window_ns as u128;
         let count = match stored {
             Some(s) if stored_start >= start => s.count,
             _ => 0,
         };
-        let until_end = end - now as u128;
-        let decision = |allowed, count: u64, retry_after| Decision {
+        (start, start as u128 + self.window_ns as u128, count)
+    }
+
+    fn decision(&self, allowed: bool, count: u64, until_end: u128, retry_after: Wait) -> Decision {
+        Decision {
             allowed,
             limit: self.limit,
             remaining: self.limit.saturating_sub(count),
             retry_after,
             reset_after_ns: if count > 0 { until_end } else { 0 },
-        };
+        }
+    }
+
+    pub fn decide(&self, stored: Option<FixedState>, now: u64, cost: u64) -> Outcome<FixedState> {
+        let (start, end, count) = self.current(stored, now);
+        let until_end = end - now as u128;
         if cost > self.limit {
+            let decision = self.decision(false, count, until_end, Wait::Never);
             return Outcome {
-                decision: decision(false, count, Wait::Never),
+                decision,
                 write: None,
             };
         }
         if count.saturating_add(cost) > self.limit {
+            let decision = self.decision(false, count, until_end, Wait::After(until_end));
             return Outcome {
-                decision: decision(false, count, Wait::After(until_end)),
+                decision,
                 write: None,
             };
         }
         let after = count + cost;
         Outcome {
-            decision: decision(true, after, Wait::After(0)),
+            decision: self.decision(true, after, until_end, Wait::After(0)),
             write: (cost > 0).then_some(FixedState {
+                start_ms: start / super::NANOS_PER_MS,
+                count: after,
+            }),
+        }
+    }
+
+    /// Gives `units` back to the current window (`REFUND`), never below zero.
+    /// A write with `count == 0` means the limiter is idle.
+    pub fn refund(&self, stored: Option<FixedState>, now: u64, units: u64) -> Outcome<FixedState> {
+        let (start, end, count) = self.current(stored, now);
+        let after = count.saturating_sub(units);
+        Outcome {
+            decision: self.decision(true, after, end - now as u128, Wait::After(0)),
+            write: (after < count).then_some(FixedState {
                 start_ms: start / super::NANOS_PER_MS,
                 count: after,
             }),
@@ -125,6 +149,34 @@ mod tests {
         let peek = f.decide(st, T0, 0);
         assert_eq!(peek.decision.reply(), [1, 3, 1, 0, 20_000]);
         assert_eq!(peek.write, None);
+    }
+
+    #[test]
+    fn refunds_give_back_within_the_window_only() {
+        let f = Fixed {
+            limit: 3,
+            window_ns: MIN,
+        };
+        let st = f.decide(None, T0, 3).write;
+        let back = f.refund(st, T0 + MS, 2);
+        assert_eq!(back.decision.reply(), [1, 3, 2, 0, 19_999]);
+        assert_eq!(
+            back.write,
+            Some(FixedState {
+                start_ms: START_MS,
+                count: 1
+            })
+        );
+        let all = f.refund(st, T0, 9);
+        assert_eq!(
+            all.write,
+            Some(FixedState {
+                start_ms: START_MS,
+                count: 0
+            })
+        );
+        // A refund in the next window has nothing to give back.
+        assert_eq!(f.refund(st, T0 + MIN, 1).write, None);
     }
 
     #[test]

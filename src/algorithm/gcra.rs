@@ -2,7 +2,7 @@
 //! State: the theoretical arrival time (TAT).
 
 use super::schedule::Schedule;
-use super::{Decision, Outcome};
+use super::Outcome;
 
 /// Invariant: every field is at least 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,17 +24,12 @@ impl Gcra {
     /// `tat` is the stored TAT in nanoseconds (`0` when the key is absent);
     /// the outcome's write is the new TAT.
     pub fn decide(&self, tat: u128, now: u128, cost: u64) -> Outcome<u128> {
-        let step = self.schedule().step(tat, now, cost);
-        Outcome {
-            decision: Decision {
-                allowed: step.allowed,
-                limit: self.burst,
-                remaining: step.remaining,
-                retry_after: step.retry_after,
-                reset_after_ns: step.reset_after_ns,
-            },
-            write: step.new_tat,
-        }
+        self.schedule().step(tat, now, cost).outcome(self.burst)
+    }
+
+    /// Gives `units` back (`REFUND`).
+    pub fn refund(&self, tat: u128, now: u128, units: u64) -> Outcome<u128> {
+        self.schedule().refund(tat, now, units).outcome(self.burst)
     }
 }
 

@@ -4,7 +4,7 @@
 //! Stored as the instant the queue is drained (`level = (drained_at - now) / T`).
 
 use super::schedule::Schedule;
-use super::{Decision, Outcome, Wait};
+use super::{Outcome, Wait};
 
 /// Invariant: every field is at least 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,29 +15,31 @@ pub struct Leaky {
 }
 
 impl Leaky {
-    /// `drained_at` is the stored instant the queue is empty (`0` when absent).
-    pub fn decide(&self, drained_at: u128, now: u128, cost: u64) -> Outcome<u128> {
-        let step = Schedule {
+    fn schedule(&self) -> Schedule {
+        Schedule {
             period_ns: self.period_ns as u128,
             rate: self.leak as u128,
             burst: self.capacity as u128,
         }
-        .step(drained_at, now, cost);
-        let retry_after = if step.allowed {
-            Wait::After(step.queued_ns)
-        } else {
-            step.retry_after
-        };
-        Outcome {
-            decision: Decision {
-                allowed: step.allowed,
-                limit: self.capacity,
-                remaining: step.remaining,
-                retry_after,
-                reset_after_ns: step.reset_after_ns,
-            },
-            write: step.new_tat,
+    }
+
+    /// `drained_at` is the stored instant the queue is empty (`0` when absent).
+    pub fn decide(&self, drained_at: u128, now: u128, cost: u64) -> Outcome<u128> {
+        let step = self.schedule().step(drained_at, now, cost);
+        let queued_ns = step.queued_ns;
+        let mut out = step.outcome(self.capacity);
+        if out.decision.allowed {
+            // Admitted requests wait for the work queued ahead of them.
+            out.decision.retry_after = Wait::After(queued_ns);
         }
+        out
+    }
+
+    /// Takes `units` out of the queue (`REFUND`), never below empty.
+    pub fn refund(&self, drained_at: u128, now: u128, units: u64) -> Outcome<u128> {
+        self.schedule()
+            .refund(drained_at, now, units)
+            .outcome(self.capacity)
     }
 }
 

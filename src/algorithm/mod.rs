@@ -152,6 +152,9 @@ mod extremes {
         fn newest_ns(&self) -> Option<u64> {
             self.0.last().copied()
         }
+        fn nth_newest_ns(&self, k: u64) -> Option<u64> {
+            self.0.iter().rev().nth(k as usize).copied()
+        }
     }
     impl Log {
         fn apply(&mut self, w: &LogWrite) {

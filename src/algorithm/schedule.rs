@@ -9,7 +9,7 @@
 //! (at most 1 ns per admitted request, and never when `T` is a whole number of
 //! nanoseconds).
 
-use super::{clamp_u64, Wait};
+use super::{clamp_u64, Decision, Outcome, Wait};
 
 /// Parameters of a virtual schedule. Invariant: every field is at least 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +37,22 @@ pub struct Step {
     pub reset_after_ns: u128,
     /// The TAT to store: `Some` only when admitted with a positive cost.
     pub new_tat: Option<u128>,
+}
+
+impl Step {
+    /// The shared reply for a limiter whose idle capacity is `limit`, and the TAT to store.
+    pub fn outcome(self, limit: u64) -> Outcome<u128> {
+        Outcome {
+            decision: Decision {
+                allowed: self.allowed,
+                limit,
+                remaining: self.remaining,
+                retry_after: self.retry_after,
+                reset_after_ns: self.reset_after_ns,
+            },
+            write: self.new_tat,
+        }
+    }
 }
 
 impl Schedule {
@@ -70,6 +86,18 @@ impl Schedule {
         }
         // The first instant the debt has shrunk to room/rate: debt - floor(room/rate).
         self.unchanged(debt, false, Wait::After(debt - room / self.rate))
+    }
+
+    /// Gives `units` back: the debt shrinks by `units * T` (rounded down, so a
+    /// refund never exceeds what was spent), never below idle.
+    pub fn refund(&self, tat: u128, now: u128, units: u64) -> Step {
+        let debt = tat.saturating_sub(now);
+        let back = units as u128 * self.period_ns / self.rate;
+        let debt_after = debt.saturating_sub(back);
+        Step {
+            new_tat: (debt > 0 && units > 0).then_some(now + debt_after),
+            ..self.unchanged(debt_after, true, Wait::After(0))
+        }
     }
 
     fn unchanged(&self, debt: u128, allowed: bool, retry_after: Wait) -> Step {
@@ -121,6 +149,22 @@ mod tests {
         // Exactly T (rounded up to the nanosecond) until one unit is back.
         assert_eq!(denied.retry_after, Wait::After(333_333_333));
         assert_eq!(denied.new_tat, None);
+    }
+
+    #[test]
+    fn refunds_give_units_back_but_never_beyond_idle() {
+        let s = sched(S, 10, 5); // T = 100 ms
+        let now = 1_000 * S;
+        let tat = s.step(0, now, 4).new_tat.unwrap();
+        let back = s.refund(tat, now, 3);
+        assert_eq!((back.remaining, back.reset_after_ns), (4, S / 10));
+        assert_eq!(back.new_tat, Some(now + S / 10));
+        let all = s.refund(tat, now, 100);
+        assert_eq!(
+            (all.remaining, all.reset_after_ns, all.new_tat),
+            (5, 0, Some(now))
+        );
+        assert_eq!(s.refund(0, now, 1).new_tat, None, "nothing to give back");
     }
 
     #[test]

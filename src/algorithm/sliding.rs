@@ -19,60 +19,91 @@ pub struct SlidingState {
     pub current: u64,
 }
 
+/// The windows as seen at one call.
+struct View {
+    /// The current window's start (ns).
+    start: u64,
+    /// The instant decided at: `now`, or the stored window's start if the clock
+    /// stepped back before it (which keeps the largest estimate).
+    at: u64,
+    previous: u64,
+    current: u64,
+}
+
 impl Sliding {
+    fn view(&self, stored: Option<SlidingState>, now: u64) -> View {
+        let stored_start = stored.map_or(0, |s| s.start_ms.saturating_mul(NANOS_PER_MS));
+        let at = now.max(stored_start);
+        let start = at - at % self.window_ns;
+        let (previous, current) = match stored {
+            Some(s) if stored_start >= start => (s.previous, s.current),
+            Some(s) if stored_start as u128 + self.window_ns as u128 >= start as u128 => {
+                (s.current, 0)
+            }
+            _ => (0, 0),
+        };
+        View {
+            start,
+            at,
+            previous,
+            current,
+        }
+    }
+
+    /// The reply with counts `(p, c)` in view `v`; `estimate * w = p * (w - elapsed) + c * w`.
+    fn decision(
+        &self,
+        v: &View,
+        now: u64,
+        allowed: bool,
+        (p, c): (u128, u128),
+        retry_after: Wait,
+    ) -> Decision {
+        let w = self.window_ns as u128;
+        let scaled = p * (w - (v.at - v.start) as u128) + c * w;
+        let window_end = v.start as u128 + w - now as u128; // from the caller's now
+        Decision {
+            allowed,
+            limit: self.limit,
+            remaining: clamp_u64((self.limit as u128 * w).saturating_sub(scaled) / w),
+            retry_after,
+            reset_after_ns: if c > 0 {
+                window_end + w
+            } else if p > 0 {
+                window_end
+            } else {
+                0
+            },
+        }
+    }
+
     pub fn decide(
         &self,
         stored: Option<SlidingState>,
         now: u64,
         cost: u64,
     ) -> Outcome<SlidingState> {
+        let v = self.view(stored, now);
         let w = self.window_ns as u128;
         let limit = self.limit as u128;
-        let stored_start = stored.map_or(0, |s| s.start_ms.saturating_mul(NANOS_PER_MS));
-        // A clock that stepped back stays at the stored window's start (the largest estimate).
-        let at = now.max(stored_start);
-        let start = at - at % self.window_ns;
-        let (prev, cur) = match stored {
-            Some(s) if stored_start >= start => (s.previous, s.current),
-            Some(s) if stored_start as u128 + w >= start as u128 => (s.current, 0),
-            _ => (0, 0),
-        };
-        let (p, c, n) = (prev as u128, cur as u128, cost as u128);
-        let elapsed = (at - start) as u128;
-        let weighted_prev = p * (w - elapsed); // estimate * w = weighted_prev + c * w
-        let window_end = start as u128 + w - now as u128; // from the caller's now
-        let decision = |allowed, c: u128, retry_after| {
-            let scaled = weighted_prev + c * w;
-            Decision {
-                allowed,
-                limit: self.limit,
-                remaining: clamp_u64((limit * w).saturating_sub(scaled) / w),
-                retry_after,
-                reset_after_ns: if c > 0 {
-                    window_end + w
-                } else if p > 0 {
-                    window_end
-                } else {
-                    0
-                },
-            }
-        };
+        let (p, c, n) = (v.previous as u128, v.current as u128, cost as u128);
+        let elapsed = (v.at - v.start) as u128;
+        let weighted_prev = p * (w - elapsed);
         if n > limit {
+            let decision = self.decision(&v, now, false, (p, c), Wait::Never);
             return Outcome {
-                decision: decision(false, c, Wait::Never),
+                decision,
                 write: None,
             };
         }
         if weighted_prev + (c + n) * w <= limit * w {
             let write = (n > 0).then_some(SlidingState {
-                start_ms: start / NANOS_PER_MS,
-                previous: prev,
-                current: cur + cost,
+                start_ms: v.start / NANOS_PER_MS,
+                previous: v.previous,
+                current: v.current + cost,
             });
-            return Outcome {
-                decision: decision(true, c + n, Wait::After(0)),
-                write,
-            };
+            let decision = self.decision(&v, now, true, (p, c + n), Wait::After(0));
+            return Outcome { decision, write };
         }
         // Denied: the earliest elapsed time e_t with p*(w - e_t) <= (limit - c - n)*w,
         // in this window if it comes before its end, else in the next (previous = c).
@@ -86,11 +117,39 @@ impl Sliding {
                 (w - elapsed) + e_next
             }
         };
-        let wait = wait + (at - now) as u128;
+        let wait = wait + (v.at - now) as u128;
+        let decision = self.decision(&v, now, false, (p, c), Wait::After(wait));
         Outcome {
-            decision: decision(false, c, Wait::After(wait)),
+            decision,
             write: None,
         }
+    }
+
+    /// Gives `units` back (`REFUND`): from the current window's count first, then
+    /// the previous one's, never below zero. A write with both counts 0 means idle.
+    pub fn refund(
+        &self,
+        stored: Option<SlidingState>,
+        now: u64,
+        units: u64,
+    ) -> Outcome<SlidingState> {
+        let v = self.view(stored, now);
+        let from_current = units.min(v.current);
+        let from_previous = (units - from_current).min(v.previous);
+        let (previous, current) = (v.previous - from_previous, v.current - from_current);
+        let decision = self.decision(
+            &v,
+            now,
+            true,
+            (previous as u128, current as u128),
+            Wait::After(0),
+        );
+        let write = (from_current + from_previous > 0).then_some(SlidingState {
+            start_ms: v.start / NANOS_PER_MS,
+            previous,
+            current,
+        });
+        Outcome { decision, write }
     }
 }
 
@@ -177,6 +236,28 @@ mod tests {
         });
         assert_eq!(lim.decide(st, W0, 0).decision.reply(), [1, 5, 5, 0, 0]);
         assert_eq!(lim.decide(None, W0, 6).decision.reply(), [0, 5, 5, -1, 0]);
+    }
+
+    #[test]
+    fn refunds_take_from_the_current_window_first() {
+        let lim = s(10);
+        let st = Some(SlidingState {
+            start_ms: W0 / MS,
+            previous: 8,
+            current: 4,
+        });
+        let out = lim.refund(st, W0 + 5 * SEC, 6);
+        // 4 from the current window, 2 from the previous: estimate 6 * 0.5 = 3.
+        assert_eq!(
+            out.write,
+            Some(SlidingState {
+                start_ms: W0 / MS,
+                previous: 6,
+                current: 0
+            })
+        );
+        assert_eq!(out.decision.reply(), [1, 10, 7, 0, 5_000]);
+        assert_eq!(lim.refund(None, W0, 3).write, None);
     }
 
     #[test]

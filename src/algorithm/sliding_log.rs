@@ -19,6 +19,8 @@ pub trait LogView {
     fn nth_after(&self, cutoff_us: u64, k: u64) -> Option<u64>;
     /// The nanosecond of the newest entry, if any.
     fn newest_ns(&self) -> Option<u64>;
+    /// The nanosecond of the `k`-th (0-based) newest entry, if any.
+    fn nth_newest_ns(&self, k: u64) -> Option<u64>;
 }
 
 /// The entries an admitted request adds: `count` of them, at nanoseconds
@@ -37,6 +39,15 @@ impl LogWrite {
     }
 }
 
+/// What a refund removes: the `remove` newest entries. `newest_left_ns` is the
+/// newest entry that stays, `None` when no entry in the window stays (the key
+/// then holds nothing that counts, and is deleted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogRefund {
+    pub remove: u64,
+    pub newest_left_ns: Option<u64>,
+}
+
 /// The score of an entry at nanosecond `ns`.
 pub fn score_of(ns: u64) -> u64 {
     ns / NANOS_PER_US
@@ -52,7 +63,7 @@ impl SlidingLog {
         (score_of(ns) as u128 + self.window_us() as u128) * NANOS_PER_US as u128
     }
 
-    pub fn decide(&self, log: &impl LogView, now: u64, cost: u64) -> Outcome<LogWrite> {
+    pub fn decide(&self, log: &(impl LogView + ?Sized), now: u64, cost: u64) -> Outcome<LogWrite> {
         let cutoff_us = score_of(now).saturating_sub(self.window_us());
         let count = log.count_after(cutoff_us);
         let now_wide = now as u128;
@@ -108,6 +119,36 @@ impl SlidingLog {
         }
     }
 
+    /// Gives `units` back (`REFUND`) by removing the newest entries in the window.
+    pub fn refund(
+        &self,
+        log: &(impl LogView + ?Sized),
+        now: u64,
+        units: u64,
+    ) -> Outcome<LogRefund> {
+        let cutoff_us = score_of(now).saturating_sub(self.window_us());
+        let count = log.count_after(cutoff_us);
+        let remove = units.min(count);
+        let newest_left_ns = if remove < count {
+            log.nth_newest_ns(remove)
+        } else {
+            None
+        };
+        let decision = Decision {
+            allowed: true,
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(count - remove),
+            retry_after: Wait::After(0),
+            reset_after_ns: newest_left_ns
+                .map_or(0, |ns| self.leaves_at_ns(ns).saturating_sub(now as u128)),
+        };
+        let write = (remove > 0).then_some(LogRefund {
+            remove,
+            newest_left_ns,
+        });
+        Outcome { decision, write }
+    }
+
     /// The absolute expiry after a write: when its newest entry leaves the window.
     pub fn idle_at_ns(&self, write: &LogWrite) -> u128 {
         self.leaves_at_ns(write.last_ns())
@@ -145,6 +186,9 @@ mod tests {
         }
         fn newest_ns(&self) -> Option<u64> {
             self.0.last().copied()
+        }
+        fn nth_newest_ns(&self, k: u64) -> Option<u64> {
+            self.0.iter().rev().nth(k as usize).copied()
         }
     }
 
@@ -192,6 +236,36 @@ mod tests {
         assert!(log.0.is_empty());
         assert_eq!(run(&l, &mut log, T0, 0), [1, 5, 5, 0, 0]);
         assert!(log.0.is_empty());
+    }
+
+    #[test]
+    fn refunds_remove_the_newest_entries() {
+        let l = SlidingLog {
+            limit: 5,
+            window_ns: 1_000 * MS,
+        };
+        let mut log = VecLog::default();
+        run(&l, &mut log, T0, 2);
+        run(&l, &mut log, T0 + 400 * MS, 2);
+        let out = l.refund(&log, T0 + 500 * MS, 3);
+        assert_eq!(
+            out.write,
+            Some(LogRefund {
+                remove: 3,
+                newest_left_ns: Some(T0)
+            })
+        );
+        assert_eq!(out.decision.reply(), [1, 5, 4, 0, 500]);
+        let all = l.refund(&log, T0 + 500 * MS, 9);
+        assert_eq!(
+            all.write,
+            Some(LogRefund {
+                remove: 4,
+                newest_left_ns: None
+            })
+        );
+        assert_eq!(all.decision.reply(), [1, 5, 5, 0, 0]);
+        assert_eq!(l.refund(&VecLog::default(), T0, 1).write, None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! its decisions equal GCRA's with those parameters, by construction and by test.
 
 use super::schedule::Schedule;
-use super::{Decision, Outcome};
+use super::Outcome;
 
 /// Invariant: every field is at least 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,25 +15,27 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
-    /// `full_at` is the stored instant the bucket is full again (`0` when absent);
-    /// the outcome's write is the new one.
-    pub fn decide(&self, full_at: u128, now: u128, cost: u64) -> Outcome<u128> {
-        let step = Schedule {
+    fn schedule(&self) -> Schedule {
+        Schedule {
             period_ns: self.period_ns as u128,
             rate: self.refill as u128,
             burst: self.capacity as u128,
         }
-        .step(full_at, now, cost);
-        Outcome {
-            decision: Decision {
-                allowed: step.allowed,
-                limit: self.capacity,
-                remaining: step.remaining,
-                retry_after: step.retry_after,
-                reset_after_ns: step.reset_after_ns,
-            },
-            write: step.new_tat,
-        }
+    }
+
+    /// `full_at` is the stored instant the bucket is full again (`0` when absent);
+    /// the outcome's write is the new one.
+    pub fn decide(&self, full_at: u128, now: u128, cost: u64) -> Outcome<u128> {
+        self.schedule()
+            .step(full_at, now, cost)
+            .outcome(self.capacity)
+    }
+
+    /// Puts `tokens` back (`REFUND`), never above `capacity`.
+    pub fn refund(&self, full_at: u128, now: u128, tokens: u64) -> Outcome<u128> {
+        self.schedule()
+            .refund(full_at, now, tokens)
+            .outcome(self.capacity)
     }
 }
 

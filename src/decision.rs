@@ -1,0 +1,205 @@
+//! One limiter on one key, in two steps: [`decide`] reads the key's state and
+//! runs the pure algorithm, writing nothing; [`commit`] applies the resulting
+//! [`Write`] to the key. `RL.ALL` decides every layer before committing any.
+
+use crate::algorithm::fixed::FixedState;
+use crate::algorithm::sliding::SlidingState;
+use crate::algorithm::sliding_log::{LogView, LogWrite};
+use crate::algorithm::{expire_ms, fixed, sliding, Decision, Outcome};
+use crate::args::{Kind, Limiter, Request};
+use crate::codec::{decode, encode, Text};
+use crate::error::RlError;
+use crate::store::{Held, Key};
+
+/// The effect of an admitted request (or a refund) on its key.
+pub enum Write {
+    /// Store a string state with an absolute expiry.
+    Set { value: Text, expire_ms: u64 },
+    /// The limiter is idle again: the key goes, as it would at its expiry.
+    Delete,
+    /// Add sliding-log entries (after dropping the expired ones).
+    LogAdd { write: LogWrite, expire_ms: u64 },
+    /// Remove the newest sliding-log entries; the newest that stays sets the expiry.
+    LogRemoveNewest { count: u64, expire_ms: u64 },
+}
+
+/// A decision and, if it changes the key, the write that applies it.
+pub struct Pending {
+    pub decision: Decision,
+    pub write: Option<Write>,
+}
+
+/// Decides `req` for the limiter on `key` at `now`, writing nothing.
+pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending, RlError> {
+    let wide = now as u128;
+    let (n, refund) = (req.cost, req.refund);
+    let instant = |out: Outcome<u128>| Pending {
+        decision: out.decision,
+        write: out.write.map(|t| instant_write(kind, t, wide)),
+    };
+    Ok(match req.limiter {
+        Limiter::Gcra(p) => {
+            let tat = read_instant(key, kind)?;
+            instant(if refund {
+                p.refund(tat, wide, n)
+            } else {
+                p.decide(tat, wide, n)
+            })
+        }
+        Limiter::TokenBucket(p) => {
+            let full_at = read_instant(key, kind)?;
+            instant(if refund {
+                p.refund(full_at, wide, n)
+            } else {
+                p.decide(full_at, wide, n)
+            })
+        }
+        Limiter::Leaky(p) => {
+            let drained_at = read_instant(key, kind)?;
+            instant(if refund {
+                p.refund(drained_at, wide, n)
+            } else {
+                p.decide(drained_at, wide, n)
+            })
+        }
+        Limiter::Fixed(p) => {
+            let stored = read_string::<2>(key, kind)?.map(|[start_ms, count]| FixedState {
+                start_ms: narrow(start_ms),
+                count: narrow(count),
+            });
+            let out = if refund {
+                p.refund(stored, now, n)
+            } else {
+                p.decide(stored, now, n)
+            };
+            Pending {
+                decision: out.decision,
+                write: out.write.map(|s| match s.count {
+                    0 => Write::Delete,
+                    _ => Write::Set {
+                        value: encode(kind, [s.start_ms.into(), s.count.into()]),
+                        expire_ms: expire_ms(fixed::idle_at_ns(&s, p.window_ns)),
+                    },
+                }),
+            }
+        }
+        Limiter::Sliding(p) => {
+            let stored =
+                read_string::<3>(key, kind)?.map(|[start_ms, previous, current]| SlidingState {
+                    start_ms: narrow(start_ms),
+                    previous: narrow(previous),
+                    current: narrow(current),
+                });
+            let out = if refund {
+                p.refund(stored, now, n)
+            } else {
+                p.decide(stored, now, n)
+            };
+            Pending {
+                decision: out.decision,
+                write: out.write.map(|s| match (s.previous, s.current) {
+                    (0, 0) => Write::Delete,
+                    _ => Write::Set {
+                        value: encode(
+                            kind,
+                            [s.start_ms.into(), s.previous.into(), s.current.into()],
+                        ),
+                        expire_ms: expire_ms(sliding::idle_at_ns(&s, p.window_ns)),
+                    },
+                }),
+            }
+        }
+        Limiter::SlidingLog(p) => {
+            let log = match key.held() {
+                Held::Empty => None,
+                Held::Zset => Some(key.as_log().ok_or(RlError::ForeignValue(kind.label()))?),
+                Held::String(_) | Held::Other => return Err(RlError::WrongType),
+            };
+            let view: &dyn LogView = match &log {
+                Some(log) => log,
+                None => &EmptyLog,
+            };
+            if refund {
+                let out = p.refund(view, now, n);
+                Pending {
+                    decision: out.decision,
+                    write: out.write.map(|r| match r.newest_left_ns {
+                        None => Write::Delete,
+                        Some(ns) => Write::LogRemoveNewest {
+                            count: r.remove,
+                            expire_ms: expire_ms(p.leaves_at_ns(ns)),
+                        },
+                    }),
+                }
+            } else {
+                let out = p.decide(view, now, n);
+                Pending {
+                    decision: out.decision,
+                    write: out.write.map(|w| Write::LogAdd {
+                        write: w,
+                        expire_ms: expire_ms(p.idle_at_ns(&w)),
+                    }),
+                }
+            }
+        }
+    })
+}
+
+/// Applies a write to the key it was decided for, replicating its effect.
+pub fn commit(key: &Key, write: &Write) {
+    match write {
+        Write::Set { value, expire_ms } => key.write_string(value.as_bytes(), *expire_ms),
+        Write::Delete => key.delete(),
+        Write::LogAdd { write, expire_ms } => key.write_log(write, *expire_ms),
+        Write::LogRemoveNewest { count, expire_ms } => key.remove_newest(*count, *expire_ms),
+    }
+}
+
+/// An instant-state write: the instant is also the expiry; one not after `now`
+/// is the idle state, so the key is deleted.
+fn instant_write(kind: Kind, t: u128, now: u128) -> Write {
+    if t <= now {
+        return Write::Delete;
+    }
+    Write::Set {
+        value: encode(kind, [t]),
+        expire_ms: expire_ms(t),
+    }
+}
+
+fn read_instant(key: &Key, kind: Kind) -> Result<u128, RlError> {
+    Ok(read_string::<1>(key, kind)?.map_or(0, |[t]| t))
+}
+
+/// The fields of a string state `kind` wrote, `None` if the key is empty.
+fn read_string<const N: usize>(key: &Key, kind: Kind) -> Result<Option<[u128; N]>, RlError> {
+    match key.held() {
+        Held::Empty => Ok(None),
+        Held::String(bytes) => decode::<N>(kind, bytes).map(Some),
+        Held::Zset | Held::Other => Err(RlError::WrongType),
+    }
+}
+
+/// A stored count or millisecond field; values beyond `u64` saturate (they can
+/// only come from a hand-edited key and still decide conservatively).
+fn narrow(v: u128) -> u64 {
+    v.min(u64::MAX as u128) as u64
+}
+
+/// An absent sliding log.
+struct EmptyLog;
+
+impl LogView for EmptyLog {
+    fn count_after(&self, _: u64) -> u64 {
+        0
+    }
+    fn nth_after(&self, _: u64, _: u64) -> Option<u64> {
+        None
+    }
+    fn newest_ns(&self) -> Option<u64> {
+        None
+    }
+    fn nth_newest_ns(&self, _: u64) -> Option<u64> {
+        None
+    }
+}
