@@ -237,6 +237,24 @@ server_tests! {
             .query(node)
             .expect("MULTI/EXEC over both keys");
         assert_eq!((sec[0], hour[..3].to_vec()), (1, vec![1, 100, 98]));
+
+        // RL.ALL over one tagged client routes like any multi-key command...
+        let both: Vec<redis::Value> = call(
+            &mut client,
+            "RL.ALL 2 {u42}:sec {u42}:hour GCRA 10 1s BURST 10 SLIDING 100 1h",
+        );
+        let binding: Vec<i64> = both[..5]
+            .iter()
+            .map(|v| redis::from_redis_value(v.clone()).unwrap())
+            .collect();
+        assert_eq!(binding[..3], [1, 10, 7], "{both:?}");
+        // ...and keys in two slots get Redis's own CROSSSLOT error.
+        assert_ne!(cluster.keyslot("a"), cluster.keyslot("b"));
+        let err = redis::cmd("RL.ALL")
+            .arg(&["2", "a", "b", "FIXED", "1", "1s", "FIXED", "1", "1s"])
+            .query::<redis::Value>(&mut cluster.conn(cluster.master_of("a")))
+            .unwrap_err();
+        assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
     }
 
     fn failover_loses_nothing(flavor) {
