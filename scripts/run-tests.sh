@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
-# Runs every test: the pure unit tests and the integration tests, which start
-# their own redis-server and valkey-server processes. Uses cargo-nextest when
-# installed (one process per test, in parallel), else cargo test.
-set -euo pipefail
+# Runs every test: the Rust unit and integration tests, which start their own
+# redis-server and valkey-server processes, then the Python tests (tests/python: the
+# gateway example and the README's redis-py snippet) in .tools/venv. Uses cargo-nextest
+# when installed (one process per test, in parallel), else cargo test. Both suites
+# always run; the script fails if either does. Arguments go to cargo.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+
 if cargo nextest --version >/dev/null 2>&1; then
-  exec cargo nextest run --release --no-fail-fast "$@"
+  cargo nextest run --release --no-fail-fast "$@"
 else
-  exec cargo test --release --no-fail-fast "$@"
+  cargo test --release --no-fail-fast "$@"
 fi
+rust=$?
+
+if [ -x .tools/venv/bin/python ]; then
+  .tools/venv/bin/python -m pytest tests/python -q
+  python=$?
+else
+  echo "run-tests: .tools/venv is missing: run scripts/install-deps.sh (or make test)" >&2
+  python=1
+fi
+
+status() { if [ "$1" -eq 0 ]; then echo "ok"; else echo "FAILED (exit $1)"; fi; }
+echo "run-tests: Rust tests $(status $rust), Python tests $(status $python)" >&2
+[ $rust -eq 0 ] && [ $python -eq 0 ]

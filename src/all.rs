@@ -13,7 +13,7 @@ use crate::command::{args, guarded, with_bytes, Reply};
 use crate::decision::{self, Pending};
 use crate::error::RlError;
 use crate::store::{arg_bytes, Key};
-use crate::{clock, config};
+use crate::{clock, config, stats};
 
 /// At most this many layers in one call.
 pub const MAX_LAYERS: u64 = 64;
@@ -103,6 +103,11 @@ fn run(
             }
         }
     }
+    let cost = clauses
+        .iter()
+        .map(|(_, req)| req.cost)
+        .fold(0u64, u64::saturating_add);
+    stats::decision(LABEL, all_admit, cost);
     let replies: Vec<[i64; 5]> = layers.iter().map(|l| l.decision.reply()).collect();
     let binding = binding_layer(&layers);
     Ok(Reply::Layers {

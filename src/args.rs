@@ -246,7 +246,7 @@ fn set_once(
     Ok(())
 }
 
-fn parse_count(name: &'static str, bytes: &[u8], max: u64) -> Result<u64, RlError> {
+pub(crate) fn parse_count(name: &'static str, bytes: &[u8], max: u64) -> Result<u64, RlError> {
     parse_count_from(name, bytes, 1, max)
 }
 
@@ -258,7 +258,7 @@ fn parse_count_from(name: &'static str, bytes: &[u8], min: u64, max: u64) -> Res
 
 /// A duration in nanoseconds: digits with an optional case-insensitive unit
 /// (`ms`, `s`, `m`, `h`, `d`; none means seconds), from 1 ms to 3650 days.
-fn parse_duration(name: &'static str, bytes: &[u8]) -> Result<u64, RlError> {
+pub(crate) fn parse_duration(name: &'static str, bytes: &[u8]) -> Result<u64, RlError> {
     let split = bytes
         .iter()
         .position(|b| !b.is_ascii_digit())

@@ -12,7 +12,7 @@ use redis_module::raw;
 use crate::args::{self, Kind, Request};
 use crate::error::RlError;
 use crate::store::{arg_bytes, Key};
-use crate::{clock, config, decision};
+use crate::{clock, config, decision, stats};
 
 /// Arguments beyond this many are only ever errors; they are parsed from the heap.
 const STACK_ARGS: usize = 16;
@@ -28,6 +28,8 @@ pub enum Reply {
     },
     #[cfg_attr(not(feature = "debug-commands"), allow(dead_code))]
     Ok,
+    /// A single integer (`RL.RELEASE`: 1 if the lease was held, else 0).
+    Integer(i64),
 }
 
 /// Runs a command body behind `catch_unwind` and sends its reply: a panic
@@ -38,7 +40,13 @@ pub fn guarded(
     body: impl FnOnce() -> Result<Reply, RlError>,
 ) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or(Err(RlError::Internal(label)));
+    stats::call(label, result.is_err());
     match result {
+        Ok(Reply::Integer(v)) => {
+            // SAFETY: `ctx` is the live context of the current command.
+            unsafe { raw::RedisModule_ReplyWithLongLong.expect("ReplyWithLongLong")(ctx, v) };
+            raw::REDISMODULE_OK as c_int
+        }
         Ok(Reply::Decision(values)) => reply_integers(ctx, &values),
         Ok(Reply::Layers { binding, layers }) => {
             // SAFETY: `ctx` is the live context of the current command.
@@ -104,6 +112,8 @@ fn run(
     if let (false, Some(write)) = (request.peek, &pending.write) {
         decision::commit(&key, write);
     }
+    let counted = if request.refund { 0 } else { request.cost };
+    stats::decision(kind.label(), pending.decision.allowed, counted);
     Ok(pending.decision.reply())
 }
 

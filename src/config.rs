@@ -17,3 +17,60 @@ pub fn caps() -> Caps {
         sliding_log_max: SLIDING_LOG_MAX_LIMIT.load(Ordering::Relaxed).max(1) as u64,
     }
 }
+
+/// The settings `loadmodule` accepts, with their valid ranges.
+const SETTINGS: [(&str, (i64, i64)); 1] = [("sliding-log-max-limit", SLIDING_LOG_MAX_RANGE)];
+
+/// Checks `loadmodule librl.so <name> <value> ...` before the module loads: an
+/// unknown name, a missing value or an out-of-range value refuses the load
+/// with a message saying what is valid (Redis would otherwise accept it).
+pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
+    let mut pairs = args.chunks(2);
+    pairs.try_for_each(|pair| {
+        let name = String::from_utf8_lossy(pair[0]);
+        let (_, (min, max)) = SETTINGS
+            .iter()
+            .find(|(known, _)| pair[0].eq_ignore_ascii_case(known.as_bytes()))
+            .ok_or_else(|| {
+                format!("unknown module argument '{name}' (known: sliding-log-max-limit)")
+            })?;
+        let value = pair
+            .get(1)
+            .ok_or_else(|| format!("module argument '{name}' needs a value"))?;
+        std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.parse::<i64>().ok())
+            .filter(|v| (*min..=*max).contains(v))
+            .map(|_| ())
+            .ok_or_else(|| format!("{name} must be an integer from {min} to {max}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_args_are_checked() {
+        assert_eq!(check_module_args(&[]), Ok(()));
+        assert_eq!(
+            check_module_args(&[b"sliding-log-max-limit", b"500"]),
+            Ok(())
+        );
+        let range = "sliding-log-max-limit must be an integer from 1 to 100000000";
+        assert_eq!(
+            check_module_args(&[b"sliding-log-max-limit", b"0"]),
+            Err(range.into())
+        );
+        assert_eq!(
+            check_module_args(&[b"sliding-log-max-limit", b"x"]),
+            Err(range.into())
+        );
+        assert!(check_module_args(&[b"sliding-log-max-limit"])
+            .unwrap_err()
+            .contains("needs a value"));
+        assert!(check_module_args(&[b"bogus", b"1"])
+            .unwrap_err()
+            .contains("unknown"));
+    }
+}

@@ -13,10 +13,14 @@ mod config;
 #[cfg(feature = "debug-commands")]
 mod debug;
 mod decision;
+mod docs;
 mod error;
 #[cfg(test)]
 mod fuzz;
+mod lease;
+mod stats;
 mod store;
+mod throttle;
 
 use std::os::raw::c_int;
 
@@ -52,7 +56,7 @@ type Handler =
 /// The registration table: name (lowercase, like Redis's own commands, so
 /// `COMMAND` and `INFO commandstats` list `rl.gcra`), handler, flags. Every
 /// command has exactly one key, at position 1 (first key 1, last key 1, step 1).
-const COMMANDS: [(&std::ffi::CStr, Handler, &std::ffi::CStr); 6] = [
+const COMMANDS: [(&std::ffi::CStr, Handler, &std::ffi::CStr); 9] = [
     (c"rl.gcra", gcra, c"write deny-oom fast"),
     (c"rl.tokenbucket", token_bucket, c"write deny-oom fast"),
     (c"rl.leaky", leaky, c"write deny-oom fast"),
@@ -60,9 +64,19 @@ const COMMANDS: [(&std::ffi::CStr, Handler, &std::ffi::CStr); 6] = [
     // O(limit) memory and O(cost) work per call: not `fast`.
     (c"rl.slidinglog", sliding_log, c"write deny-oom"),
     (c"rl.fixed", fixed, c"write deny-oom fast"),
+    // redis-cell's command, its replies and its stored state (src/throttle.rs).
+    (c"cl.throttle", throttle::command, c"write deny-oom fast"),
+    // In-flight limits: O(lapsed leases) per call, memory capped like the sliding log.
+    (c"rl.acquire", lease::acquire, c"write deny-oom fast"),
+    (c"rl.release", lease::release_command, c"write fast"),
 ];
 
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    if let Err(problem) = config::check_module_args(&args) {
+        ctx.log_warning(&format!("rl: {problem}; the module is not loaded"));
+        return Status::Err;
+    }
     for (name, handler, flags) in COMMANDS {
         // SAFETY: called from RedisModule_OnLoad with a live context.
         let status = unsafe {
@@ -81,6 +95,15 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
+    // SAFETY: as above; the callbacks live as long as the module.
+    unsafe {
+        raw::RedisModule_RegisterInfoFunc.expect("RegisterInfoFunc")(ctx.ctx, Some(stats::info));
+        raw::RedisModule_RegisterCommandFilter.expect("RegisterCommandFilter")(
+            ctx.ctx,
+            Some(stats::on_command),
+            raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
+        );
+    }
     // RL.ALL's keys move with numkeys: Redis asks the handler for their positions.
     // SAFETY: as above.
     let status = unsafe {
@@ -97,6 +120,9 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     if status != raw::REDISMODULE_OK as c_int {
         ctx.log_warning("rl: could not register rl.all");
         return Status::Err;
+    }
+    for doc in docs::decision_docs() {
+        docs::declare(ctx.ctx, &doc);
     }
     #[cfg(feature = "debug-commands")]
     {

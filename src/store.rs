@@ -404,3 +404,201 @@ impl LogView for ZsetLog<'_> {
         found
     }
 }
+
+// In-flight leases (RL.ACQUIRE / RL.RELEASE): a sorted set whose members are
+// `lease:` + the lease id and whose scores are lapse times in microseconds.
+
+use crate::algorithm::lease::{LeaseView, LeaseWrite};
+
+/// The prefix of every lease member; it tells a lease set from a sliding log.
+pub const LEASE_PREFIX: &[u8] = b"lease:";
+
+/// The sorted-set member of lease `id`.
+pub fn lease_member(id: &[u8]) -> Vec<u8> {
+    [LEASE_PREFIX, id].concat()
+}
+
+/// A score that a lease set can hold: a whole, non-negative number of microseconds.
+fn is_lapse_score(score: f64) -> bool {
+    score >= 0.0 && score.fract() == 0.0 && score < u64::MAX as f64
+}
+
+impl Key {
+    /// The member and score of the sorted set's first (lowest) or last entry.
+    fn zset_edge(&self, last: bool) -> Option<(OwnedString, f64)> {
+        let (lo, hi) = (
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+        );
+        let mut edge = None;
+        if last {
+            self.scan_newest(|k| {
+                edge = Some(k.current());
+                false
+            });
+        } else {
+            self.scan(lo, hi, false, |k| {
+                edge = Some(k.current());
+                false
+            });
+        }
+        edge
+    }
+
+    /// Views the sorted set as a lease set; `None` if its first or last entry is
+    /// not a lease (the key holds someone else's sorted set, e.g. a sliding log).
+    pub fn as_leases(&self) -> Option<ZsetLeases<'_>> {
+        for last in [false, true] {
+            if let Some((member, score)) = self.zset_edge(last) {
+                if !bytes_of(member.ptr).starts_with(LEASE_PREFIX) || !is_lapse_score(score) {
+                    return None;
+                }
+            }
+        }
+        Some(ZsetLeases {
+            key: self,
+            len: self.len(),
+        })
+    }
+
+    /// Removes every entry scored `<= cutoff_us` and, if any went, replicates
+    /// `ZREMRANGEBYSCORE key -inf <cutoff_us>`.
+    fn drop_scored_through(&self, cutoff_us: u64) {
+        let mut lapsed = Vec::new();
+        self.scan(
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            cutoff_us as f64,
+            false,
+            |k| {
+                lapsed.push(k.current().0);
+                true
+            },
+        );
+        if lapsed.is_empty() {
+            return;
+        }
+        for member in &lapsed {
+            api!(RedisModule_ZsetRem(
+                self.ptr(),
+                member.ptr,
+                std::ptr::null_mut()
+            ));
+        }
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"ZREMRANGEBYSCORE".as_ptr(),
+            c"scl".as_ptr(),
+            self.name,
+            c"-inf".as_ptr(),
+            cutoff_us as c_longlong,
+        ));
+    }
+
+    /// Drops the lapsed leases, stores `member` with its lapse time, sets the
+    /// expiry, and replicates `ZREMRANGEBYSCORE` (if any lapsed) + `ZADD` + `PEXPIREAT`.
+    pub fn write_lease(&self, member: &[u8], write: &LeaseWrite, expire_ms: u64) {
+        self.drop_scored_through(write.cutoff_us);
+        let member = OwnedString::new(self.ctx, member);
+        api!(RedisModule_ZsetAdd(
+            self.ptr(),
+            write.lapse_us as f64,
+            member.ptr,
+            std::ptr::null_mut()
+        ));
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"ZADD".as_ptr(),
+            c"sls".as_ptr(),
+            self.name,
+            write.lapse_us as c_longlong,
+            member.ptr,
+        ));
+        self.expire_at(expire_ms);
+    }
+
+    /// Drops the lapsed leases and `member` (other leases stay held), sets the
+    /// expiry, and replicates `ZREMRANGEBYSCORE` (if any lapsed) + `ZREM` + `PEXPIREAT`.
+    pub fn release_lease(&self, member: &[u8], cutoff_us: u64, expire_ms: u64) {
+        self.drop_scored_through(cutoff_us);
+        let member = OwnedString::new(self.ctx, member);
+        api!(RedisModule_ZsetRem(
+            self.ptr(),
+            member.ptr,
+            std::ptr::null_mut()
+        ));
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"ZREM".as_ptr(),
+            c"ss".as_ptr(),
+            self.name,
+            member.ptr,
+        ));
+        self.expire_at(expire_ms);
+    }
+}
+
+/// A lease set, read through the sorted set's own iterators and score lookup.
+pub struct ZsetLeases<'a> {
+    key: &'a Key,
+    len: u64,
+}
+
+impl LeaseView for ZsetLeases<'_> {
+    fn held_at(&self, now_us: u64) -> u64 {
+        let mut lapsed = 0u64;
+        self.key.scan(
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            now_us as f64,
+            false,
+            |_| {
+                lapsed += 1;
+                true
+            },
+        );
+        self.len - lapsed.min(self.len)
+    }
+
+    fn lapse_of(&self, member: &[u8]) -> Option<u64> {
+        let member = OwnedString::new(self.key.ctx, member);
+        let mut score = 0f64;
+        let found = api!(RedisModule_ZsetScore(
+            self.key.ptr(),
+            member.ptr,
+            &mut score
+        ));
+        (found == raw::REDISMODULE_OK as c_int).then_some(score as u64)
+    }
+
+    fn nth_lapse_after(&self, now_us: u64, k: u64) -> Option<u64> {
+        let mut seen = 0u64;
+        let mut found = None;
+        self.key.scan(
+            now_us as f64,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+            true,
+            |key| {
+                if seen == k {
+                    found = Some(key.current().1 as u64);
+                    return false;
+                }
+                seen += 1;
+                true
+            },
+        );
+        found
+    }
+
+    fn nth_latest(&self, k: u64) -> Option<u64> {
+        let mut seen = 0u64;
+        let mut found = None;
+        self.key.scan_newest(|key| {
+            if seen == k {
+                found = Some(key.current().1 as u64);
+                return false;
+            }
+            seen += 1;
+            true
+        });
+        found
+    }
+}

@@ -13,9 +13,16 @@ fn admits_burst_plus_rate(flavor: Flavor, cmd: &str, burst: f64, rate_per_s: f64
     let mut admitted = 0u64;
     let mut calls = 0u64;
     let start = Instant::now();
+    // Pipelines of 10 keep the limiter saturated even on a loaded machine.
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let mut pipe = redis::pipe();
+    for _ in 0..10 {
+        pipe.cmd(words[0]).arg(&words[1..]);
+    }
     while start.elapsed() < Duration::from_secs(2) {
-        admitted += rl(c, cmd)[0] as u64;
-        calls += 1;
+        let replies: Vec<Vec<i64>> = pipe.query(c).unwrap();
+        admitted += replies.iter().map(|r| r[0] as u64).sum::<u64>();
+        calls += replies.len() as u64;
     }
     let elapsed = start.elapsed().as_secs_f64();
     let expected = burst + rate_per_s * elapsed;
@@ -55,15 +62,15 @@ fn concurrent_clients_get_exactly_the_limit(flavor: Flavor, cmd: &'static str, l
 
 server_tests! {
     fn gcra_tracks_real_time(flavor) {
-        admits_burst_plus_rate(flavor, "RL.GCRA acc 500 1s BURST 50", 50.0, 500.0);
+        admits_burst_plus_rate(flavor, "RL.GCRA acc 200 1s BURST 50", 50.0, 200.0);
     }
 
     fn token_bucket_tracks_real_time(flavor) {
-        admits_burst_plus_rate(flavor, "RL.TOKENBUCKET acc 100 3 10ms", 100.0, 300.0);
+        admits_burst_plus_rate(flavor, "RL.TOKENBUCKET acc 100 2 10ms", 100.0, 200.0);
     }
 
     fn leaky_bucket_tracks_real_time(flavor) {
-        admits_burst_plus_rate(flavor, "RL.LEAKY acc 20 400 1s", 20.0, 400.0);
+        admits_burst_plus_rate(flavor, "RL.LEAKY acc 20 200 1s", 20.0, 200.0);
     }
 
     fn gcra_is_atomic(flavor) {

@@ -5,9 +5,11 @@
 //! Time is integer nanoseconds since the Unix epoch (`u128` where a value can run
 //! far into the future, such as a theoretical arrival time with a huge burst).
 
+pub mod cell;
 pub mod fixed;
 pub mod gcra;
 pub mod leaky;
+pub mod lease;
 pub mod schedule;
 pub mod sliding;
 pub mod sliding_log;

@@ -1,0 +1,393 @@
+//! RL.ACQUIRE / RL.RELEASE (in-flight limits) against real servers: replies,
+//! renewal, lapse, release, expiry, foreign values, concurrency, replication.
+
+mod common;
+use common::*;
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const HOUR_MS: i64 = 3_600_000;
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn within(v: i64, lo: i64, hi: i64) {
+    assert!((lo..=hi).contains(&v), "{v} not in [{lo}, {hi}]");
+}
+
+/// The lease set as (member, score in µs), lowest score first.
+fn leases(c: &mut redis::Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
+    let raw: Vec<(Vec<u8>, f64)> = run(c, &format!("ZRANGE {key} 0 -1 WITHSCORES"));
+    raw.into_iter().map(|(m, s)| (m, s as i64)).collect()
+}
+
+/// The expiry a lease set must have: its latest lapse, rounded up to the ms.
+fn expected_expiry(c: &mut redis::Connection, key: &str) -> i64 {
+    let latest = leases(c, key).iter().map(|l| l.1).max().expect("a lease");
+    (latest + 999) / 1_000
+}
+
+fn pexpiretime(c: &mut redis::Connection, key: &str) -> i64 {
+    run(c, &format!("PEXPIRETIME {key}"))
+}
+
+fn acquire_bytes(c: &mut redis::Connection, key: &str, params: &str, id: &[u8]) -> Vec<i64> {
+    let mut cmd = redis::cmd("RL.ACQUIRE");
+    cmd.arg(key)
+        .arg(params.split_whitespace().collect::<Vec<_>>());
+    cmd.arg(id);
+    cmd.query(c).unwrap()
+}
+
+fn info(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    let text: String = run(c, &format!("INFO {section}"));
+    text.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
+        .to_string()
+}
+
+fn dirty(c: &mut redis::Connection) -> u64 {
+    info(c, "persistence", "rdb_changes_since_last_save")
+        .parse()
+        .unwrap()
+}
+
+/// Everything a quiet request must leave unchanged.
+fn footprint(c: &mut redis::Connection, key: &str) -> (Option<Vec<u8>>, i64, u64, i64) {
+    let dump = run(c, &format!("DUMP {key}"));
+    (dump, pexpiretime(c, key), dirty(c), run(c, "DBSIZE"))
+}
+
+server_tests! {
+    fn acquire_to_the_limit_renew_and_release(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h a"), vec![1, 3, 2, 0, HOUR_MS]);
+        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h b"), vec![1, 3, 1, 0, HOUR_MS]);
+        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h c"), vec![1, 3, 0, 0, HOUR_MS]);
+        // Full: a fourth lease waits until the oldest lapses, an hour from its acquisition.
+        let denied = rl(c, "RL.ACQUIRE jobs 3 1h d");
+        assert_eq!(denied[..3], [0, 3, 0]);
+        within(denied[3], HOUR_MS - 1_000, HOUR_MS);
+        within(denied[4], HOUR_MS - 1_000, HOUR_MS);
+        // A holder renews (a heartbeat) without taking a second slot.
+        let before = leases(c, "jobs");
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h a"), vec![1, 3, 0, 0, HOUR_MS]);
+        let after = leases(c, "jobs");
+        assert_eq!(after.len(), 3);
+        assert_eq!(after[2].0, b"lease:a", "the renewed lease lapses last");
+        assert!(after[2].1 > before[0].1 + 4_000, "{before:?} -> {after:?}");
+        // Release: 1 only for a held lease.
+        assert_eq!(run::<i64>(c, "RL.RELEASE jobs b"), 1);
+        assert_eq!(run::<i64>(c, "RL.RELEASE jobs b"), 0);
+        assert_eq!(run::<i64>(c, "RL.RELEASE jobs never"), 0);
+        assert_eq!(run::<i64>(c, "RL.RELEASE nokey a"), 0);
+        assert_eq!(run::<i64>(c, "EXISTS nokey"), 0);
+        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h d")[..4], [1, 3, 0, 0]);
+        for id in ["a", "c", "d"] {
+            assert_eq!(run::<i64>(c, &format!("RL.RELEASE jobs {id}")), 1, "{id}");
+        }
+        // The last release deletes the key: the limiter is idle.
+        assert_eq!(run::<i64>(c, "EXISTS jobs"), 0);
+        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h a PEEK"), vec![1, 3, 2, 0, HOUR_MS]);
+    }
+
+    fn a_lease_lapses_after_its_timeout(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        assert_eq!(rl(c, "RL.ACQUIRE w 1 200ms crashed"), vec![1, 1, 0, 0, 200]);
+        let denied = rl(c, "RL.ACQUIRE w 1 200ms next");
+        assert_eq!(denied[..3], [0, 1, 0]);
+        within(denied[3], 150, 200);
+        assert_eq!(denied[3], denied[4]);
+        std::thread::sleep(Duration::from_millis(denied[3] as u64 + 5));
+        // The crashed client's lease lapsed; the write dropped it.
+        assert_eq!(rl(c, "RL.ACQUIRE w 1 200ms next"), vec![1, 1, 0, 0, 200]);
+        let held = leases(c, "w");
+        assert_eq!(held.len(), 1);
+        assert_eq!(held[0].0, b"lease:next");
+        // Releasing a lapsed lease reports 0.
+        assert_eq!(run::<i64>(c, "RL.RELEASE w crashed"), 0);
+        // The key itself goes at the last lapse.
+        std::thread::sleep(Duration::from_millis(250));
+        assert_eq!(run::<i64>(c, "EXISTS w"), 0);
+    }
+
+    fn state_format_and_expiry(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        let before_us = now_ms() * 1_000;
+        let id: &[u8] = b"\x00bin\xff ary\r\n";
+        assert_eq!(acquire_bytes(c, "st", "5 1m", id), vec![1, 5, 4, 0, 60_000]);
+        let after_us = now_ms() * 1_000 + 1_000;
+        let held = leases(c, "st");
+        assert_eq!(held[0].0, [b"lease:".as_slice(), id].concat());
+        within(held[0].1, before_us + 60_000_000, after_us + 60_000_000);
+        assert_eq!(pexpiretime(c, "st"), expected_expiry(c, "st"));
+        // A longer timeout moves the expiry to the new latest lapse.
+        rl(c, "RL.ACQUIRE st 5 1h long");
+        assert_eq!(pexpiretime(c, "st"), expected_expiry(c, "st"));
+        within(pexpiretime(c, "st") - now_ms(), HOUR_MS - 1_000, HOUR_MS + 1);
+        // Releasing the latest lease moves the expiry back to the remaining latest.
+        assert_eq!(run::<i64>(c, "RL.RELEASE st long"), 1);
+        assert_eq!(pexpiretime(c, "st"), expected_expiry(c, "st"));
+        within(pexpiretime(c, "st") - now_ms(), 59_000, 60_001);
+        // Ids are binary-safe and 1 to 256 bytes.
+        let mut rel = redis::cmd("RL.RELEASE");
+        rel.arg("st").arg(id);
+        assert_eq!(rel.query::<i64>(c).unwrap(), 1);
+        assert_eq!(acquire_bytes(c, "st", "5 1m", &[b'x'; 256])[0], 1);
+        let mut long = redis::cmd("RL.ACQUIRE");
+        long.arg("st").arg(5).arg("1m").arg(vec![b'x'; 257]);
+        let err = long.query::<Value>(c).unwrap_err();
+        assert_eq!(error_text(&err), "ERR lease_id must be 1 to 256 bytes");
+    }
+
+    fn peek_and_denials_write_nothing(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h a PEEK"), vec![1, 2, 1, 0, HOUR_MS]);
+        assert_eq!(run::<i64>(c, "DBSIZE"), 0);
+        rl(c, "RL.ACQUIRE q 2 1h a");
+        let quiet = footprint(c, "q");
+        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h b peek")[..3], [1, 2, 0]);
+        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h a PEEK")[..3], [1, 2, 1]);
+        assert_eq!(run::<i64>(c, "RL.RELEASE q unknown"), 0);
+        assert_eq!(footprint(c, "q"), quiet);
+        rl(c, "RL.ACQUIRE q 2 1h b");
+        let full = footprint(c, "q");
+        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h c")[..3], [0, 2, 0]);
+        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h c PEEK")[..3], [0, 2, 0]);
+        assert_eq!(footprint(c, "q"), full);
+        // Writes raise the dirty counter.
+        let before = dirty(c);
+        assert_eq!(run::<i64>(c, "RL.RELEASE q a"), 1);
+        assert!(dirty(c) > before);
+    }
+
+    fn foreign_values_are_errors_and_left_untouched(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        run::<i64>(c, "ZADD words 1 alpha 2 beta");
+        rl(c, "RL.SLIDINGLOG log 5 1h");
+        run::<i64>(c, "ZADD mixed 1 lease:a 2 other");
+        run::<String>(c, "SET str hello");
+        run::<i64>(c, "HSET hash f v");
+        run::<i64>(c, "RPUSH list x");
+        let foreign = "ERR key holds a value that RL.ACQUIRE did not write: use another key or DEL it";
+        let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
+        for (key, expected) in [
+            ("words", foreign),
+            ("log", foreign),
+            ("mixed", foreign),
+            ("str", wrongtype),
+            ("hash", wrongtype),
+            ("list", wrongtype),
+        ] {
+            let dump: Vec<u8> = run(c, &format!("DUMP {key}"));
+            let ttl: i64 = run(c, &format!("PEXPIRETIME {key}"));
+            for cmd in [
+                format!("RL.ACQUIRE {key} 5 1s a"),
+                format!("RL.ACQUIRE {key} 5 1s a PEEK"),
+                format!("RL.RELEASE {key} a"),
+            ] {
+                assert_eq!(rl_err(c, &cmd), expected, "{cmd}");
+            }
+            assert_eq!(run::<Vec<u8>>(c, &format!("DUMP {key}")), dump, "{key} changed");
+            assert_eq!(pexpiretime(c, key), ttl, "{key}'s expiry changed");
+        }
+        // RL.SLIDINGLOG (alone or in RL.ALL) refuses a lease set and leaves it alone.
+        rl(c, "RL.ACQUIRE leases 5 1h a");
+        let dump: Vec<u8> = run(c, "DUMP leases");
+        assert_eq!(
+            rl_err(c, "RL.SLIDINGLOG leases 5 1h"),
+            "ERR key holds a value that RL.SLIDINGLOG did not write: use another key or DEL it"
+        );
+        assert!(rl_err(c, "RL.ALL 1 leases SLIDINGLOG 5 1h").starts_with("ERR key holds a value"));
+        assert_eq!(
+            rl_err(c, "RL.GCRA leases 5 1h"),
+            wrongtype
+        );
+        assert_eq!(run::<Vec<u8>>(c, "DUMP leases"), dump);
+    }
+
+    fn bad_arguments_are_errors(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        for (cmd, expected) in [
+            ("RL.ACQUIRE k 1 1s", "ERR wrong number of arguments for 'rl.acquire' command"),
+            ("RL.RELEASE k", "ERR wrong number of arguments for 'rl.release' command"),
+            ("RL.RELEASE k a b", "ERR wrong number of arguments for 'rl.release' command"),
+            ("RL.ACQUIRE k 0 1s a", "ERR limit must be an integer from 1 to 100000"),
+            ("RL.ACQUIRE k 100001 1s a", "ERR limit must be an integer from 1 to 100000"),
+            ("RL.ACQUIRE k 1 0 a", "ERR timeout must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)"),
+            ("RL.ACQUIRE k 1 3651d a", "ERR timeout must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)"),
+            ("RL.ACQUIRE k 1 1s a PEEK PEEK", "ERR option PEEK given more than once"),
+            ("RL.ACQUIRE k 1 1s a COST 2", "ERR unknown option 'COST' for 'rl.acquire' (expected PEEK)"),
+        ] {
+            assert_eq!(rl_err(c, cmd), expected, "{cmd}");
+        }
+        // The cap on limit is RL.SLIDINGLOG's, configurable.
+        assert_eq!(run::<String>(c, "CONFIG SET rl.sliding-log-max-limit 10"), "OK");
+        assert_eq!(rl_err(c, "RL.ACQUIRE k 11 1s a"), "ERR limit must be an integer from 1 to 10");
+        assert_eq!(rl(c, "RL.ACQUIRE k 10 1s a")[..3], [1, 10, 9]);
+        assert_eq!(run::<String>(c, "CONFIG SET rl.sliding-log-max-limit 1000000"), "OK");
+        assert_eq!(rl(c, "RL.ACQUIRE k 1000000 1s b")[..3], [1, 1_000_000, 999_998]);
+        assert_eq!(run::<i64>(c, "DBSIZE"), 1);
+    }
+
+    fn concurrent_clients_never_hold_more_than_the_limit(flavor) {
+        const LIMIT: i64 = 3;
+        const CLIENTS: usize = 8;
+        const ROUNDS: usize = 150;
+        let s = Server::start(flavor);
+        let in_flight = AtomicI64::new(0);
+        let peak = AtomicI64::new(0);
+        let admitted = AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for client in 0..CLIENTS {
+                let (s, in_flight, peak, admitted) = (&s, &in_flight, &peak, &admitted);
+                scope.spawn(move || {
+                    let c = &mut s.conn();
+                    for round in 0..ROUNDS {
+                        let id = format!("c{client}-r{round}");
+                        let r = rl(c, &format!("RL.ACQUIRE sem {LIMIT} 10s {id}"));
+                        if r[0] == 0 {
+                            assert!(r[3] > 0, "a denial says when to retry: {r:?}");
+                            continue;
+                        }
+                        // Counted between the server's grant and the release, so
+                        // this never exceeds what the server holds.
+                        let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                        peak.fetch_max(now, Ordering::SeqCst);
+                        assert!(now <= LIMIT, "{now} leases held at once");
+                        assert!((0..LIMIT).contains(&r[2]), "{r:?}");
+                        admitted.fetch_add(1, Ordering::Relaxed);
+                        let card: i64 = run(c, "ZCARD sem");
+                        assert!(card <= LIMIT, "{card} leases stored");
+                        in_flight.fetch_sub(1, Ordering::SeqCst);
+                        assert_eq!(run::<i64>(c, &format!("RL.RELEASE sem {id}")), 1);
+                    }
+                });
+            }
+        });
+        assert!(admitted.load(Ordering::Relaxed) > ROUNDS as u64, "too few admitted");
+        assert!(peak.load(Ordering::SeqCst) >= 2, "no overlap was exercised");
+        // Every lease was released: the key is gone.
+        assert_eq!(run::<i64>(&mut s.conn(), "EXISTS sem"), 0);
+    }
+
+    fn a_clock_stepping_back_grants_nothing(flavor) {
+        let s = Server::start_debug(flavor);
+        let c = &mut s.conn();
+        let clock = |c: &mut redis::Connection, ms: i64| {
+            let ok: String = redis::cmd("RL.DEBUG").arg("CLOCK").arg(ms).query(c).unwrap();
+            assert_eq!(ok, "OK");
+        };
+        rl(c, "RL.ACQUIRE back 2 1s a");
+        rl(c, "RL.ACQUIRE back 2 1s b");
+        let dump: Vec<u8> = run(c, "DUMP back");
+        clock(c, -5_000);
+        let r = rl(c, "RL.ACQUIRE back 2 1s c");
+        assert_eq!(r[..3], [0, 2, 0]);
+        within(r[3], 5_900, 6_000);
+        assert_eq!(run::<Vec<u8>>(c, "DUMP back"), dump);
+        // A holder still renews on the stepped-back clock; nobody else gets in.
+        assert_eq!(rl(c, "RL.ACQUIRE back 2 1s a")[..3], [1, 2, 0]);
+        assert_eq!(rl(c, "RL.ACQUIRE back 2 1s c")[0], 0);
+        clock(c, 0);
+        assert_eq!(rl(c, "RL.ACQUIRE back 2 1s c")[0], 0, "b is still held");
+        assert_eq!(pexpiretime(c, "back"), expected_expiry(c, "back"));
+    }
+
+    fn replicas_hold_identical_lease_sets(flavor) {
+        let master = Server::start_with(flavor, &["--repl-diskless-sync-delay", "0"]);
+        let port = master.port.to_string();
+        let replicas = [
+            Server::start_with(flavor, &["--replicaof", "127.0.0.1", &port]),
+            Server::start_with(flavor, &["--replicaof", "127.0.0.1", &port, "--no-module"]),
+        ];
+        for r in &replicas {
+            let mut c = r.conn();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while info(&mut c, "replication", "master_link_status") != "up" {
+                assert!(Instant::now() < deadline, "replica never synced");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let m = &mut master.conn();
+        // Each round, on every key: a short lease and a long one, both renewed; the
+        // previous round's short lease has lapsed (the first write drops it: a
+        // ZREMRANGEBYSCORE), releasing it returns 0; odd keys release the previous
+        // long lease; even keys fill up, so their last PEEK is denied.
+        for round in 0..3 {
+            if round > 0 {
+                std::thread::sleep(Duration::from_millis(150));
+            }
+            for k in 0..6 {
+                let key = format!("pool:{k}");
+                for words in [
+                    format!("RL.ACQUIRE {key} 4 100ms s{round}"),
+                    format!("RL.ACQUIRE {key} 4 1h l{round}"),
+                    format!("RL.ACQUIRE {key} 4 1h l{round}"),
+                    format!("RL.ACQUIRE {key} 4 100ms s{round}"),
+                ] {
+                    assert_eq!(rl(m, &words)[0], 1, "{words}");
+                }
+                let full = round == 2 && k % 2 == 0;
+                let peek = rl(m, &format!("RL.ACQUIRE {key} 4 1h extra PEEK"));
+                assert_eq!(peek[0], i64::from(!full), "{key} round {round}: {peek:?}");
+                if round > 0 {
+                    let prev = round - 1;
+                    assert_eq!(run::<i64>(m, &format!("RL.RELEASE {key} s{prev}")), 0);
+                    if k % 2 == 1 {
+                        assert_eq!(run::<i64>(m, &format!("RL.RELEASE {key} l{prev}")), 1);
+                    }
+                }
+                assert_eq!(run::<i64>(m, &format!("RL.RELEASE {key} nobody")), 0);
+            }
+        }
+        rl(m, "RL.ACQUIRE gone 3 1h x");
+        let _: i64 = run(m, "RL.RELEASE gone x");
+        let acked: i64 = run(m, "WAIT 2 5000");
+        assert_eq!(acked, 2);
+
+        let read = |c: &mut redis::Connection, key: &str| -> (Value, i64) {
+            redis::pipe()
+                .atomic()
+                .add_command(redis::cmd("ZRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES").clone())
+                .add_command(redis::cmd("PEXPIRETIME").arg(key).clone())
+                .query(c)
+                .unwrap()
+        };
+        let keys: Vec<String> = run(m, "KEYS *");
+        assert_eq!(keys.len(), 6, "{keys:?}");
+        let mut conns: Vec<_> = replicas.iter().map(Server::conn).collect();
+        for key in &keys {
+            let on_master = read(m, key);
+            assert_eq!(on_master.1, expected_expiry(m, key), "{key}");
+            within(on_master.1 - now_ms(), HOUR_MS - 10_000, HOUR_MS + 1);
+            for r in conns.iter_mut() {
+                assert_eq!(read(r, key), on_master, "{key}");
+            }
+        }
+        for r in conns.iter_mut() {
+            assert_eq!(run::<i64>(r, "EXISTS gone"), 0);
+            let stats: String = run(r, "INFO commandstats");
+            assert!(!stats.contains("cmdstat_rl."), "{stats}");
+            assert_eq!(info(r, "stats", "unexpected_error_replies"), "0");
+        }
+        let plain: String = run(&mut conns[1], "INFO commandstats");
+        for effect in ["zadd", "zrem", "zremrangebyscore", "pexpireat", "del"] {
+            assert!(plain.contains(&format!("cmdstat_{effect}:")), "no {effect}: {plain}");
+        }
+        assert!(!replicas[1].log().contains("unknown command"));
+    }
+}
