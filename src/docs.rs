@@ -232,8 +232,8 @@ fn decision_options() -> Vec<Arg> {
     ]
 }
 
-/// The documentation of the six decision commands and RL.ALL.
-pub fn decision_docs() -> Vec<Doc> {
+/// The documentation of every command.
+pub fn all_docs() -> Vec<Doc> {
     let doc = |name, summary, params: Vec<Arg>| {
         let arity = -(2 + params.len() as c_int);
         let mut args = vec![key()];
@@ -287,6 +287,36 @@ pub fn decision_docs() -> Vec<Doc> {
     for d in &mut docs {
         d.args.extend(decision_options());
     }
+    docs.push(Doc {
+        name: c"rl.acquire",
+        summary: c"In-flight limit: hold one of limit leases for at most timeout (renews a held lease_id)",
+        complexity: c"O(log N + lapsed leases), N the leases held",
+        arity: -5,
+        numkeys_at: None,
+        args: vec![key(), integer(c"limit"), string(c"timeout"), string(c"lease_id"), flag(c"PEEK", c"peek")],
+    });
+    docs.push(Doc {
+        name: c"rl.release",
+        summary: c"Releases a lease taken with RL.ACQUIRE: 1 if it was held, else 0",
+        complexity: c"O(log N + lapsed leases), N the leases held",
+        arity: 3,
+        numkeys_at: None,
+        args: vec![key(), string(c"lease_id")],
+    });
+    docs.push(Doc {
+        name: c"cl.throttle",
+        summary: c"redis-cell's GCRA throttle: replies [limited, limit, remaining, retry_after s, reset_after s]",
+        complexity: c"O(1)",
+        arity: -5,
+        numkeys_at: None,
+        args: vec![
+            key(),
+            integer(c"max_burst"),
+            integer(c"count"),
+            integer(c"period"),
+            Arg { optional: true, ..integer(c"quantity") },
+        ],
+    });
     docs.push(Doc {
         name: c"rl.all",
         summary: c"Several limiters decided as one: writes only if every layer admits",

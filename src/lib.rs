@@ -121,7 +121,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning("rl: could not register rl.all");
         return Status::Err;
     }
-    for doc in docs::decision_docs() {
+    for doc in docs::all_docs() {
         docs::declare(ctx.ctx, &doc);
     }
     #[cfg(feature = "debug-commands")]

@@ -14,11 +14,11 @@ use redis_module::raw;
 use crate::algorithm::cell::{self, Cell, CellError};
 use crate::algorithm::expire_ms;
 use crate::args::{MAX_COST, MAX_COUNT};
-use crate::clock;
 use crate::codec::parse_u64;
 use crate::command::{args, guarded, with_bytes, Reply};
 use crate::error::RlError;
 use crate::store::{Held, Key};
+use crate::{clock, stats};
 
 const LABEL: &str = "CL.THROTTLE";
 const COMMAND: &str = "cl.throttle";
@@ -53,10 +53,12 @@ fn run(
         Held::Zset | Held::Other => return Err(RlError::WrongType),
     };
     let out = cell::decide(&cell, stored, now, quantity);
+    let reply = out.reply();
+    stats::decision(LABEL, reply[0] == 0, quantity);
     if let Some(tat) = out.new_tat_ns {
         key.write_string(tat.to_string().as_bytes(), expire_ms(tat.into()));
     }
-    Ok(out.reply())
+    Ok(reply)
 }
 
 /// `max_burst count period [quantity]`, as redis-cell reads them (integers;

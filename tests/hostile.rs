@@ -279,6 +279,10 @@ server_tests! {
         super::foreign_values_are_reported_and_left_byte_identical(flavor)
     }
 
+    fn random_vectors_for_the_other_commands_never_hurt_the_server(flavor) {
+        super::random_vectors_for_the_other_commands(flavor)
+    }
+
     fn error_messages_name_the_argument_and_range(flavor) {
         super::error_messages_name_the_argument_and_range(flavor)
     }
@@ -530,4 +534,127 @@ fn error_messages_name_the_argument_and_range(flavor: Flavor) {
 
     // No refused call created a key.
     assert_eq!(run::<usize>(&mut c, "DBSIZE"), 0);
+}
+
+/// Random calls of RL.ALL, RL.ACQUIRE, RL.RELEASE and CL.THROTTLE: plausible ones
+/// (clauses built like the single commands' calls) mixed with mutated ones.
+fn other_vector(rng: &mut StdRng, command: &str) -> Vec<Vec<u8>> {
+    let word = |s: &str| s.as_bytes().to_vec();
+    let mut args: Vec<Vec<u8>> = match command {
+        "RL.ALL" => {
+            let n = rng.random_range(1..=3);
+            let mut args = vec![word(&n.to_string())];
+            args.extend((0..n).map(|i| format!("all:{i}").into_bytes()));
+            for _ in 0..n {
+                let spec = *COMMANDS.choose(rng).unwrap();
+                let clause = plausible(rng, spec);
+                args.push(word(&spec.0[3..]));
+                args.extend(clause.into_iter().skip(1).filter(|a| a != b"PEEK"));
+            }
+            if rng.random_bool(0.3) {
+                args.push(word("PEEK"));
+            }
+            args
+        }
+        "RL.ACQUIRE" => vec![
+            key(rng, command),
+            word(COUNTS.choose(rng).unwrap()),
+            word(DURATIONS.choose(rng).unwrap()),
+            if rng.random_bool(0.8) {
+                word(&format!("lease{}", rng.random_range(0..20)))
+            } else {
+                hostile(rng)
+            },
+        ],
+        "RL.RELEASE" => vec![
+            key(rng, "RL.ACQUIRE"),
+            word(&format!("lease{}", rng.random_range(0..20))),
+        ],
+        _ => {
+            let mut args = vec![key(rng, command)];
+            args.extend((0..3).map(|_| word(COUNTS.choose(rng).unwrap())));
+            if rng.random_bool(0.5) {
+                args.push(word(COSTS.choose(rng).unwrap()));
+            }
+            args
+        }
+    };
+    for _ in 0..rng.random_range(0..=2) {
+        let at = rng.random_range(0..=args.len());
+        match rng.random_range(0..3) {
+            0 if at < args.len() => args[at] = hostile(rng),
+            1 if at < args.len() => drop(args.remove(at)),
+            _ => args.insert(at, hostile(rng)),
+        }
+    }
+    args
+}
+
+/// The reply shapes of the other commands: RL.ALL's six elements (five integers
+/// and every layer's five), RL.RELEASE's 0 or 1, five integers otherwise; or an error.
+fn check_other_reply(command: &str, reply: &Value) -> Result<(), String> {
+    match (command, reply) {
+        (_, Value::ServerError(_)) => check_reply(reply),
+        ("RL.ALL", Value::Array(items)) if items.len() == 6 => {
+            check_reply(&Value::Array(items[..5].to_vec()))?;
+            match &items[5] {
+                Value::Array(layers) if !layers.is_empty() => {
+                    layers.iter().try_for_each(check_reply)
+                }
+                other => Err(format!("bad layers {other:?}")),
+            }
+        }
+        ("RL.RELEASE", Value::Int(0 | 1)) => Ok(()),
+        ("CL.THROTTLE", Value::Array(items))
+            if items.len() == 5 && items.iter().all(|v| matches!(v, Value::Int(_))) =>
+        {
+            Ok(())
+        }
+        ("RL.ACQUIRE", _) => check_reply(reply),
+        (_, other) => Err(format!("unexpected reply {other:?}")),
+    }
+}
+
+fn random_vectors_for_the_other_commands(flavor: Flavor) {
+    let seed: u64 = std::env::var("RL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    println!("seed {seed} (RL_SEED={seed} reproduces this run)");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let s = Server::start(flavor);
+    let mut c = s.conn();
+    for command in ["RL.ALL", "RL.ACQUIRE", "RL.RELEASE", "CL.THROTTLE"] {
+        for _ in 0..VECTORS_PER_COMMAND / BATCH {
+            let calls: Vec<_> = (0..BATCH)
+                .map(|_| other_vector(&mut rng, command))
+                .collect();
+            let mut pipe = redis::pipe();
+            for args in &calls {
+                pipe.cmd(command).arg(args).cmd("PING");
+            }
+            let replies: Vec<Value> = pipe
+                .ignore_errors()
+                .query(&mut c)
+                .unwrap_or_else(|e| panic!("seed {seed}: connection lost: {e}"));
+            for (args, pair) in calls.iter().zip(replies.chunks(2)) {
+                let call = show(command, args);
+                if let Err(why) = check_other_reply(command, &pair[0]) {
+                    panic!("seed {seed}: {call}: {why}");
+                }
+                assert_eq!(
+                    pair[1],
+                    Value::SimpleString("PONG".into()),
+                    "seed {seed}: {call}"
+                );
+            }
+        }
+    }
+    for (key, ttl) in all_pttls(&mut c) {
+        assert!(
+            ttl >= 0 || ttl == -2,
+            "{} has no expiry",
+            String::from_utf8_lossy(&key)
+        );
+    }
 }

@@ -134,6 +134,9 @@ fn the_command_table_describes_every_command(flavor: Flavor) {
         ("rl.slidinglog", -4),
         ("rl.fixed", -4),
         ("rl.all", -6),
+        ("rl.acquire", -5),
+        ("rl.release", 3),
+        ("cl.throttle", -5),
     ] {
         let info: Vec<Vec<Value>> = run(c, &format!("COMMAND INFO {cmd}"));
         let name: String = redis::from_redis_value(info[0][0].clone()).unwrap();
