@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use crate::algorithm::fixed::FixedState;
 use crate::algorithm::sliding::SlidingState;
-use crate::algorithm::sliding_log::{LogView, LogWrite};
+use crate::algorithm::sliding_log::testing::VecLog;
 use crate::algorithm::{expire_ms, Decision, Wait};
 use crate::args::{parse, Caps, Kind, Limiter, MAX_COST, MAX_COUNT, MAX_DURATION_MS};
 use crate::codec::{decode, encode};
@@ -91,35 +91,9 @@ fn check(d: &Decision, cost: u64) {
     assert!(r[3] >= -1 && r[4] >= 0 && r[1] >= 1 && r[2] >= 0);
 }
 
-/// A sliding log kept in memory, holding at most the newest `CAP` entries of
-/// each write (enough to exercise the view without storing 10^12 entries).
-#[derive(Default)]
-struct Log(Vec<u64>);
-const CAP: u64 = 64;
-
-impl LogView for Log {
-    fn count_after(&self, cutoff: u64) -> u64 {
-        self.0.iter().filter(|&&ns| ns / 1_000 > cutoff).count() as u64
-    }
-    fn nth_after(&self, cutoff: u64, k: u64) -> Option<u64> {
-        let mut live = self.0.iter().map(|ns| ns / 1_000).filter(|&s| s > cutoff);
-        live.nth(k as usize)
-    }
-    fn newest_ns(&self) -> Option<u64> {
-        self.0.last().copied()
-    }
-    fn nth_newest_ns(&self, k: u64) -> Option<u64> {
-        self.0.iter().rev().nth(k as usize).copied()
-    }
-}
-
-impl Log {
-    fn apply(&mut self, w: &LogWrite) {
-        self.0.retain(|ns| ns / 1_000 > w.cutoff_us);
-        let from = w.first_ns.max(w.last_ns().saturating_sub(CAP - 1));
-        self.0.extend(from..=w.last_ns());
-    }
-}
+/// Each write's newest entries kept by the in-memory sliding log (enough to
+/// exercise the view without storing 10^12 entries).
+const KEEP: u64 = 64;
 
 /// Runs one limiter over a clock sequence with random costs, checking every
 /// decision and round-tripping every stored state through the codec.
@@ -127,7 +101,7 @@ fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
     let mut now = start;
     let mut instant = 0u128;
     let (mut fixed, mut sliding, mut log) =
-        (None::<FixedState>, None::<SlidingState>, Log::default());
+        (None::<FixedState>, None::<SlidingState>, VecLog::default());
     for (step, &cost) in steps.iter().zip(costs.iter().cycle()) {
         now = (i128::from(now) + step).clamp(0, i128::from(u64::MAX)) as u64;
         let wide = u128::from(now);
@@ -175,7 +149,7 @@ fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
                         (crate::algorithm::sliding_log::score_of(w.last_ns()) as f64).is_finite()
                     );
                     expire_ms(p.idle_at_ns(&w));
-                    log.apply(&w);
+                    log.apply(&w, KEEP);
                 }
                 out.decision
             }

@@ -177,27 +177,118 @@ impl Key {
     /// The member (as nanoseconds) of the first or last entry, if it is a
     /// well-formed sliding-log entry; `Err` if the entry is not one.
     fn log_edge(&self, last: bool) -> Result<Option<u64>, ()> {
-        let (lo, hi) = (
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            raw::REDISMODULE_POSITIVE_INFINITE,
-        );
-        let started = if last {
-            api!(RedisModule_ZsetLastInScoreRange(self.ptr(), lo, hi, 0, 0))
-        } else {
-            api!(RedisModule_ZsetFirstInScoreRange(self.ptr(), lo, hi, 0, 0))
-        };
-        if started != raw::REDISMODULE_OK as c_int
-            || api!(RedisModule_ZsetRangeEndReached(self.ptr())) != 0
-        {
-            api!(RedisModule_ZsetRangeStop(self.ptr()));
+        let Some((member, score)) = self.zset_edge(last) else {
             return Ok(None);
-        }
-        let (member, score) = self.current();
-        api!(RedisModule_ZsetRangeStop(self.ptr()));
+        };
         match parse_u64(bytes_of(member.ptr)) {
             Some(ns) if score == score_of(ns) as f64 => Ok(Some(ns)),
             _ => Err(()),
         }
+    }
+
+    /// The member and score of the sorted set's first (lowest) or last entry.
+    fn zset_edge(&self, last: bool) -> Option<(OwnedString, f64)> {
+        let mut edge = None;
+        let take = |k: &Key| {
+            edge = Some(k.current());
+            false
+        };
+        if last {
+            self.scan_newest(take);
+        } else {
+            self.scan(
+                raw::REDISMODULE_NEGATIVE_INFINITE,
+                raw::REDISMODULE_POSITIVE_INFINITE,
+                false,
+                take,
+            );
+        }
+        edge
+    }
+
+    /// Entries scored above `cutoff_us` (those at or below it have lapsed or
+    /// left the window; counting them visits only them).
+    fn count_after(&self, cutoff_us: u64) -> u64 {
+        let len = self.len();
+        let mut stale = 0u64;
+        self.scan(
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            cutoff_us as f64,
+            false,
+            |_| {
+                stale += 1;
+                true
+            },
+        );
+        len - stale.min(len)
+    }
+
+    /// The score of the `k`-th (0-based) oldest entry scored above `cutoff_us`.
+    fn nth_score_after(&self, cutoff_us: u64, k: u64) -> Option<u64> {
+        let mut seen = 0u64;
+        let mut found = None;
+        self.scan(
+            cutoff_us as f64,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+            true,
+            |key| {
+                if seen == k {
+                    found = Some(key.current().1 as u64);
+                    return false;
+                }
+                seen += 1;
+                true
+            },
+        );
+        found
+    }
+
+    /// The member and score of the `k`-th (0-based) newest entry.
+    fn nth_newest(&self, k: u64) -> Option<(OwnedString, f64)> {
+        let mut seen = 0u64;
+        let mut found = None;
+        self.scan_newest(|key| {
+            if seen == k {
+                found = Some(key.current());
+                return false;
+            }
+            seen += 1;
+            true
+        });
+        found
+    }
+
+    /// Removes every entry scored `<= cutoff_us` and, if any went, replicates
+    /// `ZREMRANGEBYSCORE key -inf <cutoff_us>`.
+    fn drop_scored_through(&self, cutoff_us: u64) {
+        let mut stale = Vec::new();
+        self.scan(
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            cutoff_us as f64,
+            false,
+            |k| {
+                stale.push(k.current().0);
+                true
+            },
+        );
+        if stale.is_empty() {
+            return;
+        }
+        for member in &stale {
+            api!(RedisModule_ZsetRem(
+                self.ptr(),
+                member.ptr,
+                std::ptr::null_mut()
+            ));
+        }
+        api!(RedisModule_Replicate(
+            self.ctx,
+            c"ZREMRANGEBYSCORE".as_ptr(),
+            c"scl".as_ptr(),
+            self.name,
+            c"-inf".as_ptr(),
+            cutoff_us as c_longlong,
+        ));
     }
 
     /// Views the sorted set as a sliding log; `None` if its oldest or newest entry
@@ -205,11 +296,7 @@ impl Key {
     pub fn as_log(&self) -> Option<ZsetLog<'_>> {
         self.log_edge(false).ok()?;
         let newest = self.log_edge(true).ok()?;
-        Some(ZsetLog {
-            key: self,
-            len: self.len(),
-            newest,
-        })
+        Some(ZsetLog { key: self, newest })
     }
 
     /// Removes the `count` newest entries, sets the expiry, and replicates
@@ -275,33 +362,7 @@ impl Key {
     /// Drops entries scored `<= cutoff_us`, adds the write's entries, sets the
     /// expiry, and replicates the same three effects.
     pub fn write_log(&self, write: &LogWrite, expire_ms: u64) {
-        let cutoff = write.cutoff_us as f64;
-        let mut removed = false;
-        loop {
-            let mut oldest = None;
-            self.scan(raw::REDISMODULE_NEGATIVE_INFINITE, cutoff, false, |k| {
-                oldest = Some(k.current().0);
-                false
-            });
-            let Some(member) = oldest else { break };
-            api!(RedisModule_ZsetRem(
-                self.ptr(),
-                member.ptr,
-                std::ptr::null_mut()
-            ));
-            removed = true;
-        }
-        if removed {
-            api!(RedisModule_Replicate(
-                self.ctx,
-                c"ZREMRANGEBYSCORE".as_ptr(),
-                c"scl".as_ptr(),
-                self.name,
-                c"-inf".as_ptr(),
-                write.cutoff_us as c_longlong,
-            ));
-        }
-
+        self.drop_scored_through(write.cutoff_us);
         let mut zadd_args = Vec::with_capacity(2 * write.count as usize);
         for ns in write.first_ns..=write.last_ns() {
             let score = score_of(ns);
@@ -324,17 +385,7 @@ impl Key {
             argv.as_ptr(),
             argv.len(),
         ));
-        api!(RedisModule_SetAbsExpire(
-            self.ptr(),
-            expire_ms as raw::mstime_t
-        ));
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"PEXPIREAT".as_ptr(),
-            c"sl".as_ptr(),
-            self.name,
-            expire_ms as c_longlong,
-        ));
+        self.expire_at(expire_ms);
     }
 }
 
@@ -348,42 +399,16 @@ impl Drop for Key {
 /// except for the one entry a denied request needs.
 pub struct ZsetLog<'a> {
     key: &'a Key,
-    len: u64,
     newest: Option<u64>,
 }
 
 impl LogView for ZsetLog<'_> {
     fn count_after(&self, cutoff_us: u64) -> u64 {
-        let mut stale = 0u64;
-        self.key.scan(
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            cutoff_us as f64,
-            false,
-            |_| {
-                stale += 1;
-                true
-            },
-        );
-        self.len - stale.min(self.len)
+        self.key.count_after(cutoff_us)
     }
 
     fn nth_after(&self, cutoff_us: u64, k: u64) -> Option<u64> {
-        let mut seen = 0u64;
-        let mut found = None;
-        self.key.scan(
-            cutoff_us as f64,
-            raw::REDISMODULE_POSITIVE_INFINITE,
-            true,
-            |key| {
-                if seen == k {
-                    found = Some(key.current().1 as u64);
-                    return false;
-                }
-                seen += 1;
-                true
-            },
-        );
-        found
+        self.key.nth_score_after(cutoff_us, k)
     }
 
     fn newest_ns(&self) -> Option<u64> {
@@ -391,17 +416,9 @@ impl LogView for ZsetLog<'_> {
     }
 
     fn nth_newest_ns(&self, k: u64) -> Option<u64> {
-        let mut seen = 0u64;
-        let mut found = None;
-        self.key.scan_newest(|key| {
-            if seen == k {
-                found = parse_u64(bytes_of(key.current().0.ptr));
-                return false;
-            }
-            seen += 1;
-            true
-        });
-        found
+        self.key
+            .nth_newest(k)
+            .and_then(|(member, _)| parse_u64(bytes_of(member.ptr)))
     }
 }
 
@@ -424,27 +441,6 @@ fn is_lapse_score(score: f64) -> bool {
 }
 
 impl Key {
-    /// The member and score of the sorted set's first (lowest) or last entry.
-    fn zset_edge(&self, last: bool) -> Option<(OwnedString, f64)> {
-        let (lo, hi) = (
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            raw::REDISMODULE_POSITIVE_INFINITE,
-        );
-        let mut edge = None;
-        if last {
-            self.scan_newest(|k| {
-                edge = Some(k.current());
-                false
-            });
-        } else {
-            self.scan(lo, hi, false, |k| {
-                edge = Some(k.current());
-                false
-            });
-        }
-        edge
-    }
-
     /// Views the sorted set as a lease set; `None` if its first or last entry is
     /// not a lease (the key holds someone else's sorted set, e.g. a sliding log).
     pub fn as_leases(&self) -> Option<ZsetLeases<'_>> {
@@ -455,43 +451,7 @@ impl Key {
                 }
             }
         }
-        Some(ZsetLeases {
-            key: self,
-            len: self.len(),
-        })
-    }
-
-    /// Removes every entry scored `<= cutoff_us` and, if any went, replicates
-    /// `ZREMRANGEBYSCORE key -inf <cutoff_us>`.
-    fn drop_scored_through(&self, cutoff_us: u64) {
-        let mut lapsed = Vec::new();
-        self.scan(
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            cutoff_us as f64,
-            false,
-            |k| {
-                lapsed.push(k.current().0);
-                true
-            },
-        );
-        if lapsed.is_empty() {
-            return;
-        }
-        for member in &lapsed {
-            api!(RedisModule_ZsetRem(
-                self.ptr(),
-                member.ptr,
-                std::ptr::null_mut()
-            ));
-        }
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZREMRANGEBYSCORE".as_ptr(),
-            c"scl".as_ptr(),
-            self.name,
-            c"-inf".as_ptr(),
-            cutoff_us as c_longlong,
-        ));
+        Some(ZsetLeases { key: self })
     }
 
     /// Drops the lapsed leases, stores `member` with its lapse time, sets the
@@ -540,22 +500,11 @@ impl Key {
 /// A lease set, read through the sorted set's own iterators and score lookup.
 pub struct ZsetLeases<'a> {
     key: &'a Key,
-    len: u64,
 }
 
 impl LeaseView for ZsetLeases<'_> {
     fn held_at(&self, now_us: u64) -> u64 {
-        let mut lapsed = 0u64;
-        self.key.scan(
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            now_us as f64,
-            false,
-            |_| {
-                lapsed += 1;
-                true
-            },
-        );
-        self.len - lapsed.min(self.len)
+        self.key.count_after(now_us)
     }
 
     fn lapse_of(&self, member: &[u8]) -> Option<u64> {
@@ -570,35 +519,10 @@ impl LeaseView for ZsetLeases<'_> {
     }
 
     fn nth_lapse_after(&self, now_us: u64, k: u64) -> Option<u64> {
-        let mut seen = 0u64;
-        let mut found = None;
-        self.key.scan(
-            now_us as f64,
-            raw::REDISMODULE_POSITIVE_INFINITE,
-            true,
-            |key| {
-                if seen == k {
-                    found = Some(key.current().1 as u64);
-                    return false;
-                }
-                seen += 1;
-                true
-            },
-        );
-        found
+        self.key.nth_score_after(now_us, k)
     }
 
     fn nth_latest(&self, k: u64) -> Option<u64> {
-        let mut seen = 0u64;
-        let mut found = None;
-        self.key.scan_newest(|key| {
-            if seen == k {
-                found = Some(key.current().1 as u64);
-                return false;
-            }
-            seen += 1;
-            true
-        });
-        found
+        self.key.nth_newest(k).map(|(_, score)| score as u64)
     }
 }

@@ -141,19 +141,10 @@ fn several_limits_per_client_with_hash_tags(flavor: Flavor) {
 }
 
 fn replicates_effects(flavor: Flavor) {
-    let master = Server::start_with(flavor, &["--repl-diskless-sync-delay", "0"]);
-    let port = master.port.to_string();
-    let replica = Server::start_with(flavor, &["--no-module", "--replicaof", "127.0.0.1", &port]);
+    let master = Server::start_master(flavor);
+    let replica = master.replica(false);
     let c = &mut master.conn();
     let r = &mut replica.conn();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !run::<String>(r, "INFO replication").contains("master_link_status:up") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "replica did not connect"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     for i in 0..5 {
         all(
             c,

@@ -22,10 +22,6 @@ fn get(c: &mut redis::Connection, key: &str) -> String {
     run(c, &format!("GET {key}"))
 }
 
-fn pexpiretime(c: &mut redis::Connection, key: &str) -> i64 {
-    run(c, &format!("PEXPIRETIME {key}"))
-}
-
 /// The number after `prefix` in a stored value, e.g. `gcra:<ns>`.
 fn field(value: &str, prefix: &str) -> i128 {
     value

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const HOUR_MS: i64 = 3_600_000;
 
@@ -32,30 +32,12 @@ fn expected_expiry(c: &mut redis::Connection, key: &str) -> i64 {
     (latest + 999) / 1_000
 }
 
-fn pexpiretime(c: &mut redis::Connection, key: &str) -> i64 {
-    run(c, &format!("PEXPIRETIME {key}"))
-}
-
 fn acquire_bytes(c: &mut redis::Connection, key: &str, params: &str, id: &[u8]) -> Vec<i64> {
     let mut cmd = redis::cmd("RL.ACQUIRE");
     cmd.arg(key)
         .arg(params.split_whitespace().collect::<Vec<_>>());
     cmd.arg(id);
     cmd.query(c).unwrap()
-}
-
-fn info(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    let text: String = run(c, &format!("INFO {section}"));
-    text.lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
-        .to_string()
-}
-
-fn dirty(c: &mut redis::Connection) -> u64 {
-    info(c, "persistence", "rdb_changes_since_last_save")
-        .parse()
-        .unwrap()
 }
 
 /// Everything a quiet request must leave unchanged.
@@ -308,20 +290,8 @@ server_tests! {
     }
 
     fn replicas_hold_identical_lease_sets(flavor) {
-        let master = Server::start_with(flavor, &["--repl-diskless-sync-delay", "0"]);
-        let port = master.port.to_string();
-        let replicas = [
-            Server::start_with(flavor, &["--replicaof", "127.0.0.1", &port]),
-            Server::start_with(flavor, &["--replicaof", "127.0.0.1", &port, "--no-module"]),
-        ];
-        for r in &replicas {
-            let mut c = r.conn();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while info(&mut c, "replication", "master_link_status") != "up" {
-                assert!(Instant::now() < deadline, "replica never synced");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        let master = Server::start_master(flavor);
+        let replicas = [master.replica(true), master.replica(false)];
         let m = &mut master.conn();
         // Each round, on every key: a short lease and a long one, both renewed; the
         // previous round's short lease has lapsed (the first write drops it: a

@@ -60,22 +60,6 @@ fn within(v: i64, lo: i64, hi: i64, what: &str) {
     assert!((lo..=hi).contains(&v), "{what}: {v} not in [{lo}, {hi}]");
 }
 
-fn command(words: &str) -> redis::Cmd {
-    let v: Vec<&str> = words.split_whitespace().collect();
-    let mut cmd = redis::cmd(v[0]);
-    cmd.arg(&v[1..]);
-    cmd
-}
-
-/// The value of `field` in `INFO section`.
-fn info(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    let text: String = run(c, &format!("INFO {section}"));
-    text.lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}:\n{text}"))
-        .to_string()
-}
-
 /// Polls `done` every 20 ms for up to 10 s.
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);

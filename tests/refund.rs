@@ -95,19 +95,10 @@ fn errors(flavor: Flavor) {
 }
 
 fn refunds_replicate_as_effects(flavor: Flavor) {
-    let master = Server::start_with(flavor, &["--repl-diskless-sync-delay", "0"]);
-    let port = master.port.to_string();
-    let replica = Server::start_with(flavor, &["--no-module", "--replicaof", "127.0.0.1", &port]);
+    let master = Server::start_master(flavor);
+    let replica = master.replica(false);
     let c = &mut master.conn();
     let r = &mut replica.conn();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !run::<String>(r, "INFO replication").contains("master_link_status:up") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "replica did not connect"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     for (cmd, params) in COMMANDS {
         rl(c, &format!("{cmd} r:{cmd} {params} COST 4"));
         rl(c, &format!("{cmd} r:{cmd} {params} REFUND 1"));

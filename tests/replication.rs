@@ -7,7 +7,7 @@ mod common;
 use common::*;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Each command with parameters for long-lived keys (nothing refills, rolls over
 /// or expires while a test runs) and for 1 s keys (windows roll over during the
@@ -47,55 +47,6 @@ fn now_ms() -> u64 {
 
 fn sleep_until_ms(at_ms: u64) {
     std::thread::sleep(Duration::from_millis(at_ms.saturating_sub(now_ms())));
-}
-
-fn command(words: &str) -> redis::Cmd {
-    let v: Vec<&str> = words.split_whitespace().collect();
-    let mut cmd = redis::cmd(v[0]);
-    cmd.arg(&v[1..]);
-    cmd
-}
-
-/// The value of `field` in `INFO section`.
-fn info(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    let text: String = run(c, &format!("INFO {section}"));
-    text.lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}:\n{text}"))
-        .to_string()
-}
-
-/// The dirty counter: writes since the last save (no save ever runs in tests).
-fn dirty(c: &mut redis::Connection) -> u64 {
-    info(c, "persistence", "rdb_changes_since_last_save")
-        .parse()
-        .expect("rdb_changes_since_last_save is a number")
-}
-
-/// Starts a master that streams its initial sync to replicas at once (Redis
-/// otherwise waits `repl-diskless-sync-delay`, 5 s, for more replicas).
-fn master(flavor: Flavor) -> Server {
-    Server::start_with(flavor, &["--repl-diskless-sync-delay", "0"])
-}
-
-/// Starts a replica of `master`, with or without the module.
-fn replica_of(master: &Server, with_module: bool) -> Server {
-    let port = master.port.to_string();
-    let mut args = vec!["--replicaof", "127.0.0.1", port.as_str()];
-    if !with_module {
-        args.push("--no-module");
-    }
-    Server::start_with(master.flavor, &args)
-}
-
-/// Waits until the replica has completed its initial sync with the master.
-fn wait_link_up(replica: &Server) {
-    let mut c = replica.conn();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while info(&mut c, "replication", "master_link_status") != "up" {
-        assert!(Instant::now() < deadline, "replica never synced");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Makes sure `replicas` replicas have acknowledged every write so far.
@@ -198,9 +149,8 @@ fn assert_quiet(c: &mut redis::Connection, cmd: &str, key: &str, params: &str, e
 
 server_tests! {
     fn replica_holds_identical_state_and_expiry(flavor) {
-        let master = master(flavor);
-        let replicas = [replica_of(&master, true), replica_of(&master, false)];
-        replicas.iter().for_each(wait_link_up);
+        let master = Server::start_master(flavor);
+        let replicas = [master.replica(true), master.replica(false)];
         let mut m = master.conn();
 
         // Three rounds timed against a whole second b: the 1 s windows roll over
@@ -256,9 +206,8 @@ server_tests! {
     }
 
     fn replication_stream_carries_only_plain_commands(flavor) {
-        let master = master(flavor);
-        let replicas = [replica_of(&master, true), replica_of(&master, false)];
-        replicas.iter().for_each(wait_link_up);
+        let master = Server::start_master(flavor);
+        let replicas = [master.replica(true), master.replica(false)];
         let mut m = master.conn();
         for round in 0..2 {
             traffic(&mut m, round);

@@ -8,7 +8,7 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const SEC_NS: i128 = 1_000_000_000;
 
@@ -29,21 +29,9 @@ fn tat(c: &mut redis::Connection, key: &str) -> i128 {
     value.parse().unwrap()
 }
 
-fn pexpiretime(c: &mut redis::Connection, key: &str) -> i64 {
-    run(c, &format!("PEXPIRETIME {key}"))
-}
-
 /// The expiry the module sets: the TAT rounded up to the millisecond.
 fn expiry_of(tat_ns: i128) -> i64 {
     ((tat_ns + 999_999) / 1_000_000) as i64
-}
-
-fn info(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    let text: String = run(c, &format!("INFO {section}"));
-    text.lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}:\n{text}"))
-        .to_string()
 }
 
 server_tests! {
@@ -228,20 +216,8 @@ server_tests! {
     }
 
     fn admitted_requests_replicate_as_set_pxat(flavor) {
-        let master = Server::start_with(flavor, &["--repl-diskless-sync-delay", "0"]);
-        let port = master.port.to_string();
-        let replicas = [
-            Server::start_with(flavor, &["--replicaof", "127.0.0.1", port.as_str()]),
-            Server::start_with(flavor, &["--replicaof", "127.0.0.1", port.as_str(), "--no-module"]),
-        ];
-        for replica in &replicas {
-            let mut r = replica.conn();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while info(&mut r, "replication", "master_link_status") != "up" {
-                assert!(Instant::now() < deadline, "replica never synced");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        let master = Server::start_master(flavor);
+        let replicas = [master.replica(true), master.replica(false)];
         let m = &mut master.conn();
         for _ in 0..3 {
             rl(m, "CL.THROTTLE rep 1 1 3600");

@@ -103,7 +103,7 @@ mod extremes {
     use super::gcra::Gcra;
     use super::leaky::Leaky;
     use super::sliding::Sliding;
-    use super::sliding_log::{LogView, LogWrite, SlidingLog};
+    use super::sliding_log::{testing::VecLog, SlidingLog};
     use super::token_bucket::TokenBucket;
     use super::*;
 
@@ -138,35 +138,6 @@ mod extremes {
         assert!(r[3] >= -1 && r[4] >= 0);
     }
 
-    #[derive(Default)]
-    struct Log(Vec<u64>);
-    impl LogView for Log {
-        fn count_after(&self, cutoff: u64) -> u64 {
-            self.0.iter().filter(|&&ns| ns / 1_000 > cutoff).count() as u64
-        }
-        fn nth_after(&self, cutoff: u64, k: u64) -> Option<u64> {
-            self.0
-                .iter()
-                .map(|ns| ns / 1_000)
-                .filter(|&s| s > cutoff)
-                .nth(k as usize)
-        }
-        fn newest_ns(&self) -> Option<u64> {
-            self.0.last().copied()
-        }
-        fn nth_newest_ns(&self, k: u64) -> Option<u64> {
-            self.0.iter().rev().nth(k as usize).copied()
-        }
-    }
-    impl Log {
-        fn apply(&mut self, w: &LogWrite) {
-            self.0.retain(|ns| ns / 1_000 > w.cutoff_us);
-            // Cap what the test stores: large costs only need their newest entries.
-            let from = w.first_ns.max(w.last_ns().saturating_sub(1_000));
-            self.0.extend(from..=w.last_ns());
-        }
-    }
-
     #[test]
     fn no_panic_no_overflow_and_invariants_hold() {
         for limit in COUNTS {
@@ -199,7 +170,7 @@ mod extremes {
                     window_ns: period,
                 };
                 let (mut tat, mut full, mut drained) = (0u128, 0u128, 0u128);
-                let (mut fs, mut ss, mut log) = (None, None, Log::default());
+                let (mut fs, mut ss, mut log) = (None, None, VecLog::default());
                 for now in NOWS {
                     for cost in COSTS {
                         let wide = now as u128;
@@ -221,7 +192,7 @@ mod extremes {
                         let o = sl.decide(&log, now, cost);
                         check(&o.decision, cost);
                         if let Some(w) = o.write {
-                            log.apply(&w);
+                            log.apply(&w, 1_000);
                             let _ = expire_ms(sl.idle_at_ns(&w));
                         }
                         let _ = (expire_ms(tat), expire_ms(full), expire_ms(drained));

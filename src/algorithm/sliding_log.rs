@@ -158,16 +158,14 @@ impl SlidingLog {
 /// `window_ns` must be whole milliseconds: so are all window edges.
 const _: () = assert!(NANOS_PER_MS % NANOS_PER_US == 0);
 
+/// An in-memory sliding log for tests of the pure algorithm and its callers.
 #[cfg(test)]
-mod tests {
+pub mod testing {
     use super::*;
-
-    const MS: u64 = 1_000_000;
-    const T0: u64 = 1_700_000_000_000 * MS;
 
     /// Entries by nanosecond, oldest first.
     #[derive(Default)]
-    struct VecLog(Vec<u64>);
+    pub struct VecLog(pub Vec<u64>);
 
     impl LogView for VecLog {
         fn count_after(&self, cutoff_us: u64) -> u64 {
@@ -193,16 +191,30 @@ mod tests {
     }
 
     impl VecLog {
-        fn apply(&mut self, w: &LogWrite) {
+        /// Applies a write, keeping at most its `keep` newest entries (tests with
+        /// costs up to 10^12 need only the newest ones).
+        pub fn apply(&mut self, w: &LogWrite, keep: u64) {
             self.0.retain(|&ns| score_of(ns) > w.cutoff_us);
-            self.0.extend(w.first_ns..=w.last_ns());
+            let from = w
+                .first_ns
+                .max(w.last_ns().saturating_sub(keep.saturating_sub(1)));
+            self.0.extend(from..=w.last_ns());
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::VecLog;
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const T0: u64 = 1_700_000_000_000 * MS;
 
     fn run(l: &SlidingLog, log: &mut VecLog, now: u64, cost: u64) -> [i64; 5] {
         let out = l.decide(log, now, cost);
         if let Some(w) = out.write {
-            log.apply(&w);
+            log.apply(&w, u64::MAX);
         }
         out.decision.reply()
     }

@@ -237,6 +237,30 @@ impl Server {
                 .is_ok()
     }
 
+    /// A server that streams its initial sync to replicas at once (Redis
+    /// otherwise waits `repl-diskless-sync-delay`, 5 s, for more replicas).
+    pub fn start_master(flavor: Flavor) -> Server {
+        Server::start_with(flavor, &["--repl-diskless-sync-delay", "0"])
+    }
+
+    /// A replica of this server, with or without the module, once its initial
+    /// sync is done.
+    pub fn replica(&self, with_module: bool) -> Server {
+        let port = self.port.to_string();
+        let mut args = vec!["--replicaof", "127.0.0.1", port.as_str()];
+        if !with_module {
+            args.push("--no-module");
+        }
+        let replica = Server::start_with(self.flavor, &args);
+        let c = &mut replica.conn();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while info(c, "replication", "master_link_status") != "up" {
+            assert!(Instant::now() < deadline, "the replica never synced");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        replica
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
@@ -276,6 +300,34 @@ pub fn error_text(e: &redis::RedisError) -> String {
         (Some(code), None) => code.to_string(),
         _ => e.to_string(),
     }
+}
+
+/// A command given as words.
+pub fn command(words: &str) -> redis::Cmd {
+    let v: Vec<&str> = words.split_whitespace().collect();
+    let mut cmd = redis::cmd(v[0]);
+    cmd.arg(&v[1..]);
+    cmd
+}
+
+/// The value of `field` in `INFO section`.
+pub fn info(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    let text: String = run(c, &format!("INFO {section}"));
+    text.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}:\n{text}"))
+        .to_string()
+}
+
+/// The dirty counter: writes since the last save (no save point runs in tests).
+pub fn dirty(c: &mut redis::Connection) -> u64 {
+    info(c, "persistence", "rdb_changes_since_last_save")
+        .parse()
+        .expect("rdb_changes_since_last_save is a number")
+}
+
+pub fn pexpiretime(c: &mut redis::Connection, key: &str) -> i64 {
+    run(c, &format!("PEXPIRETIME {key}"))
 }
 
 /// Runs any command given as words.
