@@ -8,9 +8,6 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
-use crate::algorithm::sliding_log::{score_of, LogView, LogWrite};
-use crate::codec::parse_u64;
-
 /// Calls a Redis module API function that the server is required to provide
 /// (every one used here exists in Redis 7.0 and Valkey 8).
 macro_rules! api {
@@ -20,6 +17,11 @@ macro_rules! api {
         unsafe { raw::$name.expect(stringify!($name))($($arg),*) }
     };
 }
+
+mod leases;
+mod log;
+
+pub use leases::lease_member;
 
 /// What a key holds.
 pub enum Held<'a> {
@@ -174,18 +176,6 @@ impl Key {
         (OwnedString { ctx: self.ctx, ptr }, score)
     }
 
-    /// The member (as nanoseconds) of the first or last entry, if it is a
-    /// well-formed sliding-log entry; `Err` if the entry is not one.
-    fn log_edge(&self, last: bool) -> Result<Option<u64>, ()> {
-        let Some((member, score)) = self.zset_edge(last) else {
-            return Ok(None);
-        };
-        match parse_u64(bytes_of(member.ptr)) {
-            Some(ns) if score == score_of(ns) as f64 => Ok(Some(ns)),
-            _ => Err(()),
-        }
-    }
-
     /// The member and score of the sorted set's first (lowest) or last entry.
     fn zset_edge(&self, last: bool) -> Option<(OwnedString, f64)> {
         let mut edge = None;
@@ -291,41 +281,6 @@ impl Key {
         ));
     }
 
-    /// Views the sorted set as a sliding log; `None` if its oldest or newest entry
-    /// is not a sliding-log entry (the key holds someone else's sorted set).
-    pub fn as_log(&self) -> Option<ZsetLog<'_>> {
-        self.log_edge(false).ok()?;
-        let newest = self.log_edge(true).ok()?;
-        Some(ZsetLog { key: self, newest })
-    }
-
-    /// Removes the `count` newest entries, sets the expiry, and replicates
-    /// `ZREM` + `PEXPIREAT`.
-    pub fn remove_newest(&self, count: u64, expire_ms: u64) {
-        let mut newest = Vec::with_capacity(count as usize);
-        self.scan_newest(|k| {
-            newest.push(k.current().0);
-            (newest.len() as u64) < count
-        });
-        for member in &newest {
-            api!(RedisModule_ZsetRem(
-                self.ptr(),
-                member.ptr,
-                std::ptr::null_mut()
-            ));
-        }
-        let argv: Vec<*mut raw::RedisModuleString> = newest.iter().map(|s| s.ptr).collect();
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZREM".as_ptr(),
-            c"sv".as_ptr(),
-            self.name,
-            argv.as_ptr(),
-            argv.len(),
-        ));
-        self.expire_at(expire_ms);
-    }
-
     /// Sets the absolute expiry and replicates `PEXPIREAT`.
     fn expire_at(&self, expire_ms: u64) {
         api!(RedisModule_SetAbsExpire(
@@ -358,171 +313,10 @@ impl Key {
         }
         api!(RedisModule_ZsetRangeStop(self.ptr()));
     }
-
-    /// Drops entries scored `<= cutoff_us`, adds the write's entries, sets the
-    /// expiry, and replicates the same three effects.
-    pub fn write_log(&self, write: &LogWrite, expire_ms: u64) {
-        self.drop_scored_through(write.cutoff_us);
-        let mut zadd_args = Vec::with_capacity(2 * write.count as usize);
-        for ns in write.first_ns..=write.last_ns() {
-            let score = score_of(ns);
-            let member = OwnedString::new(self.ctx, ns.to_string().as_bytes());
-            api!(RedisModule_ZsetAdd(
-                self.ptr(),
-                score as f64,
-                member.ptr,
-                std::ptr::null_mut()
-            ));
-            zadd_args.push(OwnedString::from_i64(self.ctx, score as i64));
-            zadd_args.push(member);
-        }
-        let argv: Vec<*mut raw::RedisModuleString> = zadd_args.iter().map(|s| s.ptr).collect();
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZADD".as_ptr(),
-            c"sv".as_ptr(),
-            self.name,
-            argv.as_ptr(),
-            argv.len(),
-        ));
-        self.expire_at(expire_ms);
-    }
 }
 
 impl Drop for Key {
     fn drop(&mut self) {
         api!(RedisModule_CloseKey(self.ptr()));
-    }
-}
-
-/// A sliding-log sorted set, read through iterators that allocate nothing
-/// except for the one entry a denied request needs.
-pub struct ZsetLog<'a> {
-    key: &'a Key,
-    newest: Option<u64>,
-}
-
-impl LogView for ZsetLog<'_> {
-    fn count_after(&self, cutoff_us: u64) -> u64 {
-        self.key.count_after(cutoff_us)
-    }
-
-    fn nth_after(&self, cutoff_us: u64, k: u64) -> Option<u64> {
-        self.key.nth_score_after(cutoff_us, k)
-    }
-
-    fn newest_ns(&self) -> Option<u64> {
-        self.newest
-    }
-
-    fn nth_newest_ns(&self, k: u64) -> Option<u64> {
-        self.key
-            .nth_newest(k)
-            .and_then(|(member, _)| parse_u64(bytes_of(member.ptr)))
-    }
-}
-
-// In-flight leases (RL.ACQUIRE / RL.RELEASE): a sorted set whose members are
-// `lease:` + the lease id and whose scores are lapse times in microseconds.
-
-use crate::algorithm::lease::{LeaseView, LeaseWrite};
-
-/// The prefix of every lease member; it tells a lease set from a sliding log.
-pub const LEASE_PREFIX: &[u8] = b"lease:";
-
-/// The sorted-set member of lease `id`.
-pub fn lease_member(id: &[u8]) -> Vec<u8> {
-    [LEASE_PREFIX, id].concat()
-}
-
-/// A score that a lease set can hold: a whole, non-negative number of microseconds.
-fn is_lapse_score(score: f64) -> bool {
-    score >= 0.0 && score.fract() == 0.0 && score < u64::MAX as f64
-}
-
-impl Key {
-    /// Views the sorted set as a lease set; `None` if its first or last entry is
-    /// not a lease (the key holds someone else's sorted set, e.g. a sliding log).
-    pub fn as_leases(&self) -> Option<ZsetLeases<'_>> {
-        for last in [false, true] {
-            if let Some((member, score)) = self.zset_edge(last) {
-                if !bytes_of(member.ptr).starts_with(LEASE_PREFIX) || !is_lapse_score(score) {
-                    return None;
-                }
-            }
-        }
-        Some(ZsetLeases { key: self })
-    }
-
-    /// Drops the lapsed leases, stores `member` with its lapse time, sets the
-    /// expiry, and replicates `ZREMRANGEBYSCORE` (if any lapsed) + `ZADD` + `PEXPIREAT`.
-    pub fn write_lease(&self, member: &[u8], write: &LeaseWrite, expire_ms: u64) {
-        self.drop_scored_through(write.cutoff_us);
-        let member = OwnedString::new(self.ctx, member);
-        api!(RedisModule_ZsetAdd(
-            self.ptr(),
-            write.lapse_us as f64,
-            member.ptr,
-            std::ptr::null_mut()
-        ));
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZADD".as_ptr(),
-            c"sls".as_ptr(),
-            self.name,
-            write.lapse_us as c_longlong,
-            member.ptr,
-        ));
-        self.expire_at(expire_ms);
-    }
-
-    /// Drops the lapsed leases and `member` (other leases stay held), sets the
-    /// expiry, and replicates `ZREMRANGEBYSCORE` (if any lapsed) + `ZREM` + `PEXPIREAT`.
-    pub fn release_lease(&self, member: &[u8], cutoff_us: u64, expire_ms: u64) {
-        self.drop_scored_through(cutoff_us);
-        let member = OwnedString::new(self.ctx, member);
-        api!(RedisModule_ZsetRem(
-            self.ptr(),
-            member.ptr,
-            std::ptr::null_mut()
-        ));
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZREM".as_ptr(),
-            c"ss".as_ptr(),
-            self.name,
-            member.ptr,
-        ));
-        self.expire_at(expire_ms);
-    }
-}
-
-/// A lease set, read through the sorted set's own iterators and score lookup.
-pub struct ZsetLeases<'a> {
-    key: &'a Key,
-}
-
-impl LeaseView for ZsetLeases<'_> {
-    fn held_at(&self, now_us: u64) -> u64 {
-        self.key.count_after(now_us)
-    }
-
-    fn lapse_of(&self, member: &[u8]) -> Option<u64> {
-        let member = OwnedString::new(self.key.ctx, member);
-        let mut score = 0f64;
-        let found = api!(RedisModule_ZsetScore(
-            self.key.ptr(),
-            member.ptr,
-            &mut score
-        ));
-        (found == raw::REDISMODULE_OK as c_int).then_some(score as u64)
-    }
-
-    fn nth_lapse_after(&self, now_us: u64, k: u64) -> Option<u64> {
-        self.key.nth_score_after(now_us, k)
-    }
-
-    fn nth_latest(&self, k: u64) -> Option<u64> {
-        self.key.nth_newest(k).map(|(_, score)| score as u64)
     }
 }
