@@ -114,9 +114,22 @@ impl Key {
     }
 
     /// Stores `value` with an absolute expiry and replicates `SET key value PXAT ms`.
+    /// The value is written in place (resize, then copy through DMA): cheaper than
+    /// replacing the value object, and the key keeps its expiry entry to update.
     pub fn write_string(&self, value: &[u8], expire_ms: u64) {
-        let value = OwnedString::new(self.ctx, value);
-        api!(RedisModule_StringSet(self.ptr(), value.ptr));
+        api!(RedisModule_StringTruncate(self.ptr(), value.len()));
+        let mut len = 0usize;
+        let dma = api!(RedisModule_StringDMA(
+            self.ptr(),
+            &mut len,
+            raw::REDISMODULE_WRITE as c_int
+        ));
+        assert!(
+            !dma.is_null() && len == value.len(),
+            "string resized for the write"
+        );
+        // SAFETY: DMA gives `len` writable bytes, valid until the key is modified or closed.
+        unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), dma.cast::<u8>(), len) };
         api!(RedisModule_SetAbsExpire(
             self.ptr(),
             expire_ms as raw::mstime_t
@@ -124,9 +137,10 @@ impl Key {
         api!(RedisModule_Replicate(
             self.ctx,
             c"SET".as_ptr(),
-            c"sscl".as_ptr(),
+            c"sbcl".as_ptr(),
             self.name,
-            value.ptr,
+            value.as_ptr(),
+            value.len(),
             c"PXAT".as_ptr(),
             expire_ms as c_longlong,
         ));
