@@ -153,6 +153,10 @@ pub struct Doc {
     /// `Some(numkeys index)` for a command whose keys follow a count (RL.ALL).
     pub numkeys_at: Option<c_int>,
     pub args: Vec<Arg>,
+    /// The ACL categories of a core command with the same flags (`write` plus
+    /// `fast` or `slow`), declared where the server supports it (Redis 7.2+,
+    /// Valkey); Redis 7.0 gives module commands no categories.
+    pub acl: &'static CStr,
 }
 
 /// Declares `doc` for its registered command; logs and continues if the server refuses.
@@ -199,7 +203,14 @@ pub fn declare(ctx: *mut raw::RedisModuleCtx, doc: &Doc) {
     // SAFETY: `ctx` is the OnLoad context; every pointer lives until the call returns.
     let ok = unsafe {
         let cmd = raw::RedisModule_GetCommand.expect("GetCommand")(ctx, doc.name.as_ptr());
+        let categorized = match raw::RedisModule_SetCommandACLCategories {
+            Some(set) if !cmd.is_null() => {
+                set(cmd, doc.acl.as_ptr()) == raw::REDISMODULE_OK as c_int
+            }
+            _ => true,
+        };
         !cmd.is_null()
+            && categorized
             && raw::RedisModule_SetCommandInfo.expect("SetCommandInfo")(cmd, &mut info)
                 == raw::REDISMODULE_OK as c_int
     };
@@ -245,6 +256,7 @@ pub fn all_docs() -> Vec<Doc> {
             arity,
             numkeys_at: None,
             args,
+            acl: c"write fast",
         }
     };
     let mut gcra = doc(
@@ -272,6 +284,7 @@ pub fn all_docs() -> Vec<Doc> {
         ),
         Doc {
             complexity: c"O(log N + cost + expired entries), N the entries in the log",
+            acl: c"write slow",
             ..doc(
                 c"rl.slidinglog",
                 c"Exact sliding log: limit per window, one entry per unit of cost",
@@ -294,6 +307,7 @@ pub fn all_docs() -> Vec<Doc> {
         arity: -5,
         numkeys_at: None,
         args: vec![key(), integer(c"limit"), string(c"timeout"), string(c"lease_id"), flag(c"PEEK", c"peek")],
+        acl: c"write fast",
     });
     docs.push(Doc {
         name: c"rl.release",
@@ -302,6 +316,7 @@ pub fn all_docs() -> Vec<Doc> {
         arity: 3,
         numkeys_at: None,
         args: vec![key(), string(c"lease_id")],
+        acl: c"write fast",
     });
     docs.push(Doc {
         name: c"cl.throttle",
@@ -316,6 +331,7 @@ pub fn all_docs() -> Vec<Doc> {
             integer(c"period"),
             Arg { optional: true, ..integer(c"quantity") },
         ],
+        acl: c"write fast",
     });
     docs.push(Doc {
         name: c"rl.all",
@@ -329,6 +345,7 @@ pub fn all_docs() -> Vec<Doc> {
             many(string(c"clause")),
             flag(c"PEEK", c"peek"),
         ],
+        acl: c"write slow",
     });
     docs
 }
