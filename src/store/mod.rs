@@ -117,19 +117,21 @@ impl Key {
     /// The value is written in place (resize, then copy through DMA): cheaper than
     /// replacing the value object, and the key keeps its expiry entry to update.
     pub fn write_string(&self, value: &[u8], expire_ms: u64) {
-        api!(RedisModule_StringTruncate(self.ptr(), value.len()));
         let mut len = 0usize;
+        let resized = api!(RedisModule_StringTruncate(self.ptr(), value.len()));
         let dma = api!(RedisModule_StringDMA(
             self.ptr(),
             &mut len,
             raw::REDISMODULE_WRITE as c_int
         ));
-        assert!(
-            !dma.is_null() && len == value.len(),
-            "string resized for the write"
-        );
-        // SAFETY: DMA gives `len` writable bytes, valid until the key is modified or closed.
-        unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), dma.cast::<u8>(), len) };
+        if resized == raw::REDISMODULE_OK as c_int && !dma.is_null() && len == value.len() {
+            // SAFETY: DMA gives `len` writable bytes, valid until the key is modified or closed.
+            unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), dma.cast::<u8>(), len) };
+        } else {
+            // Not expected on any supported server; replacing the value is always correct.
+            let value = OwnedString::new(self.ctx, value);
+            api!(RedisModule_StringSet(self.ptr(), value.ptr));
+        }
         api!(RedisModule_SetAbsExpire(
             self.ptr(),
             expire_ms as raw::mstime_t
