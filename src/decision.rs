@@ -3,9 +3,10 @@
 //! [`Write`] to the key. `RL.ALL` decides every layer before committing any.
 
 use crate::algorithm::fixed::FixedState;
+use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::{LogView, LogWrite};
-use crate::algorithm::{expire_ms, fixed, sliding, Decision, Outcome};
+use crate::algorithm::{expire_ms, fixed, sliding, Decision};
 use crate::args::{Kind, Limiter, Request};
 use crate::codec::{decode, encode, Text};
 use crate::error::RlError;
@@ -31,37 +32,11 @@ pub struct Pending {
 
 /// Decides `req` for the limiter on `key` at `now`, writing nothing.
 pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending, RlError> {
-    let wide = now as u128;
     let (n, refund) = (req.cost, req.refund);
-    let instant = |out: Outcome<u128>| Pending {
-        decision: out.decision,
-        write: out.write.map(|t| instant_write(kind, t, wide)),
-    };
     Ok(match req.limiter {
-        Limiter::Gcra(p) => {
-            let tat = read_instant(key, kind)?;
-            instant(if refund {
-                p.refund(tat, wide, n)
-            } else {
-                p.decide(tat, wide, n)
-            })
-        }
-        Limiter::TokenBucket(p) => {
-            let full_at = read_instant(key, kind)?;
-            instant(if refund {
-                p.refund(full_at, wide, n)
-            } else {
-                p.decide(full_at, wide, n)
-            })
-        }
-        Limiter::Leaky(p) => {
-            let drained_at = read_instant(key, kind)?;
-            instant(if refund {
-                p.refund(drained_at, wide, n)
-            } else {
-                p.decide(drained_at, wide, n)
-            })
-        }
+        Limiter::Gcra(p) => decide_instant(key, kind, &p, req, now)?,
+        Limiter::TokenBucket(p) => decide_instant(key, kind, &p, req, now)?,
+        Limiter::Leaky(p) => decide_instant(key, kind, &p, req, now)?,
         Limiter::Fixed(p) => {
             let stored = read_string::<2>(key, kind)?.map(|[start_ms, count]| FixedState {
                 start_ms: narrow(start_ms),
@@ -153,6 +128,26 @@ pub fn commit(key: &Key, write: &Write) {
         Write::LogAdd { write, expire_ms } => key.write_log(write, *expire_ms),
         Write::LogRemoveNewest { count, expire_ms } => key.remove_newest(*count, *expire_ms),
     }
+}
+
+/// Decides with a limiter whose state is one instant (GCRA, token bucket, leaky bucket).
+fn decide_instant(
+    key: &Key,
+    kind: Kind,
+    limiter: &impl InstantLimiter,
+    req: &Request,
+    now: u64,
+) -> Result<Pending, RlError> {
+    let (at, now) = (read_instant(key, kind)?, now as u128);
+    let out = if req.refund {
+        limiter.refund(at, now, req.cost)
+    } else {
+        limiter.decide(at, now, req.cost)
+    };
+    Ok(Pending {
+        decision: out.decision,
+        write: out.write.map(|t| instant_write(kind, t, now)),
+    })
 }
 
 /// An instant-state write: the instant is also the expiry; one not after `now`

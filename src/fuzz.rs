@@ -7,6 +7,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use crate::algorithm::fixed::FixedState;
+use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::testing::VecLog;
 use crate::algorithm::{expire_ms, Decision, Wait};

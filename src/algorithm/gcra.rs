@@ -1,7 +1,7 @@
 //! GCRA: `limit` requests per `period`, evenly spaced, with up to `burst` at once.
 //! State: the theoretical arrival time (TAT).
 
-use super::schedule::Schedule;
+use super::schedule::{InstantLimiter, Schedule};
 use super::Outcome;
 
 /// Invariant: every field is at least 1.
@@ -20,15 +20,17 @@ impl Gcra {
             burst: self.burst as u128,
         }
     }
+}
 
+impl InstantLimiter for Gcra {
     /// `tat` is the stored TAT in nanoseconds (`0` when the key is absent);
     /// the outcome's write is the new TAT.
-    pub fn decide(&self, tat: u128, now: u128, cost: u64) -> Outcome<u128> {
+    fn decide(&self, tat: u128, now: u128, cost: u64) -> Outcome<u128> {
         self.schedule().step(tat, now, cost).outcome(self.burst)
     }
 
     /// Gives `units` back (`REFUND`).
-    pub fn refund(&self, tat: u128, now: u128, units: u64) -> Outcome<u128> {
+    fn refund(&self, tat: u128, now: u128, units: u64) -> Outcome<u128> {
         self.schedule().refund(tat, now, units).outcome(self.burst)
     }
 }

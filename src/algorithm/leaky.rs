@@ -3,7 +3,7 @@
 //! `level + cost <= capacity` and is told to wait for the work queued ahead of it.
 //! Stored as the instant the queue is drained (`level = (drained_at - now) / T`).
 
-use super::schedule::Schedule;
+use super::schedule::{InstantLimiter, Schedule};
 use super::{Outcome, Wait};
 
 /// Invariant: every field is at least 1.
@@ -22,9 +22,11 @@ impl Leaky {
             burst: self.capacity as u128,
         }
     }
+}
 
+impl InstantLimiter for Leaky {
     /// `drained_at` is the stored instant the queue is empty (`0` when absent).
-    pub fn decide(&self, drained_at: u128, now: u128, cost: u64) -> Outcome<u128> {
+    fn decide(&self, drained_at: u128, now: u128, cost: u64) -> Outcome<u128> {
         let step = self.schedule().step(drained_at, now, cost);
         let queued_ns = step.queued_ns;
         let mut out = step.outcome(self.capacity);
@@ -36,7 +38,7 @@ impl Leaky {
     }
 
     /// Takes `units` out of the queue (`REFUND`), never below empty.
-    pub fn refund(&self, drained_at: u128, now: u128, units: u64) -> Outcome<u128> {
+    fn refund(&self, drained_at: u128, now: u128, units: u64) -> Outcome<u128> {
         self.schedule()
             .refund(drained_at, now, units)
             .outcome(self.capacity)

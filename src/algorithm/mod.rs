@@ -102,6 +102,7 @@ mod extremes {
     use super::fixed::Fixed;
     use super::gcra::Gcra;
     use super::leaky::Leaky;
+    use super::schedule::InstantLimiter;
     use super::sliding::Sliding;
     use super::sliding_log::{testing::VecLog, SlidingLog};
     use super::token_bucket::TokenBucket;

@@ -39,6 +39,16 @@ pub struct Step {
     pub new_tat: Option<u128>,
 }
 
+/// GCRA, the token bucket and the leaky bucket: limiters whose whole state is
+/// one instant (the TAT, the time the bucket is full, the time the queue is empty),
+/// `0` when the key is absent. The outcome's write is the new instant.
+pub trait InstantLimiter {
+    /// Decides a request of `cost` units at `now`.
+    fn decide(&self, at: u128, now: u128, cost: u64) -> Outcome<u128>;
+    /// Gives `units` back (`REFUND`), never beyond the idle state.
+    fn refund(&self, at: u128, now: u128, units: u64) -> Outcome<u128>;
+}
+
 impl Step {
     /// The shared reply for a limiter whose idle capacity is `limit`, and the TAT to store.
     pub fn outcome(self, limit: u64) -> Outcome<u128> {

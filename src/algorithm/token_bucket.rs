@@ -3,7 +3,7 @@
 //! makes it the virtual schedule with `burst = capacity` and `T = period / refill`:
 //! its decisions equal GCRA's with those parameters, by construction and by test.
 
-use super::schedule::Schedule;
+use super::schedule::{InstantLimiter, Schedule};
 use super::Outcome;
 
 /// Invariant: every field is at least 1.
@@ -22,17 +22,19 @@ impl TokenBucket {
             burst: self.capacity as u128,
         }
     }
+}
 
+impl InstantLimiter for TokenBucket {
     /// `full_at` is the stored instant the bucket is full again (`0` when absent);
     /// the outcome's write is the new one.
-    pub fn decide(&self, full_at: u128, now: u128, cost: u64) -> Outcome<u128> {
+    fn decide(&self, full_at: u128, now: u128, cost: u64) -> Outcome<u128> {
         self.schedule()
             .step(full_at, now, cost)
             .outcome(self.capacity)
     }
 
     /// Puts `tokens` back (`REFUND`), never above `capacity`.
-    pub fn refund(&self, full_at: u128, now: u128, tokens: u64) -> Outcome<u128> {
+    fn refund(&self, full_at: u128, now: u128, tokens: u64) -> Outcome<u128> {
         self.schedule()
             .refund(full_at, now, tokens)
             .outcome(self.capacity)
