@@ -5,10 +5,11 @@
 
 mod common;
 use common::cluster::{call, wait_until, Cluster};
+use common::{now_ms, HOUR_MS};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// One command of each kind, with parameters under which a fresh key admits exactly
 /// `N` calls at once and then nothing for the rest of the test, and the documented
@@ -61,8 +62,6 @@ const KINDS: [Kind; 6] = [
         hourly: false,
     },
 ];
-
-const HOUR_MS: i64 = 3_600_000;
 const DAYS_3650_MS: i64 = 3650 * 24 * HOUR_MS;
 
 impl Kind {
@@ -139,13 +138,6 @@ impl Kind {
         let expiry: i64 = call(node, &format!("PEXPIRETIME {key}"));
         assert!(expiry > now_ms(), "{key} expires at {expiry}");
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 /// A key's state as one node holds it: its type, value (the members and scores of

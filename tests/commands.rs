@@ -2,21 +2,6 @@
 
 mod common;
 use common::*;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-const HOUR_MS: i64 = 3_600_000;
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-/// Asserts `v` lies within `[lo, hi]`.
-fn within(v: i64, lo: i64, hi: i64) {
-    assert!((lo..=hi).contains(&v), "{v} not in [{lo}, {hi}]");
-}
 
 fn get(c: &mut redis::Connection, key: &str) -> String {
     run(c, &format!("GET {key}"))

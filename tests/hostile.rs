@@ -128,19 +128,25 @@ fn vector(rng: &mut StdRng, spec: (&str, usize, bool)) -> Vec<Vec<u8>> {
         1 | 2 => plausible(rng, spec),
         _ => {
             let mut args = plausible(rng, spec);
-            for _ in 0..rng.random_range(1..=3) {
-                let at = rng.random_range(0..=args.len());
-                match rng.random_range(0..3) {
-                    0 if at < args.len() => args[at] = hostile(rng),
-                    1 if at < args.len() => drop(args.remove(at)),
-                    _ => args.insert(at, hostile(rng)),
-                }
-            }
+            let edits = rng.random_range(1..=3);
+            mutate(rng, &mut args, edits);
             args
         }
     };
     args.truncate(MAX_ARGS);
     args
+}
+
+/// Replaces, removes or inserts hostile arguments at `edits` random places.
+fn mutate(rng: &mut StdRng, args: &mut Vec<Vec<u8>>, edits: usize) {
+    for _ in 0..edits {
+        let at = rng.random_range(0..=args.len());
+        match rng.random_range(0..3) {
+            0 if at < args.len() => args[at] = hostile(rng),
+            1 if at < args.len() => drop(args.remove(at)),
+            _ => args.insert(at, hostile(rng)),
+        }
+    }
 }
 
 /// A call, readable in a failure message (long arguments shortened).
@@ -579,14 +585,8 @@ fn other_vector(rng: &mut StdRng, command: &str) -> Vec<Vec<u8>> {
             args
         }
     };
-    for _ in 0..rng.random_range(0..=2) {
-        let at = rng.random_range(0..=args.len());
-        match rng.random_range(0..3) {
-            0 if at < args.len() => args[at] = hostile(rng),
-            1 if at < args.len() => drop(args.remove(at)),
-            _ => args.insert(at, hostile(rng)),
-        }
-    }
+    let edits = rng.random_range(0..=2);
+    mutate(rng, &mut args, edits);
     args
 }
 

@@ -5,20 +5,7 @@ mod common;
 use common::*;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-const HOUR_MS: i64 = 3_600_000;
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn within(v: i64, lo: i64, hi: i64) {
-    assert!((lo..=hi).contains(&v), "{v} not in [{lo}, {hi}]");
-}
+use std::time::Duration;
 
 /// The lease set as (member, score in µs), lowest score first.
 fn leases(c: &mut redis::Connection, key: &str) -> Vec<(Vec<u8>, i64)> {

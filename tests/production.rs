@@ -7,7 +7,7 @@ use common::*;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// A limiter: command, parameters, and its `limit` field (the cost that exhausts it).
 type Spec = (&'static str, &'static str, i64);
@@ -43,13 +43,6 @@ const COMMANDS: [&str; 6] = [
     "RL.SLIDINGLOG",
     "RL.FIXED",
 ];
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_millis() as i64
-}
 
 fn sleep_ms(ms: i64) {
     std::thread::sleep(Duration::from_millis(ms.max(0) as u64));

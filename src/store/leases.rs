@@ -62,11 +62,7 @@ impl Key {
     pub fn release_lease(&self, member: &[u8], cutoff_us: u64, expire_ms: u64) {
         self.drop_scored_through(cutoff_us);
         let member = OwnedString::new(self.ctx, member);
-        api!(RedisModule_ZsetRem(
-            self.ptr(),
-            member.ptr,
-            std::ptr::null_mut()
-        ));
+        self.zset_rem(&member);
         api!(RedisModule_Replicate(
             self.ctx,
             c"ZREM".as_ptr(),

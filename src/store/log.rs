@@ -37,11 +37,7 @@ impl Key {
             (newest.len() as u64) < count
         });
         for member in &newest {
-            api!(RedisModule_ZsetRem(
-                self.ptr(),
-                member.ptr,
-                std::ptr::null_mut()
-            ));
+            self.zset_rem(member);
         }
         let argv: Vec<*mut raw::RedisModuleString> = newest.iter().map(|s| s.ptr).collect();
         api!(RedisModule_Replicate(

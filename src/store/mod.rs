@@ -264,6 +264,15 @@ impl Key {
         found
     }
 
+    /// Removes one sorted-set member (not replicated: callers replicate the effect).
+    fn zset_rem(&self, member: &OwnedString) {
+        api!(RedisModule_ZsetRem(
+            self.ptr(),
+            member.ptr,
+            std::ptr::null_mut()
+        ));
+    }
+
     /// Removes every entry scored `<= cutoff_us` and, if any went, replicates
     /// `ZREMRANGEBYSCORE key -inf <cutoff_us>`.
     fn drop_scored_through(&self, cutoff_us: u64) {
@@ -281,11 +290,7 @@ impl Key {
             return;
         }
         for member in &stale {
-            api!(RedisModule_ZsetRem(
-                self.ptr(),
-                member.ptr,
-                std::ptr::null_mut()
-            ));
+            self.zset_rem(member);
         }
         api!(RedisModule_Replicate(
             self.ctx,

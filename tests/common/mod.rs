@@ -302,6 +302,21 @@ pub fn error_text(e: &redis::RedisError) -> String {
     }
 }
 
+pub const HOUR_MS: i64 = 3_600_000;
+
+/// The wall clock in milliseconds since the epoch, as the servers read it.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as i64
+}
+
+/// Asserts `v` lies within `[lo, hi]`.
+pub fn within(v: i64, lo: i64, hi: i64) {
+    assert!((lo..=hi).contains(&v), "{v} not in [{lo}, {hi}]");
+}
+
 /// A command given as words.
 pub fn command(words: &str) -> redis::Cmd {
     let v: Vec<&str> = words.split_whitespace().collect();
