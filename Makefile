@@ -4,20 +4,28 @@
 MODULE := $(CURDIR)/target/release/librl.so
 CARGO ?= cargo
 
-.PHONY: all deps build run cluster cluster-stop test lint clean
+.PHONY: all deps deps-run build build-only run cluster cluster-stop test lint clean
 
 all: build
 
-deps:
-	@bash scripts/install-deps.sh
+# What building and running need (redis-server, redis-tools, libclang-dev).
+deps-run:
+	@bash scripts/install-deps.sh run
 
-build: deps
+# What the tests need besides: valkey-server, the Python virtualenv, node-redis.
+deps:
+	@bash scripts/install-deps.sh test
+
+build-only:
 	$(CARGO) build --release
 
-# A Redis on 127.0.0.1:6379 with the module loaded from redis.conf.example
-# (its append-only file goes to ./appendonlydir).
+build: deps-run build-only
+
+# A Redis on 127.0.0.1:$(PORT) (default 6379) with the module loaded from
+# redis.conf.example (its append-only file goes to ./appendonlydir).
+PORT ?= 6379
 run: build
-	redis-server redis.conf.example
+	redis-server redis.conf.example --port $(PORT)
 
 # A local Redis Cluster with the module: 3 masters and 3 replicas on ports 7000-7005
 # (CLUSTER_PORT=8000 moves them), data and logs in ./cluster/<port>/.
@@ -28,12 +36,12 @@ cluster-stop:
 	bash scripts/cluster.sh stop
 
 # Unit tests, then the integration suite against real redis-server and valkey-server.
-test: build
+test: deps build
 	RL_MODULE=$(MODULE) bash scripts/run-tests.sh
 
 # Side-by-side benchmark (INCR, RL.*, the seed articles' Lua scripts), memory per
 # key and scaling; prints Markdown tables. Not a test: figures are as measured.
-bench: build
+bench: deps build
 	python3 scripts/bench.py --module $(MODULE)
 
 lint:

