@@ -1,5 +1,6 @@
 """Fixtures: a real redis-server with the module, on a free port, for the whole session."""
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -38,27 +39,33 @@ def wait_until(ready, proc, what, log, timeout=15):
     pytest.fail(f"{what} did not start in {timeout}s:\n{read(log)}")
 
 
-@pytest.fixture(scope="session")
-def redis_url():
+@contextlib.contextmanager
+def start_server(tmp):
+    """A redis-server with the module in directory `tmp`: yields (url, port); killed on exit."""
     module = Path(os.environ.get("RL_MODULE", ROOT / "target/release/librl.so"))
     assert module.exists(), f"{module} not found: run `cargo build --release` (or make test)"
     server = os.environ.get("RL_REDIS_SERVER", "redis-server")
-    with tempfile.TemporaryDirectory(prefix="rl-pytest-") as tmp:
-        log = Path(tmp, "server.log")
-        port = free_port()
-        proc = subprocess.Popen(
-            [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", tmp, "--logfile", str(log),
-             "--loadmodule", str(module)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-        )
-        url = f"redis://127.0.0.1:{port}/0"
-        try:
-            wait_until(lambda: redis.Redis.from_url(url).ping(), proc, server, log)
-            yield url
-        finally:
-            proc.kill()
-            proc.wait()
+    log = Path(tmp, "server.log")
+    port = free_port()
+    proc = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(tmp), "--logfile", str(log),
+         "--loadmodule", str(module)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        wait_until(lambda: redis.Redis.from_url(url).ping(), proc, server, log)
+        yield url, port
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    with tempfile.TemporaryDirectory(prefix="rl-pytest-") as tmp, start_server(tmp) as (url, _):
+        yield url
 
 
 @pytest.fixture

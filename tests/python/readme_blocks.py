@@ -1,0 +1,91 @@
+"""The README's fenced blocks, each preceded by a marker that says what kind of example it is:
+
+    <!-- example: KIND [ARGUMENT] -->
+
+Kinds and how tests/python/test_readme.py treats them:
+  cli            a redis-cli transcript (`127.0.0.1:6379> CMD` or `$ redis-cli CMD`, then the
+                 output): run in README order against one fresh server, output compared
+  python         a redis-py fragment: run in README order against the same server
+  curl           a curl transcript against the gateway example: run, output compared
+  file PATH      the block is PATH's whole text; PATH runs in its own test
+  quoted PATH    the block is quoted from PATH, which checks the quote and runs it
+  not-run WHY    shown but not run here, for the reason given (e.g. no Go toolchain)
+  shell          commands to type (make targets, installs); `make test` itself is CI's command
+  text           not an example: a grammar synopsis, a file layout, a configuration excerpt
+"""
+
+import re
+from dataclasses import dataclass
+
+from conftest import ROOT
+
+README = ROOT / "README.md"
+MARKER = re.compile(r"^<!-- example: (\S+)(?: (.*?))? -->\n```(\w*)\n(.*?)^```$", re.M | re.S)
+FENCE = re.compile(r"^```\w*\n.*?^```$", re.M | re.S)
+KINDS = {"cli", "python", "curl", "file", "quoted", "not-run", "shell", "text"}
+
+
+@dataclass
+class Block:
+    kind: str
+    argument: str
+    lang: str
+    body: str
+    line: int  # the README line of the opening fence
+
+
+def blocks(text=None):
+    text = README.read_text() if text is None else text
+    return [Block(m[1], m[2] or "", m[3], m[4], text.count("\n", 0, m.start(3)) + 1)
+            for m in MARKER.finditer(text)]
+
+
+def unmarked_fences(text=None):
+    """Opening lines of fenced blocks that carry no marker."""
+    text = README.read_text() if text is None else text
+    marked = {m.start(3) - 3 for m in MARKER.finditer(text)}
+    return [text.count("\n", 0, m.start()) + 1 for m in FENCE.finditer(text)
+            if m.start() not in marked]
+
+
+def strip_comment(line):
+    """(the line without a trailing `  # comment`, the comment). A `#` that starts a line
+    (`# rl_stats`) is output, not a comment."""
+    m = re.match(r"^(.*?\S)\s+# (.*)$", line)
+    return (m[1], m[2]) if m else (line.rstrip(), "")
+
+
+def transcript(body, prompts):
+    """[(command, [(expected line, comment)])] from a transcript whose command lines start
+    with one of `prompts`."""
+    steps = []
+    for raw in body.splitlines():
+        prompt = next((p for p in prompts if raw.startswith(p)), None)
+        if prompt is not None:
+            steps.append((strip_comment(raw[len(prompt):])[0], []))
+        else:
+            assert steps, f"output before any command: {raw!r}"
+            steps[-1][1].append(strip_comment(raw))
+    return steps
+
+
+INTEGER = re.compile(r"^(\s*(?:\d+\) )*)\(integer\) (-?\d+)$")
+
+
+def accepts(expected, comment, actual):
+    """Whether an output line matches the README's. Exact, except for a time (a comment
+    naming `retry_after`/`reset_after`, or `varies from A to B`): the README shows the
+    value right after the previous call; a slower machine may see up to 2 s less."""
+    if expected == actual:
+        return True
+    e, a = INTEGER.match(expected), INTEGER.match(actual)
+    if not (e and a and e[1] == a[1]):
+        return False
+    want, got = int(e[2]), int(a[2])
+    span = re.search(r"varies from (-?[\d,]+) to (-?[\d,]+)", comment)
+    if span:
+        lo, hi = (int(s.replace(",", "")) for s in span.groups())
+        return lo <= got <= hi
+    if re.search(r"retry_after|reset_after", comment):
+        return max(0, want - 2000) <= got <= want
+    return False
