@@ -4,4 +4,4 @@ const client = await createClient({ url: process.env.REDIS_URL ?? "redis://127.0
 const [allowed, limit, remaining, retryAfterMs, resetAfterMs] = await client.sendCommand(
   ["RL.GCRA", "user:42", "10", "1s", "BURST", "5"]);
 console.log(allowed, limit, remaining, retryAfterMs, resetAfterMs); // 1 5 4 0 100
-client.close();
+await client.close();
