@@ -86,3 +86,32 @@ def test_volatile_ttl_evicts_the_limiters_closest_to_idle_first(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_restart_keeps_every_limiter_and_only_rewritten_settings(tmp_path):
+    # README (Upgrading): keys carry over a restart (the append-only file); a CONFIG SET of an
+    # rl.* setting lasts until the restart unless CONFIG REWRITE saved it to the file.
+    module = Path(os.environ.get("RL_MODULE", ROOT / "target/release/librl.so"))
+    conf = tmp_path / "redis.conf"
+    conf.write_text(f"loadmodule {module} sliding-log-max-limit 1000\n"
+                    f"appendonly yes\nappendfsync always\ndir {tmp_path}\nsave \"\"\n")
+
+    def boot():
+        return start([str(conf)], tmp_path, tmp_path / "server.log")
+
+    proc, c = boot()
+    try:
+        assert c.execute_command("RL.SLIDINGLOG", "log", 5, "1h", "COST", 5)[:3] == [1, 5, 0]
+        c.config_set("rl.sliding-log-max-limit", 2000)
+        proc.kill(); proc.wait()
+        proc, c = boot()
+        assert c.config_get("rl.sliding-log-max-limit") == {"rl.sliding-log-max-limit": "1000"}
+        assert c.execute_command("RL.SLIDINGLOG", "log", 5, "1h")[:3] == [0, 5, 0]  # still spent
+        c.config_set("rl.sliding-log-max-limit", 2000)
+        assert c.config_rewrite()
+        proc.kill(); proc.wait()
+        proc, c = boot()
+        assert c.config_get("rl.sliding-log-max-limit") == {"rl.sliding-log-max-limit": "2000"}
+    finally:
+        proc.kill()
+        proc.wait()
