@@ -4,7 +4,7 @@
 MODULE := $(CURDIR)/target/release/librl.so
 CARGO ?= cargo
 
-.PHONY: all deps deps-run build build-only run cluster cluster-stop test lint clean
+.PHONY: all deps deps-run build build-only run cluster cluster-stop test bench bench-profile lint clean
 
 all: build
 
@@ -43,6 +43,11 @@ test: deps build
 # key and scaling; prints Markdown tables. Not a test: figures are as measured.
 bench: deps build
 	python3 scripts/bench.py --module $(MODULE)
+
+# Instructions per call under callgrind (repeatable on a busy machine): INCR, SET … PXAT
+# and every command, with the ratios, and where RL.GCRA's instructions go.
+bench-profile: build
+	python3 scripts/profile.py --module $(MODULE) --breakdown
 
 lint:
 	$(CARGO) fmt --check

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Instructions per call, counted by callgrind: repeatable where wall-clock time is not.
+
+Runs redis-server (with the module) under `valgrind --tool=callgrind`, and for each command
+zeroes the counters, sends a fixed number of calls with redis-benchmark (pipelined, random
+keys, every call admitted), and dumps the counters. Instructions per call are the whole
+server's (event loop, parsing, the command, the reply, propagation) divided by the calls;
+the ratios are to `INCR` and to `SET key value PXAT ms`, the floor of an admitted call (a
+string written with an absolute expiry, replicated). With --breakdown, also prints where
+RL.GCRA's instructions go, by module API function (inclusive counts per call).
+
+Usage: scripts/profile.py [--module PATH] [--calls N] [--keys N] [--breakdown]
+Figures are as measured; nothing here is a test.
+"""
+
+import argparse
+import glob
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PXAT = int(time.time() * 1000) + 86_400_000  # a day ahead: every SET … PXAT writes a live key
+# name -> command line for redis-benchmark; __rand_int__ is a random key number.
+COMMANDS = [
+    ("INCR", ["INCR", "k:__rand_int__"]),
+    ("SET … PXAT", ["SET", "k:__rand_int__", "gcra:1796045952663730620", "PXAT", str(PXAT)]),
+    ("RL.GCRA", ["RL.GCRA", "k:__rand_int__", "100", "1h", "BURST", "100"]),
+    ("RL.TOKENBUCKET", ["RL.TOKENBUCKET", "k:__rand_int__", "100", "100", "1h"]),
+    ("RL.LEAKY", ["RL.LEAKY", "k:__rand_int__", "100", "100", "1h"]),
+    ("RL.SLIDING", ["RL.SLIDING", "k:__rand_int__", "100", "1h"]),
+    ("RL.SLIDINGLOG", ["RL.SLIDINGLOG", "k:__rand_int__", "100", "1h"]),
+    ("RL.FIXED", ["RL.FIXED", "k:__rand_int__", "100", "1h"]),
+    ("CL.THROTTLE", ["CL.THROTTLE", "k:__rand_int__", "99", "100", "3600"]),
+]
+# The module API functions worth naming in RL.GCRA's breakdown (inclusive instructions);
+# the server names `RedisModule_X` internally `RM_X`.
+API = ["RedisModuleCommandDispatcher", "RedisModule_Replicate", "RedisModule_ReplyWithLongLong",
+       "RedisModule_ReplyWithArray", "RedisModule_OpenKey", "RedisModule_CloseKey",
+       "RedisModule_SetAbsExpire", "RedisModule_StringDMA", "RedisModule_StringTruncate",
+       "RedisModule_StringPtrLen", "RedisModule_KeyType", "RedisModule_SignalModifiedKey",
+       "RedisModule_NotifyKeyspaceEvent", "RedisModule_GetContextFlags"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(port, *args):
+    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def control(pid, *args):
+    subprocess.run(["callgrind_control", *args, str(pid)], capture_output=True, check=True)
+
+
+def total_ir(dump):
+    """The `summary:`/`totals:` line of a callgrind dump: instructions executed."""
+    with open(dump) as f:
+        for line in f:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    raise RuntimeError(f"no totals in {dump}")
+
+
+def inclusive(dump, names):
+    """Inclusive instruction counts of the named functions (callgrind_annotate)."""
+    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", dump],
+                         capture_output=True, text=True, check=True).stdout
+    found = {}
+    for line in out.splitlines():
+        m = re.match(r"^\s*([\d,]+) ", line)
+        fn = m and re.search(r"[:\s](\w+)(?: \[|$)", line)
+        if fn and fn[1] in names and fn[1] not in found:
+            found[fn[1]] = int(m[1].replace(",", ""))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--module", default=os.path.join(ROOT, "target/release/librl.so"))
+    ap.add_argument("--calls", type=int, default=50_000)
+    ap.add_argument("--keys", type=int, default=8_000)
+    ap.add_argument("--breakdown", action="store_true")
+    args = ap.parse_args()
+
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="rl-profile-") as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        server = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p",
+             "--dump-instr=no", "--collect-jumps=no",
+             "redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
+             "--dir", tmp, "--loadmodule", args.module],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 60
+            while True:
+                try:
+                    if cli(port, "PING") == "PONG":
+                        break
+                except subprocess.CalledProcessError:
+                    pass
+                if time.time() > deadline or server.poll() is not None:
+                    sys.exit("redis-server did not start under valgrind")
+                time.sleep(0.2)
+            rows = []
+            for name, words in COMMANDS:
+                cli(port, "FLUSHALL")
+                # Warm up (allocator, dict sizes), then count exactly args.calls calls.
+                bench(port, words, args.calls // 5, args.keys)
+                control(server.pid, "--zero")
+                bench(port, words, args.calls, args.keys)
+                before = set(glob.glob(out + ".*"))
+                control(server.pid, "--dump=" + name)
+                dump = wait_new_dump(out, before)
+                ir = total_ir(dump) / args.calls
+                rows.append((name, ir, dump))
+                print(f"{name}: {ir:,.0f} instructions/call", file=sys.stderr)
+            incr, floor = rows[0][1], rows[1][1]
+            print(f"#### Instructions per call (callgrind; {args.calls:,} calls each, "
+                  f"{args.keys:,} random keys, every call admitted)\n")
+            print("| command | instructions/call | × INCR | × `SET … PXAT` |")
+            print("|---|---:|---:|---:|")
+            for name, ir, _ in rows:
+                print(f"| {name} | {ir:,.0f} | {ir / incr:.2f} | {ir / floor:.2f} |")
+            if args.breakdown:
+                dump = next(d for n, _, d in rows if n == "RL.GCRA")
+                found = inclusive(dump, [fn.replace("RedisModule_", "RM_") for fn in API])
+                print("\n#### Where RL.GCRA's instructions go (inclusive, per call)\n")
+                print("| function | instructions/call |")
+                print("|---|---:|")
+                for fn in API:
+                    ir = found.get(fn.replace("RedisModule_", "RM_"))
+                    if ir is not None:
+                        print(f"| `{fn}` | {ir / args.calls:,.0f} |")
+        finally:
+            server.terminate()
+            server.wait(timeout=120)
+
+
+def bench(port, words, calls, keys):
+    subprocess.run(["redis-benchmark", "-p", str(port), "-n", str(calls), "-r", str(keys),
+                    "-c", "10", "-P", "16", "-q", *words],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+
+
+def wait_new_dump(out, before, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        new = set(glob.glob(out + ".*")) - before
+        if new:
+            dump = new.pop()
+            time.sleep(0.5)  # let callgrind finish writing it
+            return dump
+        time.sleep(0.2)
+    raise RuntimeError("callgrind wrote no dump")
+
+
+if __name__ == "__main__":
+    main()
