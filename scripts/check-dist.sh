@@ -2,7 +2,8 @@
 # Checks the archives scripts/dist.sh made in dist/ (both must exist), and fails loudly on
 # the first thing that is wrong. For each of rl-<version>-linux-{x86_64,aarch64}.tar.gz:
 #   1. `sha256sum -c` accepts its .sha256 file;
-#   2. it unpacks to one folder rl-<version>-linux-<arch>/ holding librl.so, README.md (with
+#   2. it unpacks to one folder rl-<version>-linux-<arch>/ holding librl.so (executable),
+#      README.md (with
 #      the "download the archive" install lines, naming this version) and LICENSE;
 #   3. librl.so is a 64-bit shared object for the right machine (`readelf -h`: X86-64 or
 #      AArch64) exporting RedisModule_OnLoad;
@@ -55,6 +56,7 @@ for arch in x86_64 aarch64; do
   grep -qi "download the archive" "$dir/README.md" || fail "$archive: README.md lacks the install lines"
   grep -q "v=$version " "$dir/README.md" || fail "$archive: README.md's install lines do not name version $version"
   so=$dir/librl.so
+  [ -x "$so" ] || fail "$archive: $name/librl.so is not executable (Redis 7 refuses to load it)"
 
   header=$(readelf -h "$so") || fail "$so: not an ELF file"
   got_machine=$(sed -n 's/^ *Machine: *//p' <<<"$header")
@@ -141,7 +143,7 @@ check_server() {
   expect "1 1 0 0 3600000"    RL.GCRA d:gcra:strict 1 1h
   expect "0 1 0 * *"          RL.GCRA d:gcra:strict 1 1h
   expect "0"                  RL.RELEASE d:inflight lease-1
-  [ "$(call EXISTS d:gcra)" = 1 ] || fail "$server_name: RL.GCRA stored no key"
+  [ "$(call EXISTS d:gcra:strict)" = 1 ] || fail "$server_name: RL.GCRA stored no key"
   ! grep -qi 'panic\|# Module .* failed' "$log" || { cat "$log" >&2; fail "$server_name logged an error"; }
 
   call SHUTDOWN NOSAVE >/dev/null 2>&1 || true

@@ -74,24 +74,30 @@ fi
 export CARGO_ZIGBUILD_PYTHON_PATH="$root/$venv/bin/python"
 export PATH="$root/.tools/bin:$PATH"
 target_dir=target/dist
-build_args=(--release --locked --target-dir "$target_dir")
+build_args=(--release --locked --manifest-path "$root/Cargo.toml" --target-dir "$root/$target_dir")
 for triple in "${TRIPLES[@]}"; do build_args+=(--target "$triple.$GLIBC"); done
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+# Run from a directory that does not contain .tools: zig prints its include directories
+# relative to the working directory when they are below it, cargo-zigbuild hands them to
+# bindgen as they are, and the redis-module build script, which runs in its own directory,
+# then cannot find <sys/types.h>.
 echo "dist: cargo zigbuild ${build_args[*]}"
-cargo zigbuild "${build_args[@]}"
+(cd "$stage" && cargo zigbuild "${build_args[@]}")
 
 # --- Package -----------------------------------------------------------------------------
 # Reproducible archives: sorted entries, fixed owner and mode, the last commit's time.
 mtime=$(git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
 mkdir -p dist
-stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
 for triple in "${TRIPLES[@]}"; do
   name=rl-$version-linux-$(arch_of "$triple")
   so=$target_dir/$triple/release/librl.so
   [ -f "$so" ] || { echo "dist: $so was not built" >&2; exit 1; }
   mkdir -p "$stage/$name"
   cp "$so" README.md LICENSE "$stage/$name/"
-  chmod 0644 "$stage/$name"/*
+  # Redis 7 refuses to load a module file without execute permission.
+  chmod 0644 "$stage/$name/README.md" "$stage/$name/LICENSE"
+  chmod 0755 "$stage/$name/librl.so"
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="$mtime" \
     -C "$stage" -cf - "$name" | gzip -9n >"dist/$name.tar.gz"
   (cd dist && sha256sum "$name.tar.gz" >"$name.tar.gz.sha256")
