@@ -18,8 +18,8 @@
 #   - redis-server, redis-tools, libclang-dev (scripts/install-deps.sh run; bindgen, run by the
 #     redis-module crate's build script, loads libclang);
 #   - the aarch64-unknown-linux-gnu Rust target (rustup target add);
-#   - zig, from the `ziglang` wheel on PyPI, in the virtualenv .tools/zig-venv;
-#   - cargo-zigbuild, `cargo install --locked` into .tools/bin.
+#   - zig and cargo-zigbuild, from the `ziglang` and `cargo-zigbuild` wheels on PyPI, in the
+#     virtualenv .tools/zig-venv (cargo-zigbuild falls back to `cargo install --locked`).
 # Builds in target/dist/<triple>/release, so target/release/librl.so (`make build`) is untouched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,34 +45,42 @@ for triple in "${TRIPLES[@]}"; do
   grep -qx "$triple" <<<"$installed_targets" || rustup target add "$triple"
 done
 
+# zig and cargo-zigbuild, both as wheels from PyPI (cargo-zigbuild's holds its prebuilt
+# binary), in one virtualenv; without a wheel for this machine, cargo-zigbuild is compiled
+# with `cargo install --locked` into .tools/bin instead (a few minutes, once).
 venv=.tools/zig-venv
-if [ "$("$venv/bin/python" -m ziglang version 2>/dev/null)" != "$ZIGLANG_VERSION" ]; then
-  echo "dist: installing zig $ZIGLANG_VERSION (the ziglang wheel on PyPI) into $venv"
+zigbuild=$venv/bin/cargo-zigbuild
+[ -x "$zigbuild" ] || zigbuild=.tools/bin/cargo-zigbuild
+if [ "$("$venv/bin/python" -m ziglang version 2>/dev/null)" != "$ZIGLANG_VERSION" ] ||
+  ! "$zigbuild" --version 2>/dev/null | grep -qw "$CARGO_ZIGBUILD_VERSION"; then
+  echo "dist: installing zig $ZIGLANG_VERSION and cargo-zigbuild $CARGO_ZIGBUILD_VERSION from PyPI into $venv"
   rm -rf "$venv"
   if ! python3 -m venv "$venv" 2>/dev/null; then
     rm -rf "$venv"
     # Debian's python3 makes virtualenvs only with python3-venv.
-    if [ "$(id -u)" -eq 0 ]; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    else
-      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    fi
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
     python3 -m venv "$venv"
   fi
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "ziglang==$ZIGLANG_VERSION"
+  pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+  "${pip[@]}" "ziglang==$ZIGLANG_VERSION"
+  if "${pip[@]}" --only-binary=:all: "cargo-zigbuild==$CARGO_ZIGBUILD_VERSION"; then
+    zigbuild=$venv/bin/cargo-zigbuild
+  else
+    echo "dist: no cargo-zigbuild wheel for this machine; cargo install into .tools/bin"
+    cargo install --quiet --locked --force cargo-zigbuild --version "$CARGO_ZIGBUILD_VERSION" --root .tools
+    zigbuild=.tools/bin/cargo-zigbuild
+  fi
 fi
-
-zigbuild=.tools/bin/cargo-zigbuild
-if ! "$zigbuild" --version 2>/dev/null | grep -qw "$CARGO_ZIGBUILD_VERSION"; then
-  echo "dist: installing cargo-zigbuild $CARGO_ZIGBUILD_VERSION into .tools/bin (a few minutes, once)"
-  cargo install --quiet --locked --force cargo-zigbuild --version "$CARGO_ZIGBUILD_VERSION" --root .tools
-fi
+"$zigbuild" --version | grep -qw "$CARGO_ZIGBUILD_VERSION" || { echo "dist: $zigbuild is not cargo-zigbuild $CARGO_ZIGBUILD_VERSION" >&2; exit 1; }
 
 # --- Build -------------------------------------------------------------------------------
 # cargo-zigbuild runs `python -m ziglang` for zig, and sets the C compiler, the linker and
 # bindgen's clang arguments (zig's headers for the target's glibc) for each target.
 export CARGO_ZIGBUILD_PYTHON_PATH="$root/$venv/bin/python"
-export PATH="$root/.tools/bin:$PATH"
+zigbuild=$root/$zigbuild
 target_dir=target/dist
 build_args=(--release --locked --manifest-path "$root/Cargo.toml" --target-dir "$root/$target_dir")
 for triple in "${TRIPLES[@]}"; do build_args+=(--target "$triple.$GLIBC"); done
@@ -83,7 +91,7 @@ trap 'rm -rf "$stage"' EXIT
 # bindgen as they are, and the redis-module build script, which runs in its own directory,
 # then cannot find <sys/types.h>.
 echo "dist: cargo zigbuild ${build_args[*]}"
-(cd "$stage" && cargo zigbuild "${build_args[@]}")
+(cd "$stage" && "$zigbuild" zigbuild "${build_args[@]}")
 
 # --- Package -----------------------------------------------------------------------------
 # Reproducible archives: sorted entries, fixed owner and mode, the last commit's time.
