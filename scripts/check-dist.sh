@@ -73,7 +73,9 @@ for arch in x86_64 aarch64; do
   version_le "$max" "$MAX_GLIBC" || fail "$archive: needs GLIBC_$max (above $MAX_GLIBC): $(grep "GLIBC_$max" <<<"$dynsyms" | head -n5)"
   # The version needs (.gnu.version_r) are what the dynamic loader checks when loading.
   need=$(readelf -V "$so" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n1)
-  [ -n "$need" ] && version_le "$need" "$MAX_GLIBC" || fail "$archive: readelf -V version needs go up to GLIBC_$need"
+  if [ -z "$need" ] || ! version_le "$need" "$MAX_GLIBC"; then
+    fail "$archive: readelf -V version needs go up to '$need', above GLIBC_$MAX_GLIBC"
+  fi
   libs=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
   say "$archive: sha256 ok, ELF64 ${machine[$arch]}, highest symbol version GLIBC_$max (<= $MAX_GLIBC), needs: $libs"
 done
