@@ -4,7 +4,7 @@
 MODULE := $(CURDIR)/target/release/librl.so
 CARGO ?= cargo
 
-.PHONY: all deps deps-run build build-only run cluster cluster-stop test bench bench-profile lint clean
+.PHONY: all deps deps-run build build-only run cluster cluster-stop test bench bench-profile dist check-dist lint clean
 
 all: build
 
@@ -49,10 +49,22 @@ bench: deps build
 bench-profile: build
 	python3 scripts/profile.py --module $(MODULE) --breakdown
 
+# Release archives users load without Rust, for x86_64 and aarch64 Linux with glibc 2.17 or
+# later: dist/rl-<version>-linux-<arch>.tar.gz and .sha256 (scripts/dist.sh: zig through
+# cargo-zigbuild, installed into .tools), then check-dist.
+dist: deps
+	bash scripts/dist.sh
+	bash scripts/check-dist.sh
+
+# Checks the archives in dist/: checksums, ELF machine, no symbol above GLIBC_2.17, and the
+# x86_64 module loaded into Redis 7.0 and Valkey 9.1 answering every command.
+check-dist: deps
+	bash scripts/check-dist.sh
+
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
 
 clean:
 	$(CARGO) clean
-	rm -rf .tools appendonlydir dump.rdb cluster
+	rm -rf .tools appendonlydir dump.rdb cluster dist

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Checks the archives scripts/dist.sh made in dist/ (both must exist), and fails loudly on
+# the first thing that is wrong. For each of rl-<version>-linux-{x86_64,aarch64}.tar.gz:
+#   1. `sha256sum -c` accepts its .sha256 file;
+#   2. it unpacks to one folder rl-<version>-linux-<arch>/ holding librl.so (executable),
+#      README.md (with
+#      the "download the archive" install lines, naming this version) and LICENSE;
+#   3. librl.so is a 64-bit shared object for the right machine (`readelf -h`: X86-64 or
+#      AArch64) exporting RedisModule_OnLoad;
+#   4. `objdump -T` lists GLIBC_x.y symbol versions, and none is above 2.17 (the highest is
+#      printed; `readelf -V`'s version needs are checked the same way).
+# Then it loads the x86_64 archive's librl.so into Redis 7.0 (Debian's redis-server) and
+# Valkey 9.1 (.tools/bin/valkey-server, from scripts/install-deps.sh test), each on a free
+# port, checks MODULE LIST, and runs one call of every command (RL.GCRA, RL.TOKENBUCKET,
+# RL.LEAKY, RL.SLIDING, RL.SLIDINGLOG, RL.FIXED, RL.ALL, RL.ACQUIRE, RL.RELEASE,
+# CL.THROTTLE) on fresh keys with redis-cli, comparing each reply with the expected one,
+# plus a denial and a second release, which only a module that stored its state can give.
+# The servers are stopped and the scratch directory removed on exit, whatever happens.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MAX_GLIBC=2.17
+version=$(sed -n '/^\[package\]/,/^\[/ s/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n1)
+scratch=$(mktemp -d)
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+fail() { echo "check-dist: FAILED: $*" >&2; exit 1; }
+say() { echo "check-dist: $*"; }
+
+# "2.17" <= "2.17" and "2.3" <= "2.17" by version order.
+version_le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -n1)" = "$2" ]; }
+
+# --- The archives --------------------------------------------------------------------------
+declare -A machine=([x86_64]="Advanced Micro Devices X86-64" [aarch64]="AArch64")
+for arch in x86_64 aarch64; do
+  name=rl-$version-linux-$arch
+  archive=dist/$name.tar.gz
+  [ -f "$archive" ] || fail "$archive is missing: run scripts/dist.sh (make dist)"
+  [ -f "$archive.sha256" ] || fail "$archive.sha256 is missing"
+  (cd dist && sha256sum --quiet --strict -c "$name.tar.gz.sha256") || fail "$archive: checksum mismatch"
+
+  tar -xzf "$archive" -C "$scratch"
+  top=$(tar -tzf "$archive" | cut -d/ -f1 | sort -u)
+  [ "$top" = "$name" ] || fail "$archive: expected one folder $name/, found: $top"
+  dir=$scratch/$name
+  for f in librl.so README.md LICENSE; do
+    [ -s "$dir/$f" ] || fail "$archive: $name/$f is missing or empty"
+  done
+  grep -qi "download the archive" "$dir/README.md" || fail "$archive: README.md lacks the install lines"
+  grep -q "v=$version " "$dir/README.md" || fail "$archive: README.md's install lines do not name version $version"
+  so=$dir/librl.so
+  [ -x "$so" ] || fail "$archive: $name/librl.so is not executable (Redis 7 refuses to load it)"
+
+  header=$(readelf -h "$so") || fail "$so: not an ELF file"
+  got_machine=$(sed -n 's/^ *Machine: *//p' <<<"$header")
+  [ "$got_machine" = "${machine[$arch]}" ] || fail "$archive: ELF machine is '$got_machine', expected '${machine[$arch]}'"
+  grep -q 'Class: *ELF64' <<<"$header" || fail "$archive: not ELF64"
+  grep -q 'Type: *DYN' <<<"$header" || fail "$archive: not a shared object"
+
+  # objdump -T reads an AArch64 ELF through binutils' generic elf64-little backend.
+  dynsyms=$(objdump -T "$so") || fail "$so: objdump -T failed"
+  grep -Eq '[[:space:]]RedisModule_OnLoad$' <<<"$dynsyms" || fail "$archive: RedisModule_OnLoad is not exported"
+  glibc=$(grep -o 'GLIBC_[0-9][0-9.]*' <<<"$dynsyms" | sed 's/^GLIBC_//' | sort -uV)
+  [ -n "$glibc" ] || fail "$archive: objdump -T lists no GLIBC_ symbol version"
+  max=$(tail -n1 <<<"$glibc")
+  version_le "$max" "$MAX_GLIBC" || fail "$archive: needs GLIBC_$max (above $MAX_GLIBC): $(grep "GLIBC_$max" <<<"$dynsyms" | head -n5)"
+  # The version needs (.gnu.version_r) are what the dynamic loader checks when loading.
+  need=$(readelf -V "$so" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n1)
+  if [ -z "$need" ] || ! version_le "$need" "$MAX_GLIBC"; then
+    fail "$archive: readelf -V version needs go up to '$need', above GLIBC_$MAX_GLIBC"
+  fi
+  libs=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+  say "$archive: sha256 ok, ELF64 ${machine[$arch]}, highest symbol version GLIBC_$max (<= $MAX_GLIBC), needs: $libs"
+done
+
+# --- Loading the x86_64 module ---------------------------------------------------------------
+so=$scratch/rl-$version-linux-x86_64/librl.so
+valkey=.tools/bin/valkey-server
+[ -x "$valkey" ] || valkey=$(command -v valkey-server) ||
+  fail "valkey-server is missing: run scripts/install-deps.sh test"
+command -v redis-server >/dev/null || fail "redis-server is missing: run scripts/install-deps.sh run"
+command -v redis-cli >/dev/null || fail "redis-cli is missing: run scripts/install-deps.sh run"
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# The reply to one call, one element per line (redis-cli's raw output, nested arrays flattened).
+call() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }
+
+# expect "<expected fields>" COMMAND args...: the reply's elements, space-separated, must
+# match the expected ones; a `*` matches any one element (a time that depends on the clock).
+expect() {
+  local want=$1 got w g i
+  shift
+  got=$(call "$@" 2>&1 | tr '\n' ' ' | sed 's/ $//') || true
+  read -ra w <<<"$want"
+  read -ra g <<<"$got"
+  [ ${#w[@]} -eq ${#g[@]} ] || fail "$server_name: $* replied '$got', expected '$want'"
+  for i in "${!w[@]}"; do
+    [ "${w[$i]}" = "*" ] || [ "${w[$i]}" = "${g[$i]}" ] || fail "$server_name: $* replied '$got', expected '$want'"
+  done
+  printf '  %-72s -> %s\n' "$*" "$got"
+}
+
+check_server() {
+  server_name=$1
+  local bin=$2 log pid i
+  port=$(free_port)
+  log=$scratch/$server_name.log
+  "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$scratch" \
+    --loadmodule "$so" >"$log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  for i in $(seq 100); do
+    [ "$(call PING 2>/dev/null)" = PONG ] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "$server_name exited while loading $so"; }
+    sleep 0.1
+  done
+  [ "$(call PING 2>/dev/null)" = PONG ] || { cat "$log" >&2; fail "$server_name did not answer on port $port"; }
+  server_name="$server_name $(call INFO server | sed -n 's/^\(valkey\|redis\)_version:\(.*\)\r$/\1 \2/p' | tail -n1)"
+  call MODULE LIST | grep -qx rl || fail "$server_name: MODULE LIST does not show rl"
+  say "$server_name on port $port loaded $so"
+
+  # Fresh keys, so every reply but the window-aligned times is fixed.
+  expect "1 5 4 0 100"        RL.GCRA d:gcra 10 1s BURST 5
+  expect "1 10 9 0 500"       RL.TOKENBUCKET d:bucket 10 2 1s
+  expect "1 20 19 0 200"      RL.LEAKY d:leaky 20 5 1s
+  expect "1 100 99 0 *"       RL.SLIDING d:sliding 100 1m
+  expect "1 5 4 0 900000"     RL.SLIDINGLOG d:log 5 15m
+  expect "1 10000 9999 0 *"   RL.FIXED d:fixed 10000 1d
+  expect "1 5 4 0 100  1 5 4 0 100  1 10 9 0 *" \
+                              RL.ALL 2 d:all:a d:all:b GCRA 10 1s BURST 5 FIXED 10 1m
+  expect "1 3 2 0 30000"      RL.ACQUIRE d:inflight 3 30s lease-1
+  expect "1"                  RL.RELEASE d:inflight lease-1
+  expect "0 16 15 -1 2"       CL.THROTTLE d:cell 15 30 60
+  # State was stored: a second call is denied, a second release finds nothing.
+  expect "1 1 0 0 3600000"    RL.GCRA d:gcra:strict 1 1h
+  expect "0 1 0 * *"          RL.GCRA d:gcra:strict 1 1h
+  expect "0"                  RL.RELEASE d:inflight lease-1
+  [ "$(call EXISTS d:gcra:strict)" = 1 ] || fail "$server_name: RL.GCRA stored no key"
+  ! grep -qi 'panic\|# Module .* failed' "$log" || { cat "$log" >&2; fail "$server_name logged an error"; }
+
+  call SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+  wait "$pid" 2>/dev/null || true
+}
+
+check_server redis-server "$(command -v redis-server)"
+check_server valkey-server "$valkey"
+say "ok: both archives, and the x86_64 module in Redis and Valkey"
