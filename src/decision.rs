@@ -205,4 +205,7 @@ impl LogView for EmptyLog {
     fn at_rank(&self, _: u64) -> Result<Option<Entry>, Corrupt> {
         Ok(None)
     }
+    fn oldest(&self) -> Result<Option<Entry>, Corrupt> {
+        Ok(None)
+    }
 }

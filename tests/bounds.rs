@@ -87,7 +87,39 @@ fn all_64_layers(prefix: &str) -> String {
     format!("RL.ALL 64 {} {clauses}", keys.join(" "))
 }
 
+fn set_clock(c: &mut redis::Connection, offset_ms: i64) {
+    let ok: String = redis::cmd("RL.DEBUG")
+        .arg("CLOCK")
+        .arg(offset_ms)
+        .query(c)
+        .unwrap();
+    assert_eq!(ok, "OK");
+}
+
 server_tests! {
+    fn entries_the_module_wrote_lapse_and_leave_64_per_write(flavor) {
+        // The test build's clock (RL.DEBUG CLOCK) moves two hours on: all 1,000
+        // entries the module wrote lapse at once.
+        let s = Server::start_debug(flavor);
+        let c = &mut s.conn();
+        let mut pipe = redis::pipe();
+        for _ in 0..1_000 {
+            pipe.add_command(command("RL.SLIDINGLOG k 1000 1h")).ignore();
+        }
+        pipe.query::<()>(c).unwrap();
+        assert_eq!(rl(c, "RL.SLIDINGLOG k 1000 1h COST 0")[..3], [1, 1_000, 0]);
+        set_clock(c, 2 * HOUR_MS);
+        let mut stored = 1_000;
+        for i in 1..=20 {
+            assert_eq!(rl(c, "RL.SLIDINGLOG k 1000 1h COST 2")[..3], [1, 1_000, 1_000 - 2 * i]);
+            stored = (stored - TRIM_MAX).max(i - 1) + 1;
+            assert_eq!(run::<i64>(c, "ZCARD k"), stored, "after call {i}");
+        }
+        // Sums ran on from the lapsed entries: 1,000 units, then 20 calls of 2.
+        assert_eq!(weighted(members(c, "k").last().unwrap()).2, 1_040);
+        set_clock(c, 0);
+    }
+
     fn a_cost_at_the_cap_stores_one_entry(flavor) {
         let s = Server::start(flavor);
         let c = &mut s.conn();
@@ -114,8 +146,12 @@ server_tests! {
         let m = &mut master.conn();
         let syncs = sync_full(m);
         let before = used_memory(m);
+        // As the issue wrote it: a user allowed only RL.ALL on rl:* keys.
+        run::<String>(m, "ACL SETUSER attacker on >pw +rl.all ~rl:*");
+        let a = &mut master.conn();
+        run::<String>(a, "AUTH attacker pw");
         let attack = all_64_layers("rl:");
-        let reply: Vec<Value> = command(&attack).query(m).unwrap();
+        let reply: Vec<Value> = command(&attack).query(a).unwrap();
         assert_eq!(reply.len(), 6);
         let first: Vec<i64> = redis::from_redis_value(reply[0].clone()).map(|v: i64| vec![v]).unwrap();
         assert_eq!(first, [1]);
@@ -126,7 +162,7 @@ server_tests! {
         assert!(grown < 256 * 1024, "64 layers took {grown} bytes");
         // Again: every layer is full now, so it is denied and writes nothing.
         for _ in 0..3 {
-            let reply: Vec<Value> = command(&attack).query(m).unwrap();
+            let reply: Vec<Value> = command(&attack).query(a).unwrap();
             assert_eq!(redis::from_redis_value::<i64>(reply[0].clone()).unwrap(), 0);
         }
         assert_replicas_identical(m, &[&plain, &with_module]);

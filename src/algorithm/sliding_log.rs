@@ -126,6 +126,10 @@ pub trait LogView {
     fn scan_newest(&self, visit: &mut dyn FnMut(Entry) -> bool) -> Result<(), Corrupt>;
     /// The entry of rank `rank` (0 = oldest; `ZRANGE key rank rank`).
     fn at_rank(&self, rank: u64) -> Result<Option<Entry>, Corrupt>;
+    /// The oldest entry.
+    fn oldest(&self) -> Result<Option<Entry>, Corrupt> {
+        self.at_rank(0)
+    }
     /// The newest entry.
     fn newest(&self) -> Result<Option<Entry>, Corrupt> {
         let mut newest = None;
@@ -137,11 +141,13 @@ pub trait LogView {
     }
 }
 
-/// What an admitted request writes: remove up to [`TRIM_MAX`] entries scored
-/// `<= cutoff_us` (oldest first), then add `entry`.
+/// What an admitted request writes: if `lapsed` (some entry is scored
+/// `<= cutoff_us`), remove up to [`TRIM_MAX`] such entries (oldest first); then
+/// add `entry`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogWrite {
     pub cutoff_us: u64,
+    pub lapsed: bool,
     pub entry: Entry,
 }
 
@@ -176,18 +182,26 @@ struct Census {
     first_weighted: Option<Entry>,
     /// The newest stored entry, live or not.
     newest: Option<Entry>,
+    /// Whether some stored entry has lapsed.
+    lapsed: bool,
 }
 
 fn census(log: &(impl LogView + ?Sized), cutoff_us: u64) -> Result<Census, Corrupt> {
     let newest = log.newest()?;
-    let mut oldest = None;
-    log.scan_after(cutoff_us, &mut |e| {
-        oldest = Some(e);
-        false
-    })?;
+    // The oldest live entry: the oldest stored one, unless it has lapsed.
+    let mut oldest = log.oldest()?;
+    let lapsed = oldest.is_some_and(|e| e.score() <= cutoff_us);
+    if lapsed {
+        oldest = None;
+        log.scan_after(cutoff_us, &mut |e| {
+            oldest = Some(e);
+            false
+        })?;
+    }
     let (Some(newest), Some(oldest)) = (newest, oldest) else {
         return Ok(Census {
             newest,
+            lapsed,
             ..Census::default()
         });
     };
@@ -201,6 +215,7 @@ fn census(log: &(impl LogView + ?Sized), cutoff_us: u64) -> Result<Census, Corru
                 base,
                 first_weighted: Some(oldest),
                 newest: Some(newest),
+                lapsed,
                 ..Census::default()
             })
         }
@@ -212,6 +227,7 @@ fn census(log: &(impl LogView + ?Sized), cutoff_us: u64) -> Result<Census, Corru
                 legacy: live,
                 first_rank: log.len().checked_sub(live).ok_or(Corrupt)?,
                 newest: Some(newest),
+                lapsed,
                 ..Census::default()
             })
         }
@@ -244,6 +260,7 @@ fn census(log: &(impl LogView + ?Sized), cutoff_us: u64) -> Result<Census, Corru
                 base,
                 first_weighted: Some(first),
                 newest: Some(newest),
+                lapsed,
             })
         }
         // A legacy entry after a weighted one: not written by the module.
@@ -312,7 +329,11 @@ impl SlidingLog {
             let entry = Entry::weighted(ns, cost, sum);
             return Ok(Outcome {
                 decision: decision(true, c.units + cost, Wait::After(0), Some(ns)),
-                write: Some(LogWrite { cutoff_us, entry }),
+                write: Some(LogWrite {
+                    cutoff_us,
+                    lapsed: c.lapsed,
+                    entry,
+                }),
             });
         }
         // Denied: wait until the oldest entries holding `excess` units have left.
@@ -496,6 +517,11 @@ pub mod testing {
                 .take(TRIM_MAX)
                 .take_while(|e| e.score() <= w.cutoff_us)
                 .count();
+            assert_eq!(
+                w.lapsed,
+                lapsed > 0,
+                "the write knows whether entries lapsed"
+            );
             self.0.drain(..lapsed);
             assert!(self.0.last().is_none_or(|e| e.ns < w.entry.ns));
             self.0.push(w.entry);

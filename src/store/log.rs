@@ -41,7 +41,11 @@ impl Key {
                 return None;
             }
         }
-        Some(ZsetLog { key: self, newest })
+        Some(ZsetLog {
+            key: self,
+            oldest,
+            newest,
+        })
     }
 
     /// Removes at most [`TRIM_MAX`] entries scored `<= cutoff_us` (oldest
@@ -88,7 +92,9 @@ impl Key {
     /// Drops up to [`TRIM_MAX`] lapsed entries, adds the write's entry, sets the
     /// expiry, and replicates the same three effects.
     pub fn write_log(&self, write: &LogWrite, expire_ms: u64) {
-        self.trim_through(write.cutoff_us);
+        if write.lapsed {
+            self.trim_through(write.cutoff_us);
+        }
         self.add_entry(&write.entry);
         self.expire_at(expire_ms);
     }
@@ -114,6 +120,7 @@ impl Key {
 /// A sliding-log sorted set.
 pub struct ZsetLog<'a> {
     key: &'a Key,
+    oldest: Option<Entry>,
     newest: Option<Entry>,
 }
 
@@ -178,6 +185,10 @@ impl LogView for ZsetLog<'_> {
             }
         });
         result
+    }
+
+    fn oldest(&self) -> Result<Option<Entry>, Corrupt> {
+        Ok(self.oldest)
     }
 
     fn newest(&self) -> Result<Option<Entry>, Corrupt> {
