@@ -134,7 +134,7 @@ pub fn parse_decimal(bytes: &[u8]) -> Option<u128> {
     )
 }
 
-/// A decimal `u64` (a sliding-log member), or `None`.
+/// A decimal `u64`, or `None`.
 pub fn parse_u64(bytes: &[u8]) -> Option<u64> {
     parse_decimal(bytes).and_then(|v| u64::try_from(v).ok())
 }
