@@ -4,10 +4,12 @@ Lua script from the seed articles run with EVALSHA (reading the server's TIME).
 
 Starts its own redis-server with the module, drives it with redis-benchmark
 (pipelining 16, 50 clients; 100,000 random keys, then one hot key), and reads the
-server's own time per call from INFO commandstats. Also measures memory per key
-and how the cost of a call scales. Figures are as measured; nothing here is a test.
+server's own time per call from INFO commandstats. Also measures memory per key,
+how the cost of a call scales, and the worst single call (SLOWLOG) of the
+expensive shapes (COST at the cap, 100,000 lapsed entries, a 64-layer RL.ALL)
+with a module-less replica attached. Figures are as measured; nothing here is a test.
 
-Usage: scripts/bench.py [--module PATH] [--requests N] [--quick]
+Usage: scripts/bench.py [--module PATH] [--requests N] [--quick] [--bounds-only]
 """
 
 import argparse
@@ -150,13 +152,14 @@ def free_port():
 
 
 class Server:
-    def __init__(self, module):
+    def __init__(self, module, extra=()):
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="rl-bench-")
+        load = ["--loadmodule", module] if module else []
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir, "--loadmodule", module,
-             "--logfile", os.path.join(self.dir, "server.log")],
+             "--appendonly", "no", "--dir", self.dir, *load,
+             "--logfile", os.path.join(self.dir, "server.log"), *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(200):
             if self.cli("PING").strip() == "PONG":
@@ -290,6 +293,123 @@ def scaling_table(server, requests):
         print(f"| {limit:,} | {usec:.2f} | {entries} |")
 
 
+class Resp:
+    """A minimal RESP2 client (SLOWLOG replies are nested arrays)."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.buf = b""
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self.buf += self.sock.recv(1 << 16)
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _read(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind in (b"+", b"-"):
+            return rest.decode()
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self.buf += self.sock.recv(1 << 16)
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            return data
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._read() for _ in range(n)]
+        raise ValueError(line)
+
+    def __call__(self, *args):
+        out = [f"*{len(args)}\r\n".encode()]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out.append(f"${len(a)}\r\n".encode() + a + b"\r\n")
+        self.sock.sendall(b"".join(out))
+        return self._read()
+
+
+def worst_call(c, command, run):
+    """Runs `run()` with every call logged (slowlog-log-slower-than 0); returns
+    the longest and the median duration in µs of the calls to `command`, from SLOWLOG."""
+    c("CONFIG", "SET", "slowlog-max-len", "100000")
+    c("CONFIG", "SET", "slowlog-log-slower-than", "0")
+    c("SLOWLOG", "RESET")
+    run()
+    c("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+    entries = c("SLOWLOG", "GET", "-1")
+    c("SLOWLOG", "RESET")
+    durations = sorted(e[2] for e in entries if e[3][0].decode().upper() == command)
+    return durations[-1], durations[len(durations) // 2], len(durations)
+
+
+def bounds_table(module, label):
+    """The worst call of each expensive shape, on a master with a module-less
+    replica attached that must stay connected (one full sync, no second)."""
+    master = Server(module, ["--repl-diskless-sync-delay", "0"])
+    replica = Server(None, ["--replicaof", "127.0.0.1", str(master.port)])
+    try:
+        c = Resp(master.port)
+        for _ in range(200):
+            if replica.info("replication").get("master_link_status") == "up":
+                break
+            time.sleep(0.05)
+        rows = []
+
+        def shape(name, command, run, setup=lambda: None):
+            c("FLUSHALL")
+            setup()
+            before = int(master.info("memory")["used_memory"])
+            offset = int(master.info("replication")["master_repl_offset"])
+            worst, median, calls = worst_call(c, command, run)
+            grown = int(master.info("memory")["used_memory"]) - before
+            sent = int(master.info("replication")["master_repl_offset"]) - offset
+            rows.append((name, calls, worst, median, grown, sent))
+
+        # At the cap: 20 fresh keys each, COST 1 vs COST 100000 (after a warm-up).
+        for cost in (1, 1, 100_000):
+            shape(f"RL.SLIDINGLOG k 100000 1h COST {cost:,} (20 fresh keys)", "RL.SLIDINGLOG",
+                  lambda cost=cost: [c("RL.SLIDINGLOG", f"k{i}", 100_000, "1h", "COST", cost)
+                                     for i in range(20)])
+        del rows[0]
+
+        # 100,000 entries the module wrote (COST 1 each), lapsed for a 1 s window.
+        def fill():
+            payload = "".join(
+                "*6\r\n$13\r\nRL.SLIDINGLOG\r\n$4\r\nfull\r\n$6\r\n100000\r\n$2\r\n1h\r\n"
+                "$4\r\nCOST\r\n$1\r\n1\r\n" for _ in range(100_000))
+            subprocess.run(["redis-cli", "-p", str(master.port), "--pipe"], input=payload,
+                           capture_output=True, text=True, check=True)
+            time.sleep(1.1)
+        shape("RL.SLIDINGLOG full 10 1s after its 100,000 entries lapsed (10 calls)",
+              "RL.SLIDINGLOG", lambda: [c("RL.SLIDINGLOG", "full", 10, "1s") for _ in range(10)],
+              fill)
+
+        keys = [f"rl:{{z}}:L{i}" for i in range(64)]
+        clauses = ["SLIDINGLOG", 100_000, "1h", "COST", 100_000] * 64
+        shape("RL.ALL, 64 layers SLIDINGLOG 100000 1h COST 100000 (1 call)", "RL.ALL",
+              lambda: c("RL.ALL", 64, *keys, *clauses))
+
+        link = replica.info("replication").get("master_link_status")
+        syncs = master.info("stats").get("sync_full")
+        print(f"\n### Worst call (SLOWLOG), {label}\n")
+        print("| shape | calls | worst µs | median µs | used_memory added | replication bytes |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for name, calls, worst, median, grown, sent in rows:
+            print(f"| {name} | {calls} | {worst:,} | {median:,} | {grown:,} | {sent:,} |")
+        print(f"\nModule-less replica: master_link_status {link}; full syncs on the master: "
+              f"{syncs} (1 = the initial one only)")
+    finally:
+        replica.stop()
+        master.stop()
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -307,8 +427,13 @@ def main():
     p.add_argument("--module", default=os.path.join(ROOT, "target/release/librl.so"))
     p.add_argument("--requests", type=int, default=400_000)
     p.add_argument("--quick", action="store_true", help="fewer requests, no scaling tables")
+    p.add_argument("--bounds-only", action="store_true", help="only the worst-call table")
     a = p.parse_args()
     requests = 100_000 if a.quick else a.requests
+    if a.bounds_only:
+        print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
+        bounds_table(a.module, os.path.basename(a.module))
+        return
     server = Server(a.module)
     try:
         shas = {name: server.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
@@ -320,6 +445,7 @@ def main():
             scaling_table(server, requests)
     finally:
         server.stop()
+    bounds_table(a.module, "this build")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@
 //! | `RL.FIXED` | `fixed:<window_start_ms>:<count>` |
 //! | `RL.SLIDING` | `sliding:<window_start_ms>:<previous>:<current>` |
 //!
-//! `RL.SLIDINGLOG` keeps a sorted set whose members are decimal nanoseconds and
-//! whose scores are those nanoseconds' microseconds.
+//! `RL.SLIDINGLOG` keeps a sorted set with one member `<ns>:<cost>:<sum>` per
+//! admitted request (legacy keys: a bare `<ns>` per unit), scored by the
+//! nanosecond's microsecond (see `algorithm::sliding_log`).
 
 use crate::args::Kind;
 use crate::error::RlError;
@@ -133,7 +134,7 @@ pub fn parse_decimal(bytes: &[u8]) -> Option<u128> {
     )
 }
 
-/// A decimal `u64` (a sliding-log member), or `None`.
+/// A decimal `u64`, or `None`.
 pub fn parse_u64(bytes: &[u8]) -> Option<u64> {
     parse_decimal(bytes).and_then(|v| u64::try_from(v).ok())
 }

@@ -5,7 +5,7 @@
 use crate::algorithm::fixed::FixedState;
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
-use crate::algorithm::sliding_log::{LogView, LogWrite};
+use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite};
 use crate::algorithm::{expire_ms, fixed, sliding, Decision};
 use crate::args::{Kind, Limiter, Request};
 use crate::codec::{decode, encode, Text};
@@ -18,10 +18,11 @@ pub enum Write {
     Set { value: Text, expire_ms: u64 },
     /// The limiter is idle again: the key goes, as it would at its expiry.
     Delete,
-    /// Add sliding-log entries (after dropping the expired ones).
+    /// Add a sliding-log entry (after dropping a bounded number of lapsed ones).
     LogAdd { write: LogWrite, expire_ms: u64 },
-    /// Remove the newest sliding-log entries; the newest that stays sets the expiry.
-    LogRemoveNewest { count: u64, expire_ms: u64 },
+    /// Remove the newest sliding-log entries and shrink the next one; the newest
+    /// that stays sets the expiry.
+    LogRefund { refund: LogRefund, expire_ms: u64 },
 }
 
 /// A decision and, if it changes the key, the write that applies it.
@@ -94,20 +95,21 @@ pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending,
                 Some(log) => log,
                 None => &EmptyLog,
             };
+            let corrupt = |_: Corrupt| RlError::ForeignValue(kind.label());
             if refund {
-                let out = p.refund(view, now, n);
+                let out = p.refund(view, now, n).map_err(corrupt)?;
                 Pending {
                     decision: out.decision,
                     write: out.write.map(|r| match r.newest_left_ns {
                         None => Write::Delete,
-                        Some(ns) => Write::LogRemoveNewest {
-                            count: r.remove,
+                        Some(ns) => Write::LogRefund {
+                            refund: r,
                             expire_ms: expire_ms(p.leaves_at_ns(ns)),
                         },
                     }),
                 }
             } else {
-                let out = p.decide(view, now, n);
+                let out = p.decide(view, now, n).map_err(corrupt)?;
                 Pending {
                     decision: out.decision,
                     write: out.write.map(|w| Write::LogAdd {
@@ -126,7 +128,7 @@ pub fn commit(key: &Key, write: &Write) {
         Write::Set { value, expire_ms } => key.write_string(value.as_bytes(), *expire_ms),
         Write::Delete => key.delete(),
         Write::LogAdd { write, expire_ms } => key.write_log(write, *expire_ms),
-        Write::LogRemoveNewest { count, expire_ms } => key.remove_newest(*count, *expire_ms),
+        Write::LogRefund { refund, expire_ms } => key.refund_log(refund, *expire_ms),
     }
 }
 
@@ -185,16 +187,25 @@ fn narrow(v: u128) -> u64 {
 struct EmptyLog;
 
 impl LogView for EmptyLog {
-    fn count_after(&self, _: u64) -> u64 {
+    fn len(&self) -> u64 {
         0
     }
-    fn nth_after(&self, _: u64, _: u64) -> Option<u64> {
-        None
+    fn count_after(&self, _: u64) -> Result<u64, Corrupt> {
+        Ok(0)
     }
-    fn newest_ns(&self) -> Option<u64> {
-        None
+    fn scan_after(&self, _: u64, _: &mut dyn FnMut(Entry) -> bool) -> Result<(), Corrupt> {
+        Ok(())
     }
-    fn nth_newest_ns(&self, _: u64) -> Option<u64> {
-        None
+    fn last_through(&self, _: u64) -> Result<Option<Entry>, Corrupt> {
+        Ok(None)
+    }
+    fn scan_newest(&self, _: &mut dyn FnMut(Entry) -> bool) -> Result<(), Corrupt> {
+        Ok(())
+    }
+    fn at_rank(&self, _: u64) -> Result<Option<Entry>, Corrupt> {
+        Ok(None)
+    }
+    fn oldest(&self) -> Result<Option<Entry>, Corrupt> {
+        Ok(None)
     }
 }

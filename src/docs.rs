@@ -283,11 +283,12 @@ pub fn all_docs() -> Vec<Doc> {
             vec![integer(c"limit"), string(c"window")],
         ),
         Doc {
-            complexity: c"O(log N + cost + expired entries), N the entries in the log",
+            complexity:
+                c"O(log N), N the entries in the log; a write also removes up to 64 lapsed entries",
             acl: c"write slow",
             ..doc(
                 c"rl.slidinglog",
-                c"Exact sliding log: limit per window, one entry per unit of cost",
+                c"Exact sliding log: limit per window, one entry per admitted request",
                 vec![integer(c"limit"), string(c"window")],
             )
         },
@@ -303,7 +304,7 @@ pub fn all_docs() -> Vec<Doc> {
     docs.push(Doc {
         name: c"rl.acquire",
         summary: c"In-flight limit: hold one of limit leases for at most timeout (renews a held lease_id)",
-        complexity: c"O(log N + lapsed leases), N the leases held",
+        complexity: c"O(log N), N the leases stored; a write also removes up to 64 lapsed leases",
         arity: -5,
         numkeys_at: None,
         args: vec![key(), integer(c"limit"), string(c"timeout"), string(c"lease_id"), flag(c"PEEK", c"peek")],
@@ -312,7 +313,7 @@ pub fn all_docs() -> Vec<Doc> {
     docs.push(Doc {
         name: c"rl.release",
         summary: c"Releases a lease taken with RL.ACQUIRE: 1 if it was held, else 0",
-        complexity: c"O(log N + lapsed leases), N the leases held",
+        complexity: c"O(log N), N the leases stored; a write also removes up to 64 lapsed leases",
         arity: 3,
         numkeys_at: None,
         args: vec![key(), string(c"lease_id")],

@@ -10,6 +10,7 @@ use crate::algorithm::fixed::FixedState;
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::testing::VecLog;
+use crate::algorithm::sliding_log::{score_of, Entry, SlidingLog};
 use crate::algorithm::{expire_ms, Decision, Wait};
 use crate::args::{parse, Caps, Kind, Limiter, MAX_COST, MAX_COUNT, MAX_DURATION_MS};
 use crate::codec::{decode, encode};
@@ -92,10 +93,6 @@ fn check(d: &Decision, cost: u64) {
     assert!(r[3] >= -1 && r[4] >= 0 && r[1] >= 1 && r[2] >= 0);
 }
 
-/// Each write's newest entries kept by the in-memory sliding log (enough to
-/// exercise the view without storing 10^12 entries).
-const KEEP: u64 = 64;
-
 /// Runs one limiter over a clock sequence with random costs, checking every
 /// decision and round-tripping every stored state through the codec.
 fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
@@ -144,18 +141,58 @@ fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
                 out.decision
             }
             Limiter::SlidingLog(p) => {
-                let out = p.decide(&log, now, cost);
+                // Only the last nanosecond of u64 cannot take a new entry: refused.
+                let Ok(out) = p.decide(&log, now, cost) else {
+                    assert_eq!(log.0.last().map(|e| e.ns), Some(u64::MAX));
+                    continue;
+                };
+                assert_eq!(out.decision, naive_log(&p, &log, now, cost));
                 if let Some(w) = out.write {
-                    assert!(
-                        (crate::algorithm::sliding_log::score_of(w.last_ns()) as f64).is_finite()
-                    );
+                    let e = w.entry;
+                    assert_eq!(Entry::parse(&e.member(), e.score() as f64), Some(e));
                     expire_ms(p.idle_at_ns(&w));
-                    log.apply(&w, KEEP);
+                    log.apply(&w);
                 }
                 out.decision
             }
         };
         check(&decision, cost);
+    }
+}
+
+/// The sliding log's decision computed the slow way, visiting every entry:
+/// the units of the live entries, and the entry whose leaving frees enough.
+fn naive_log(p: &SlidingLog, log: &VecLog, now: u64, cost: u64) -> Decision {
+    let cutoff = score_of(now).saturating_sub(p.window_ns / 1_000);
+    let live: Vec<&Entry> = log.0.iter().filter(|e| e.score() > cutoff).collect();
+    let units: u64 = live.iter().map(|e| e.cost).sum();
+    let until = |ns: u64| p.leaves_at_ns(ns).saturating_sub(u128::from(now));
+    let newest = live.last().map(|e| e.ns);
+    let allowed = cost <= p.limit && units + cost <= p.limit;
+    let retry_after = if cost > p.limit {
+        Wait::Never
+    } else if allowed {
+        Wait::After(0)
+    } else {
+        let excess = units + cost - p.limit;
+        let mut freed = 0;
+        let leaving = live.iter().find(|e| {
+            freed += e.cost;
+            freed >= excess
+        });
+        Wait::After(until(leaving.expect("enough units").ns))
+    };
+    let (units, newest) = match (allowed && cost > 0, newest) {
+        (true, Some(ns)) => (units + cost, Some(ns.max(now).max(ns + 1))),
+        (true, None) => (units + cost, Some(now)),
+        (false, _) => (units, newest),
+    };
+    Decision {
+        allowed,
+        limit: p.limit,
+        remaining: p.limit.saturating_sub(units),
+        retry_after,
+        reset_after_ns: newest.map_or(0, until),
     }
 }
 
@@ -170,8 +207,8 @@ fn step_instant(kind: Kind, stored: &mut u128, out: crate::algorithm::Outcome<u1
 }
 
 fn limiter() -> impl Strategy<Value = Limiter> {
+    use crate::algorithm::token_bucket::TokenBucket;
     use crate::algorithm::{fixed::Fixed, gcra::Gcra, leaky::Leaky, sliding::Sliding};
-    use crate::algorithm::{sliding_log::SlidingLog, token_bucket::TokenBucket};
     prop_oneof![
         (count(), duration_ns(), count()).prop_map(|(limit, period_ns, burst)| Limiter::Gcra(
             Gcra {
@@ -250,5 +287,55 @@ proptest! {
         costs in vec(cost(), 1..8),
     ) {
         drive(limiter, start, &steps, &costs);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 20_000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A sliding log that starts with legacy entries (one unit each, as written
+    /// before weighted entries existed), under random requests and refunds on a
+    /// clock that may step back, decides exactly as the slow count of every
+    /// entry; refunds leave exactly the units they promise; every admitted
+    /// request stores one entry; sums keep growing.
+    #[test]
+    fn sliding_log_matches_a_slow_count(
+        limit in 1u64..40,
+        window_ms in 1u64..50,
+        legacy in vec(0u64..20_000_000, 0..60),
+        ops in vec((-3_000_000i64..6_000_000, 0u64..12, any::<bool>()), 1..40),
+    ) {
+        const T0: u64 = 1_700_000_000_000_000_000;
+        let p = SlidingLog { limit, window_ns: window_ms * 1_000_000 };
+        let mut ns: Vec<u64> = legacy.iter().map(|d| T0 + d).collect();
+        ns.sort_unstable();
+        ns.dedup();
+        let mut log = VecLog::legacy(ns);
+        let mut now = T0 + 20_000_000;
+        for (step, cost, refund) in ops {
+            now = now.saturating_add_signed(step);
+            let before = log.0.len();
+            if refund {
+                let out = p.refund(&log, now, cost).unwrap();
+                let cutoff = score_of(now).saturating_sub(window_ms * 1_000);
+                let units = |l: &VecLog| l.0.iter().filter(|e| e.score() > cutoff).map(|e| e.cost).sum::<u64>();
+                let held = units(&log);
+                prop_assert_eq!(out.decision.remaining, limit.saturating_sub(held - cost.min(held)));
+                if let Some(r) = out.write {
+                    log.apply_refund(&r);
+                    prop_assert_eq!(units(&log), held - cost.min(held));
+                }
+            } else {
+                let out = p.decide(&log, now, cost).unwrap();
+                prop_assert_eq!(out.decision, naive_log(&p, &log, now, cost));
+                if let Some(w) = out.write {
+                    log.apply(&w);
+                    prop_assert!(log.0.len() <= before + 1);
+                }
+            }
+            let sums: Vec<u64> = log.0.iter().filter_map(|e| e.sum).collect();
+            prop_assert!(sums.windows(2).all(|w| w[0] < w[1]), "{:?}", log);
+            prop_assert!(log.0.windows(2).all(|w| w[0].ns < w[1].ns));
+        }
     }
 }

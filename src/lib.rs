@@ -61,7 +61,8 @@ const COMMANDS: [(&std::ffi::CStr, Handler, &std::ffi::CStr); 9] = [
     (c"rl.tokenbucket", token_bucket, c"write deny-oom fast"),
     (c"rl.leaky", leaky, c"write deny-oom fast"),
     (c"rl.sliding", sliding, c"write deny-oom fast"),
-    // O(limit) memory and O(cost) work per call: not `fast`.
+    // Registered without `fast` as the contract has it (a call is O(log n), but a
+    // write may also remove up to 64 lapsed entries, and REFUND amortises).
     (c"rl.slidinglog", sliding_log, c"write deny-oom"),
     (c"rl.fixed", fixed, c"write deny-oom fast"),
     // redis-cell's command, its replies and its stored state (src/throttle.rs).

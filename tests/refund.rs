@@ -57,9 +57,16 @@ fn sliding_log_removes_the_newest_entries(flavor: Flavor) {
     rl(c, "RL.SLIDINGLOG log 5 1h COST 2");
     let before: Vec<String> = run(c, "ZRANGE log 0 -1");
     let expiry_before: i64 = run(c, "PEXPIRETIME log");
+    assert_eq!(before.len(), 2, "one entry per request");
     rl(c, "RL.SLIDINGLOG log 5 1h REFUND 3");
     let after: Vec<String> = run(c, "ZRANGE log 0 -1");
-    assert_eq!(after, before[..1], "the oldest entry stays");
+    // The newest entry (2 units) goes whole; the oldest keeps its time, 1 unit.
+    let (ns, _) = before[0].split_once(':').unwrap();
+    assert_eq!(
+        after,
+        [format!("{ns}:1:1")],
+        "the oldest entry stays, shrunk"
+    );
     let expiry_after: i64 = run(c, "PEXPIRETIME log");
     assert!(
         expiry_after < expiry_before,

@@ -30,9 +30,11 @@ pub trait LeaseView {
     fn nth_latest(&self, k: u64) -> Option<u64>;
 }
 
-/// What an admitted acquisition writes: drop every lease lapsing at or before
-/// `cutoff_us`, store the lease with `lapse_us`; afterwards the latest lapse of
-/// any stored lease is `latest_us` (the key's expiry).
+/// What an admitted acquisition writes: drop up to
+/// [`TRIM_MAX`](super::sliding_log::TRIM_MAX) leases lapsing at or before
+/// `cutoff_us` (soonest first; the rest stay stored, counting for nothing), store
+/// the lease with `lapse_us`; afterwards the latest lapse of any stored lease is
+/// `latest_us` (the key's expiry).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeaseWrite {
     pub cutoff_us: u64,
@@ -45,7 +47,7 @@ pub struct LeaseWrite {
 pub enum ReleaseWrite {
     /// No other lease is held: the key goes, as it would at its expiry.
     Delete,
-    /// Drop every lease lapsing at or before `cutoff_us` and the released one;
+    /// Drop up to `TRIM_MAX` leases lapsing at or before `cutoff_us` and the released one;
     /// the latest lapse of the leases left is `latest_us` (the key's expiry).
     Remove { cutoff_us: u64, latest_us: u64 },
 }
@@ -208,8 +210,26 @@ mod tests {
     }
 
     impl VecLeases {
+        /// Drops at most `TRIM_MAX` lapsed leases, soonest first, as the store does.
+        fn trim(&mut self, cutoff_us: u64) {
+            let mut lapsed: Vec<u64> = self
+                .0
+                .iter()
+                .map(|(_, l)| *l)
+                .filter(|&l| l <= cutoff_us)
+                .collect();
+            lapsed.sort_unstable();
+            if let Some(&bound) = lapsed.get(super::super::sliding_log::TRIM_MAX) {
+                // Ties at the bound: keep every lease lapsing at `bound` or later.
+                self.0.retain(|(_, l)| *l >= bound);
+            } else {
+                self.0.retain(|(_, l)| *l > cutoff_us);
+            }
+        }
+
         fn apply(&mut self, id: &[u8], w: &LeaseWrite) {
-            self.0.retain(|(i, l)| *l > w.cutoff_us && i != id);
+            self.trim(w.cutoff_us);
+            self.0.retain(|(i, _)| i != id);
             self.0.push((id.to_vec(), w.lapse_us));
             assert_eq!(
                 self.nth_latest(0),
@@ -225,7 +245,8 @@ mod tests {
                     cutoff_us,
                     latest_us,
                 } => {
-                    self.0.retain(|(i, l)| *l > cutoff_us && i != id);
+                    self.trim(cutoff_us);
+                    self.0.retain(|(i, _)| i != id);
                     assert_eq!(self.nth_latest(0), Some(latest_us), "latest after release");
                 }
             }

@@ -1,45 +1,79 @@
-//! The sliding log's sorted set: members are decimal nanoseconds, scores their
-//! microseconds (see `codec.rs`).
+//! The sliding log's sorted set: members `<ns>:<cost>:<sum>` (legacy keys: bare
+//! `<ns>`), scores their microseconds (see `algorithm::sliding_log`). Reads seek
+//! by score through the key API; counting and selecting legacy entries by rank
+//! goes through `ZCOUNT` / `ZRANGE r r` (O(log n); the 7.0 key API has no rank).
+
+use std::os::raw::c_int;
 
 use redis_module::raw;
 
 use super::{bytes_of, Key, OwnedString};
-use crate::algorithm::sliding_log::{score_of, LogView, LogWrite};
-use crate::codec::parse_u64;
+use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, TRIM_MAX};
 
 impl Key {
-    /// The member (as nanoseconds) of the first or last entry, if it is a
-    /// well-formed sliding-log entry; `Err` if the entry is not one.
-    fn log_edge(&self, last: bool) -> Result<Option<u64>, ()> {
-        let Some((member, score)) = self.zset_edge(last) else {
-            return Ok(None);
-        };
-        match parse_u64(bytes_of(member.ptr)) {
-            Some(ns) if score == score_of(ns) as f64 => Ok(Some(ns)),
-            _ => Err(()),
-        }
+    /// The entry at the current position of a scan; `None` if the module did not write it.
+    fn current_entry(&self) -> Option<Entry> {
+        let (member, score) = self.current();
+        Entry::parse(bytes_of(member.ptr), score)
     }
 
     /// Views the sorted set as a sliding log; `None` if its oldest or newest entry
-    /// is not a sliding-log entry (the key holds someone else's sorted set).
+    /// is not a sliding-log entry (the key holds someone else's sorted set), or
+    /// if a legacy entry follows a weighted one.
     pub fn as_log(&self) -> Option<ZsetLog<'_>> {
-        self.log_edge(false).ok()?;
-        let newest = self.log_edge(true).ok()?;
-        Some(ZsetLog { key: self, newest })
+        let edge = |last: bool| {
+            let mut found = Some(None);
+            let take = |k: &Key| {
+                found = k.current_entry().map(Some);
+                false
+            };
+            if last {
+                self.scan_newest(take);
+            } else {
+                self.scan_all(take);
+            }
+            found
+        };
+        let oldest = edge(false)?;
+        let newest = edge(true)?;
+        if let (Some(o), Some(n)) = (oldest, newest) {
+            if o.sum.is_some() && n.sum.is_none() {
+                return None;
+            }
+        }
+        Some(ZsetLog {
+            key: self,
+            oldest,
+            newest,
+        })
     }
 
-    /// Removes the `count` newest entries, sets the expiry, and replicates
-    /// `ZREM` + `PEXPIREAT`.
-    pub fn remove_newest(&self, count: u64, expire_ms: u64) {
-        let mut newest = Vec::with_capacity(count as usize);
-        self.scan_newest(|k| {
-            newest.push(k.current().0);
-            (newest.len() as u64) < count
-        });
-        for member in &newest {
+    /// Removes at most [`TRIM_MAX`] entries scored `<= cutoff_us` (oldest
+    /// first) and replicates `ZREM key <exactly those members>`: lapsed log
+    /// entries or leases leave a bounded number per write, never all at once.
+    pub(super) fn trim_through(&self, cutoff_us: u64) {
+        let mut lapsed = Vec::new();
+        self.scan(
+            raw::REDISMODULE_NEGATIVE_INFINITE,
+            cutoff_us as f64,
+            false,
+            |k| {
+                lapsed.push(k.current().0);
+                lapsed.len() < TRIM_MAX
+            },
+        );
+        self.remove_members(&lapsed);
+    }
+
+    /// Removes `members` and replicates `ZREM key members…` (nothing if empty).
+    pub(super) fn remove_members(&self, members: &[OwnedString]) {
+        if members.is_empty() {
+            return;
+        }
+        for member in members {
             self.zset_rem(member);
         }
-        let argv: Vec<*mut raw::RedisModuleString> = newest.iter().map(|s| s.ptr).collect();
+        let argv: Vec<*mut raw::RedisModuleString> = members.iter().map(|s| s.ptr).collect();
         api!(RedisModule_Replicate(
             self.ctx,
             c"ZREM".as_ptr(),
@@ -48,62 +82,123 @@ impl Key {
             argv.as_ptr(),
             argv.len(),
         ));
+    }
+
+    /// Adds one entry and replicates `ZADD key <score> <member>`.
+    fn add_entry(&self, entry: &Entry) {
+        self.zset_add(entry.score(), &entry.member());
+    }
+
+    /// Drops up to [`TRIM_MAX`] lapsed entries, adds the write's entry, sets the
+    /// expiry, and replicates the same three effects.
+    pub fn write_log(&self, write: &LogWrite, expire_ms: u64) {
+        if write.lapsed {
+            self.trim_through(write.cutoff_us);
+        }
+        self.add_entry(&write.entry);
         self.expire_at(expire_ms);
     }
 
-    /// Drops entries scored `<= cutoff_us`, adds the write's entries, sets the
-    /// expiry, and replicates the same three effects.
-    pub fn write_log(&self, write: &LogWrite, expire_ms: u64) {
-        self.drop_scored_through(write.cutoff_us);
-        let mut zadd_args = Vec::with_capacity(2 * write.count as usize);
-        for ns in write.first_ns..=write.last_ns() {
-            let score = score_of(ns);
-            let member = OwnedString::new(self.ctx, ns.to_string().as_bytes());
-            api!(RedisModule_ZsetAdd(
-                self.ptr(),
-                score as f64,
-                member.ptr,
-                std::ptr::null_mut()
-            ));
-            zadd_args.push(OwnedString::from_i64(self.ctx, score as i64));
-            zadd_args.push(member);
+    /// Applies a refund: removes the `remove` newest entries and, if the refund
+    /// rewrites one, that entry's old member (`ZREM`), adds its new member
+    /// (`ZADD`, same score), and sets the expiry (`PEXPIREAT`).
+    pub fn refund_log(&self, refund: &LogRefund, expire_ms: u64) {
+        let take = refund.remove + u64::from(refund.rewrite.is_some());
+        let mut newest = Vec::new();
+        self.scan_newest(|k| {
+            newest.push(k.current().0);
+            (newest.len() as u64) < take
+        });
+        self.remove_members(&newest);
+        if let Some((_, new)) = refund.rewrite {
+            self.add_entry(&new);
         }
-        let argv: Vec<*mut raw::RedisModuleString> = zadd_args.iter().map(|s| s.ptr).collect();
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZADD".as_ptr(),
-            c"sv".as_ptr(),
-            self.name,
-            argv.as_ptr(),
-            argv.len(),
-        ));
         self.expire_at(expire_ms);
     }
 }
 
-/// A sliding-log sorted set, read through iterators that allocate nothing
-/// except for the one entry a denied request needs.
+/// A sliding-log sorted set.
 pub struct ZsetLog<'a> {
     key: &'a Key,
-    newest: Option<u64>,
+    oldest: Option<Entry>,
+    newest: Option<Entry>,
 }
 
 impl LogView for ZsetLog<'_> {
-    fn count_after(&self, cutoff_us: u64) -> u64 {
-        self.key.count_after(cutoff_us)
+    fn len(&self) -> u64 {
+        self.key.len()
     }
 
-    fn nth_after(&self, cutoff_us: u64, k: u64) -> Option<u64> {
-        self.key.nth_score_after(cutoff_us, k)
-    }
-
-    fn newest_ns(&self) -> Option<u64> {
-        self.newest
-    }
-
-    fn nth_newest_ns(&self, k: u64) -> Option<u64> {
+    fn count_after(&self, cutoff_us: u64) -> Result<u64, Corrupt> {
         self.key
-            .nth_newest(k)
-            .and_then(|(member, _)| parse_u64(bytes_of(member.ptr)))
+            .zcount(&format!("({cutoff_us}"), "+inf")
+            .ok_or(Corrupt)
+    }
+
+    fn scan_after(
+        &self,
+        cutoff_us: u64,
+        visit: &mut dyn FnMut(Entry) -> bool,
+    ) -> Result<(), Corrupt> {
+        let mut result = Ok(());
+        self.key.scan(
+            cutoff_us as f64,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+            true,
+            |k| match k.current_entry() {
+                Some(e) => visit(e),
+                None => {
+                    result = Err(Corrupt);
+                    false
+                }
+            },
+        );
+        result
+    }
+
+    fn last_through(&self, score_us: u64) -> Result<Option<Entry>, Corrupt> {
+        let key = self.key.ptr();
+        let lo = raw::REDISMODULE_NEGATIVE_INFINITE;
+        if api!(RedisModule_ZsetLastInScoreRange(
+            key,
+            lo,
+            score_us as f64,
+            0,
+            0
+        )) != raw::REDISMODULE_OK as c_int
+        {
+            return Ok(None);
+        }
+        let entry = (api!(RedisModule_ZsetRangeEndReached(key)) == 0)
+            .then(|| self.key.current_entry().ok_or(Corrupt));
+        api!(RedisModule_ZsetRangeStop(key));
+        entry.transpose()
+    }
+
+    fn scan_newest(&self, visit: &mut dyn FnMut(Entry) -> bool) -> Result<(), Corrupt> {
+        let mut result = Ok(());
+        self.key.scan_newest(|k| match k.current_entry() {
+            Some(e) => visit(e),
+            None => {
+                result = Err(Corrupt);
+                false
+            }
+        });
+        result
+    }
+
+    fn oldest(&self) -> Result<Option<Entry>, Corrupt> {
+        Ok(self.oldest)
+    }
+
+    fn newest(&self) -> Result<Option<Entry>, Corrupt> {
+        Ok(self.newest)
+    }
+
+    fn at_rank(&self, rank: u64) -> Result<Option<Entry>, Corrupt> {
+        match self.key.zrange_one(rank) {
+            None => Ok(None),
+            Some((member, score)) => Entry::parse(&member, score).map(Some).ok_or(Corrupt),
+        }
     }
 }

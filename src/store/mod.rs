@@ -1,8 +1,9 @@
 //! State <-> Redis key through the low-level key API: read what the key holds,
 //! write new state with its absolute expiry, and replicate the effect as plain
-//! commands with absolute times (`SET … PXAT`, `ZREMRANGEBYSCORE` + `ZADD` +
-//! `PEXPIREAT`), never the time-dependent command itself.
+//! commands with absolute times (`SET … PXAT`, `ZREM` + `ZADD` + `PEXPIREAT`,
+//! `DEL`), never the time-dependent command itself.
 
+use std::ffi::CStr;
 use std::os::raw::{c_int, c_longlong};
 use std::ptr::NonNull;
 
@@ -51,11 +52,6 @@ impl OwnedString {
             bytes.as_ptr().cast(),
             bytes.len()
         ));
-        OwnedString { ctx, ptr }
-    }
-
-    fn from_i64(ctx: *mut raw::RedisModuleCtx, value: i64) -> OwnedString {
-        let ptr = api!(RedisModule_CreateStringFromLongLong(ctx, value));
         OwnedString { ctx, ptr }
     }
 }
@@ -192,76 +188,14 @@ impl Key {
         (OwnedString { ctx: self.ctx, ptr }, score)
     }
 
-    /// The member and score of the sorted set's first (lowest) or last entry.
-    fn zset_edge(&self, last: bool) -> Option<(OwnedString, f64)> {
-        let mut edge = None;
-        let take = |k: &Key| {
-            edge = Some(k.current());
-            false
-        };
-        if last {
-            self.scan_newest(take);
-        } else {
-            self.scan(
-                raw::REDISMODULE_NEGATIVE_INFINITE,
-                raw::REDISMODULE_POSITIVE_INFINITE,
-                false,
-                take,
-            );
-        }
-        edge
-    }
-
-    /// Entries scored above `cutoff_us` (those at or below it have lapsed or
-    /// left the window; counting them visits only them).
-    fn count_after(&self, cutoff_us: u64) -> u64 {
-        let len = self.len();
-        let mut stale = 0u64;
+    /// Runs `visit` over all entries, oldest first, until it returns `false`.
+    fn scan_all(&self, visit: impl FnMut(&Key) -> bool) {
         self.scan(
             raw::REDISMODULE_NEGATIVE_INFINITE,
-            cutoff_us as f64,
-            false,
-            |_| {
-                stale += 1;
-                true
-            },
-        );
-        len - stale.min(len)
-    }
-
-    /// The score of the `k`-th (0-based) oldest entry scored above `cutoff_us`.
-    fn nth_score_after(&self, cutoff_us: u64, k: u64) -> Option<u64> {
-        let mut seen = 0u64;
-        let mut found = None;
-        self.scan(
-            cutoff_us as f64,
             raw::REDISMODULE_POSITIVE_INFINITE,
-            true,
-            |key| {
-                if seen == k {
-                    found = Some(key.current().1 as u64);
-                    return false;
-                }
-                seen += 1;
-                true
-            },
+            false,
+            visit,
         );
-        found
-    }
-
-    /// The member and score of the `k`-th (0-based) newest entry.
-    fn nth_newest(&self, k: u64) -> Option<(OwnedString, f64)> {
-        let mut seen = 0u64;
-        let mut found = None;
-        self.scan_newest(|key| {
-            if seen == k {
-                found = Some(key.current());
-                return false;
-            }
-            seen += 1;
-            true
-        });
-        found
     }
 
     /// Removes one sorted-set member (not replicated: callers replicate the effect).
@@ -273,33 +207,76 @@ impl Key {
         ));
     }
 
-    /// Removes every entry scored `<= cutoff_us` and, if any went, replicates
-    /// `ZREMRANGEBYSCORE key -inf <cutoff_us>`.
-    fn drop_scored_through(&self, cutoff_us: u64) {
-        let mut stale = Vec::new();
-        self.scan(
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            cutoff_us as f64,
-            false,
-            |k| {
-                stale.push(k.current().0);
-                true
-            },
-        );
-        if stale.is_empty() {
-            return;
-        }
-        for member in &stale {
-            self.zset_rem(member);
-        }
+    /// Adds (or moves) `member` at `score` and replicates `ZADD key <score> <member>`.
+    fn zset_add(&self, score: u64, member: &[u8]) {
+        let member = OwnedString::new(self.ctx, member);
+        api!(RedisModule_ZsetAdd(
+            self.ptr(),
+            score as f64,
+            member.ptr,
+            std::ptr::null_mut()
+        ));
         api!(RedisModule_Replicate(
             self.ctx,
-            c"ZREMRANGEBYSCORE".as_ptr(),
-            c"scl".as_ptr(),
+            c"ZADD".as_ptr(),
+            c"sls".as_ptr(),
             self.name,
-            c"-inf".as_ptr(),
-            cutoff_us as c_longlong,
+            score as c_longlong,
+            member.ptr,
         ));
+    }
+
+    /// Runs a read-only command on this key through `RedisModule_Call` (for what
+    /// the key API cannot do in O(log n): counting and selecting by rank). The
+    /// call is not replicated and checks no ACL (the caller's command was allowed).
+    fn call(&self, command: &CStr, args: &[&str]) -> Option<CallReply> {
+        let args: Vec<OwnedString> = args
+            .iter()
+            .map(|a| OwnedString::new(self.ctx, a.as_bytes()))
+            .collect();
+        let mut argv: Vec<*mut raw::RedisModuleString> = vec![self.name];
+        argv.extend(args.iter().map(|a| a.ptr));
+        let reply = api!(RedisModule_Call(
+            self.ctx,
+            command.as_ptr(),
+            c"v".as_ptr(),
+            argv.as_ptr(),
+            argv.len(),
+        ));
+        NonNull::new(reply).map(CallReply)
+    }
+
+    /// `ZCOUNT key min max`: O(log n).
+    fn zcount(&self, min: &str, max: &str) -> Option<u64> {
+        let reply = self.call(c"ZCOUNT", &[min, max])?;
+        (reply.kind() == raw::REDISMODULE_REPLY_INTEGER)
+            .then(|| api!(RedisModule_CallReplyInteger(reply.ptr())))
+            .and_then(|n| u64::try_from(n).ok())
+    }
+
+    /// `ZRANGE key rank rank WITHSCORES`: the member and score of the entry of
+    /// rank `rank` (0 = lowest score), in O(log n).
+    fn zrange_one(&self, rank: u64) -> Option<(Vec<u8>, f64)> {
+        let rank = rank.to_string();
+        let reply = self.call(c"ZRANGE", &[&rank, &rank, "WITHSCORES"])?;
+        if reply.kind() != raw::REDISMODULE_REPLY_ARRAY
+            || api!(RedisModule_CallReplyLength(reply.ptr())) != 2
+        {
+            return None;
+        }
+        let text = |i: usize| {
+            let element = api!(RedisModule_CallReplyArrayElement(reply.ptr(), i));
+            let mut len = 0usize;
+            let ptr = api!(RedisModule_CallReplyStringPtr(element, &mut len));
+            if ptr.is_null() {
+                return None;
+            }
+            // SAFETY: Redis returns `len` bytes owned by the reply, which outlives this read.
+            Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }.to_vec())
+        };
+        let member = text(0)?;
+        let score = std::str::from_utf8(&text(1)?).ok()?.parse::<f64>().ok()?;
+        Some((member, score))
     }
 
     /// Sets the absolute expiry and replicates `PEXPIREAT`.
@@ -333,6 +310,25 @@ impl Key {
             }
         }
         api!(RedisModule_ZsetRangeStop(self.ptr()));
+    }
+}
+
+/// A reply of `RedisModule_Call`; freed on drop.
+struct CallReply(NonNull<raw::RedisModuleCallReply>);
+
+impl CallReply {
+    fn ptr(&self) -> *mut raw::RedisModuleCallReply {
+        self.0.as_ptr()
+    }
+
+    fn kind(&self) -> isize {
+        api!(RedisModule_CallReplyType(self.ptr())) as isize
+    }
+}
+
+impl Drop for CallReply {
+    fn drop(&mut self) {
+        api!(RedisModule_FreeCallReply(self.ptr()));
     }
 }
 
