@@ -1,11 +1,11 @@
 //! In-flight leases (RL.ACQUIRE / RL.RELEASE): a sorted set whose members are
 //! `lease:` + the lease id and whose scores are lapse times in microseconds.
 
-use std::os::raw::{c_int, c_longlong};
+use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::{bytes_of, Key, OwnedString};
+use super::{bytes_of, Effect, Key, OwnedString};
 use crate::algorithm::lease::{LeaseView, LeaseWrite};
 
 /// The prefix of every lease member; it tells a lease set from a sliding log.
@@ -40,20 +40,19 @@ impl Key {
     pub fn write_lease(&self, member: &[u8], write: &LeaseWrite, expire_ms: u64) {
         self.drop_scored_through(write.cutoff_us);
         let member = OwnedString::new(self.ctx, member);
+        let mut flags: c_int = 0;
         api!(RedisModule_ZsetAdd(
             self.ptr(),
             write.lapse_us as f64,
             member.ptr,
-            std::ptr::null_mut()
+            &mut flags
         ));
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZADD".as_ptr(),
-            c"sls".as_ptr(),
-            self.name,
-            write.lapse_us as c_longlong,
-            member.ptr,
-        ));
+        let score = OwnedString::from_i64(self.ctx, write.lapse_us as i64);
+        self.effect(Effect::Zadd {
+            args: &[score.ptr, member.ptr],
+            changed: flags & (raw::REDISMODULE_ZADD_ADDED | raw::REDISMODULE_ZADD_UPDATED) as c_int
+                != 0,
+        });
         self.expire_at(expire_ms);
     }
 
@@ -63,13 +62,7 @@ impl Key {
         self.drop_scored_through(cutoff_us);
         let member = OwnedString::new(self.ctx, member);
         self.zset_rem(&member);
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZREM".as_ptr(),
-            c"ss".as_ptr(),
-            self.name,
-            member.ptr,
-        ));
+        self.effect(Effect::Zrem(&[member.ptr]));
         self.expire_at(expire_ms);
     }
 }

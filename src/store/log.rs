@@ -3,7 +3,7 @@
 
 use redis_module::raw;
 
-use super::{bytes_of, Key, OwnedString};
+use super::{bytes_of, Effect, Key, OwnedString};
 use crate::algorithm::sliding_log::{score_of, LogView, LogWrite};
 use crate::codec::parse_u64;
 
@@ -40,14 +40,7 @@ impl Key {
             self.zset_rem(member);
         }
         let argv: Vec<*mut raw::RedisModuleString> = newest.iter().map(|s| s.ptr).collect();
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZREM".as_ptr(),
-            c"sv".as_ptr(),
-            self.name,
-            argv.as_ptr(),
-            argv.len(),
-        ));
+        self.effect(Effect::Zrem(&argv));
         self.expire_at(expire_ms);
     }
 
@@ -69,14 +62,11 @@ impl Key {
             zadd_args.push(member);
         }
         let argv: Vec<*mut raw::RedisModuleString> = zadd_args.iter().map(|s| s.ptr).collect();
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZADD".as_ptr(),
-            c"sv".as_ptr(),
-            self.name,
-            argv.as_ptr(),
-            argv.len(),
-        ));
+        // Every member is new: nanoseconds after the newest entry.
+        self.effect(Effect::Zadd {
+            args: &argv,
+            changed: true,
+        });
         self.expire_at(expire_ms);
     }
 }
