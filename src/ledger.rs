@@ -106,21 +106,26 @@ impl<const N: usize> Ledger<N> {
     /// recorded since the last settle was reset, and keeps only its last
     /// `redis_calls` calls.
     pub fn settle(&mut self, redis_calls: [u64; N]) {
+        let mut recorded = [0u64; N];
+        for call in &self.recent {
+            recorded[call.command as usize] += 1;
+        }
+        // Per command, how many of its oldest recent calls came before a reset.
+        let mut before_reset = [0u64; N];
         for (command, &now) in redis_calls.iter().enumerate() {
-            let mine = self.recent.iter().filter(|c| c.command as usize == command);
-            let recorded = mine.clone().count() as u64;
-            let since = now.wrapping_sub(self.baseline[command]);
-            let reset = now < self.baseline[command] || since < recorded;
-            let skip = if reset {
+            let base = self.baseline[command];
+            if now < base || now - base < recorded[command] {
                 self.settled[command] = Tally::ZERO;
-                recorded.saturating_sub(now)
-            } else {
-                0
-            };
-            for call in mine.skip(skip as usize) {
-                self.settled[command].add(call.outcome);
+                before_reset[command] = recorded[command].saturating_sub(now);
             }
             self.baseline[command] = now;
+        }
+        for call in &self.recent {
+            let command = call.command as usize;
+            match before_reset[command] {
+                0 => self.settled[command].add(call.outcome),
+                _ => before_reset[command] -= 1,
+            }
         }
         self.recent.clear();
     }

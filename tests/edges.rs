@@ -103,20 +103,25 @@ server_tests! {
     }
 
     fn longer_foreign_strings_keep_their_content(flavor) {
-        // 21 to 44 bytes: Redis stores them embstr, and the module API can read
-        // one only by direct access, which makes it raw on Redis 7.0: the
-        // content, expiry and DUMP never change.
+        // 21 to 44 bytes: stored embstr; the module API reads a string only by
+        // direct access, which makes it raw. Content, expiry and DUMP never change.
         let s = Server::start(flavor);
         let c = &mut s.conn();
         let value = "a-foreign-value-of-30-bytes-xx";
         run::<String>(c, &format!("SET v {value} PX 3600000"));
+        assert_eq!(run::<String>(c, "OBJECT ENCODING v"), "embstr");
         let dump: Vec<u8> = run(c, "DUMP v");
         let expiry = pexpiretime(c, "v");
         assert!(rl_err(c, "RL.GCRA v 1 1s PEEK").starts_with("ERR key holds a value"));
         assert_eq!(run::<String>(c, "GET v"), value);
         assert_eq!(run::<Vec<u8>>(c, "DUMP v"), dump);
         assert_eq!(pexpiretime(c, "v"), expiry);
-        let encoding: String = run(c, "OBJECT ENCODING v");
-        assert!(["embstr", "raw"].contains(&encoding.as_str()), "{encoding}");
+        assert_eq!(run::<String>(c, "OBJECT ENCODING v"), "raw");
+        // CL.THROTTLE's state is a decimal integer: it reads short strings, the same way.
+        run::<String>(c, "SET n 1764489600123456789");
+        assert_eq!(run::<String>(c, "OBJECT ENCODING n"), "int");
+        assert_eq!(rl(c, "CL.THROTTLE n 0 1 60 0")[0], 0);
+        assert_eq!(run::<String>(c, "GET n"), "1764489600123456789");
+        assert_eq!(run::<String>(c, "OBJECT ENCODING n"), "raw");
     }
 }
