@@ -96,9 +96,9 @@ impl<const N: usize> Ledger<N> {
         });
     }
 
-    /// True if calls were recorded since the last `settle`.
-    pub fn has_recent(&self) -> bool {
-        !self.recent.is_empty()
+    /// How many calls were recorded since the last `settle`.
+    pub fn recent(&self) -> usize {
+        self.recent.len()
     }
 
     /// Folds the recent calls into the tallies, given Redis's `calls` for each
@@ -164,6 +164,7 @@ mod tests {
         l.record(0, DENY);
         l.record(1, Outcome::Error);
         assert_eq!(calls(&l), [2, 1]);
+        assert_eq!(l.recent(), 3);
         l.settle([2, 1]);
         l.record(0, ADMIT);
         l.settle([3, 1]);

@@ -147,6 +147,19 @@ fn executed_resets_clear_and_counting_resumes(flavor: Flavor) {
     );
     assert_eq!(rl_calls(c), redis_calls(c));
 
+    // The same, with time for the server's cron tick (hz 10) to settle the calls
+    // before and after the reset: the counts are the same either way.
+    workload(c);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run::<String>(c, "CONFIG RESETSTAT");
+    rl(c, "RL.GCRA g 1 1h");
+    rl(c, "RL.FIXED f2 5 1h COST 2");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let after: String = run(c, "INFO rl");
+    for line in info.lines().filter(|l| l.starts_with("rl_")) {
+        assert!(after.contains(line), "{after}");
+    }
+
     // A reset inside a transaction that executes clears too.
     workload(c);
     let _: Value = redis::pipe()
@@ -160,7 +173,40 @@ fn executed_resets_clear_and_counting_resumes(flavor: Flavor) {
     assert_eq!(redis_calls(c), ["sliding=1"]);
 }
 
+/// In the test build a call settles the ledger itself every 64 calls (as one
+/// does every 2^20 calls when no cron tick comes, e.g. inside a long script):
+/// the counts stay exact.
+fn calls_that_settle_the_ledger_themselves_count_exactly(flavor: Flavor) {
+    let s = Server::start_debug(flavor);
+    let c = &mut s.conn();
+    let script =
+        "for i = 1, tonumber(ARGV[1]) do redis.call('rl.fixed', KEYS[1], 1000000, '1h') end";
+    let eval = |c: &mut redis::Connection, n: u32| {
+        let _: Value = redis::cmd("EVAL")
+            .arg(script)
+            .arg(1)
+            .arg("k")
+            .arg(n)
+            .query(c)
+            .unwrap();
+    };
+    eval(c, 150);
+    run::<String>(c, "CONFIG RESETSTAT");
+    eval(c, 200);
+    assert_eq!(rl_calls(c), ["fixed=200"]);
+    assert_eq!(redis_calls(c), ["fixed=200"]);
+    let info: String = run(c, "INFO rl");
+    assert!(
+        info.contains("rl_fixed:calls=200,admitted=200,denied=0,errors=0,cost_admitted=200,"),
+        "{info}"
+    );
+}
+
 server_tests! {
+    fn calls_settling_the_ledger_in_a_long_script_count_exactly(flavor) {
+        super::calls_that_settle_the_ledger_themselves_count_exactly(flavor)
+    }
+
     fn refused_queued_and_script_resetstat_clear_nothing(flavor) {
         super::refused_resets_clear_nothing(flavor)
     }
