@@ -224,12 +224,33 @@ pub fn parse_form(
             window_ns: duration(1)?,
         }),
     };
+    check_rate(kind, &limiter)?;
     Ok(Request {
         limiter,
         cost: refund.or(cost).unwrap_or(1),
         refund: refund.is_some(),
         peek,
     })
+}
+
+/// The GCRA family regains `rate` units per `period`; one unit must cost at
+/// least 1 ns (`period_ns >= rate`), as the stored instant has nanosecond
+/// resolution: below that, an admitted request would spend nothing.
+fn check_rate(kind: Kind, limiter: &Limiter) -> Result<(), RlError> {
+    let (rate, period_ns) = match *limiter {
+        Limiter::Gcra(g) => (g.limit, g.period_ns),
+        Limiter::TokenBucket(t) => (t.refill, t.period_ns),
+        Limiter::Leaky(l) => (l.leak, l.period_ns),
+        _ => return Ok(()),
+    };
+    let names = kind.positionals();
+    match rate <= period_ns {
+        true => Ok(()),
+        false => Err(RlError::RateTooHigh {
+            rate: names[names.len() - 2],
+            period: names[names.len() - 1],
+        }),
+    }
 }
 
 fn set_once(

@@ -34,7 +34,7 @@ pub struct Pending {
 /// Decides `req` for the limiter on `key` at `now`, writing nothing.
 pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending, RlError> {
     let (n, refund) = (req.cost, req.refund);
-    Ok(match req.limiter {
+    let pending = match req.limiter {
         Limiter::Gcra(p) => decide_instant(key, kind, &p, req, now)?,
         Limiter::TokenBucket(p) => decide_instant(key, kind, &p, req, now)?,
         Limiter::Leaky(p) => decide_instant(key, kind, &p, req, now)?,
@@ -89,7 +89,9 @@ pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending,
             let log = match key.held() {
                 Held::Empty => None,
                 Held::Zset => Some(key.as_log().ok_or(RlError::ForeignValue(kind.label()))?),
-                Held::String(_) | Held::Other => return Err(RlError::WrongType),
+                Held::String(_) | Held::ShortString | Held::Other => {
+                    return Err(RlError::WrongType)
+                }
             };
             let view: &dyn LogView = match &log {
                 Some(log) => log,
@@ -119,6 +121,10 @@ pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending,
                 }
             }
         }
+    };
+    Ok(Pending {
+        decision: pending.decision.within_expiry_cap(now.into()),
+        ..pending
     })
 }
 
@@ -173,6 +179,8 @@ fn read_string<const N: usize>(key: &Key, kind: Kind) -> Result<Option<[u128; N]
     match key.held() {
         Held::Empty => Ok(None),
         Held::String(bytes) => decode::<N>(kind, bytes).map(Some),
+        // Every state `kind` writes is longer: not read, so never re-encoded.
+        Held::ShortString => Err(RlError::ForeignValue(kind.label())),
         Held::Zset | Held::Other => Err(RlError::WrongType),
     }
 }

@@ -26,6 +26,11 @@ pub enum RlError {
     RepeatedOption(&'static str),
     #[error("ERR option {0} needs a value")]
     MissingValue(&'static str),
+    #[error("ERR {rate} per {period} must be at most 1 per nanosecond: {period} / {rate} must be at least 1ns")]
+    RateTooHigh {
+        rate: &'static str,
+        period: &'static str,
+    },
     #[error("ERR COST and REFUND cannot be used together")]
     CostWithRefund,
     #[error("ERR RL.ALL clause {0} has too few parameters")]

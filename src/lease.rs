@@ -142,7 +142,7 @@ fn with_leases<T>(key: &Key, f: impl FnOnce(&dyn LeaseView) -> T) -> Result<T, R
             let leases = key.as_leases().ok_or(RlError::ForeignValue(ACQUIRE))?;
             Ok(f(&leases))
         }
-        Held::String(_) | Held::Other => Err(RlError::WrongType),
+        Held::String(_) | Held::ShortString | Held::Other => Err(RlError::WrongType),
     }
 }
 

@@ -18,6 +18,7 @@ mod error;
 #[cfg(test)]
 mod fuzz;
 mod lease;
+mod ledger;
 mod stats;
 mod store;
 mod throttle;
@@ -96,13 +97,23 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
-    // SAFETY: as above; the callbacks live as long as the module.
+    // SAFETY: as above; the callbacks live as long as the module, which is never unloaded.
     unsafe {
-        raw::RedisModule_RegisterInfoFunc.expect("RegisterInfoFunc")(ctx.ctx, Some(stats::info));
-        raw::RedisModule_RegisterCommandFilter.expect("RegisterCommandFilter")(
+        // Keys are signalled modified only when written (`store::Key`), not
+        // whenever one opened for writing is closed. The call sets every option.
+        raw::RedisModule_SetModuleOptions.expect("SetModuleOptions")(
             ctx.ctx,
-            Some(stats::on_command),
-            raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
+            raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
+        );
+        raw::RedisModule_RegisterInfoFunc.expect("RegisterInfoFunc")(ctx.ctx, Some(stats::info));
+        let cron = raw::RedisModuleEvent {
+            id: raw::REDISMODULE_EVENT_CRON_LOOP,
+            dataver: 1,
+        };
+        raw::RedisModule_SubscribeToServerEvent.expect("SubscribeToServerEvent")(
+            ctx.ctx,
+            cron,
+            Some(stats::on_cron),
         );
     }
     // RL.ALL's keys move with numkeys: Redis asks the handler for their positions.
@@ -144,6 +155,17 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     Status::Ok
 }
 
+/// `MODULE UNLOAD rl` is always refused: a transaction can hold queued calls to
+/// the module's commands, and Redis 7.0 and Valkey crash running them after an
+/// unload. Upgrade by restart or replica failover (README, "Upgrading").
+fn deinit(ctx: &Context) -> Status {
+    ctx.log_warning(
+        "rl: MODULE UNLOAD refused: the rl module cannot be unloaded safely; \
+         upgrade it by restarting the server or failing over to an upgraded replica",
+    );
+    Status::Err
+}
+
 // Unit tests run without Redis: they keep the system allocator.
 #[cfg(not(test))]
 redis_module::redis_module! {
@@ -152,6 +174,7 @@ redis_module::redis_module! {
     allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
     data_types: [],
     init: init,
+    deinit: deinit,
     configurations: [
         i64: [
             [

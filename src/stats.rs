@@ -1,113 +1,173 @@
-//! Per-command counters for `INFO rl`: calls, admitted, denied, errors, and the
-//! total cost admitted and denied. `CONFIG RESETSTAT` clears them (a command
-//! filter sees it go by). Commands run on Redis's main thread, so relaxed
-//! atomics are only needed to make the statics `Sync`.
+//! `INFO rl`: per-command counters (calls, admitted, denied, errors, and the
+//! total cost admitted and denied), kept by a [`Ledger`] so that they clear
+//! exactly when Redis's own command statistics clear. Redis's counts are read
+//! from `INFO commandstats` only when `INFO rl` is asked, and from the cron
+//! event while calls are waiting to be settled: never while a command runs, and
+//! no other command pays anything. Everything runs on Redis's main thread; the
+//! mutex only makes the static `Sync`.
 
-use std::os::raw::c_int;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::ffi::CStr;
+use std::os::raw::{c_int, c_void};
+use std::sync::{Mutex, MutexGuard};
 
 use redis_module::raw;
 
-#[derive(Default)]
-pub struct Counters {
-    calls: AtomicU64,
-    admitted: AtomicU64,
-    denied: AtomicU64,
-    errors: AtomicU64,
-    cost_admitted: AtomicU64,
-    cost_denied: AtomicU64,
-}
+use crate::ledger::{Ledger, Outcome, Tally};
 
-impl Counters {
-    const fn new() -> Counters {
-        Counters {
-            calls: AtomicU64::new(0),
-            admitted: AtomicU64::new(0),
-            denied: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-            cost_admitted: AtomicU64::new(0),
-            cost_denied: AtomicU64::new(0),
-        }
-    }
-
-    fn fields(&self) -> [(&'static std::ffi::CStr, u64); 6] {
-        [
-            (c"calls", self.calls.load(Relaxed)),
-            (c"admitted", self.admitted.load(Relaxed)),
-            (c"denied", self.denied.load(Relaxed)),
-            (c"errors", self.errors.load(Relaxed)),
-            (c"cost_admitted", self.cost_admitted.load(Relaxed)),
-            (c"cost_denied", self.cost_denied.load(Relaxed)),
-        ]
-    }
-
-    fn reset(&self) {
-        for c in [
-            &self.calls,
-            &self.admitted,
-            &self.denied,
-            &self.errors,
-            &self.cost_admitted,
-            &self.cost_denied,
-        ] {
-            c.store(0, Relaxed);
-        }
-    }
-}
-
-/// Each counted command: its label (as in error messages), its INFO field name, its counters.
-static TABLE: [(&str, &std::ffi::CStr, Counters); 10] = [
-    ("RL.GCRA", c"gcra", Counters::new()),
-    ("RL.TOKENBUCKET", c"tokenbucket", Counters::new()),
-    ("RL.LEAKY", c"leaky", Counters::new()),
-    ("RL.SLIDING", c"sliding", Counters::new()),
-    ("RL.SLIDINGLOG", c"slidinglog", Counters::new()),
-    ("RL.FIXED", c"fixed", Counters::new()),
-    ("RL.ALL", c"all", Counters::new()),
-    ("RL.ACQUIRE", c"acquire", Counters::new()),
-    ("RL.RELEASE", c"release", Counters::new()),
-    ("CL.THROTTLE", c"throttle", Counters::new()),
+/// Each counted command: its label (as in error messages), its name in
+/// `INFO commandstats`, its `INFO rl` field name.
+const TABLE: [(&str, &CStr, &CStr); 10] = [
+    ("RL.GCRA", c"cmdstat_rl.gcra", c"gcra"),
+    ("RL.TOKENBUCKET", c"cmdstat_rl.tokenbucket", c"tokenbucket"),
+    ("RL.LEAKY", c"cmdstat_rl.leaky", c"leaky"),
+    ("RL.SLIDING", c"cmdstat_rl.sliding", c"sliding"),
+    ("RL.SLIDINGLOG", c"cmdstat_rl.slidinglog", c"slidinglog"),
+    ("RL.FIXED", c"cmdstat_rl.fixed", c"fixed"),
+    ("RL.ALL", c"cmdstat_rl.all", c"all"),
+    ("RL.ACQUIRE", c"cmdstat_rl.acquire", c"acquire"),
+    ("RL.RELEASE", c"cmdstat_rl.release", c"release"),
+    ("CL.THROTTLE", c"cmdstat_cl.throttle", c"throttle"),
 ];
+const N: usize = TABLE.len();
 
-fn counters(label: &str) -> Option<&'static Counters> {
-    TABLE
-        .iter()
-        .find(|(l, _, _)| *l == label)
-        .map(|(_, _, c)| c)
+/// Calls kept before a call settles them itself (16 bytes each): bounds the
+/// memory when the cron event cannot run, e.g. during a long script. Test
+/// builds use a small bound, so that tests reach it.
+const MAX_RECENT: usize = if cfg!(feature = "debug-commands") {
+    64
+} else {
+    1 << 20
+};
+
+struct State {
+    ledger: Ledger<N>,
+    /// The decision of the call in progress, if it made one.
+    decided: Option<(bool, u64)>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    ledger: Ledger::new(),
+    decided: None,
+});
+
+fn state() -> MutexGuard<'static, State> {
+    // A panic never happens while the lock is held; recover the data if one did.
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn index(label: &str) -> Option<usize> {
+    TABLE.iter().position(|(l, _, _)| *l == label)
+}
+
+/// The call in progress decided: admitted or denied, for `cost` units (a
+/// refund counts as admitted with no cost).
+pub fn decision(_label: &str, allowed: bool, cost: u64) {
+    state().decided = Some((allowed, cost));
 }
 
 /// A call finished: with an error, or with a reply.
 pub fn call(label: &str, failed: bool) {
-    if let Some(c) = counters(label) {
-        c.calls.fetch_add(1, Relaxed);
-        if failed {
-            c.errors.fetch_add(1, Relaxed);
-        }
+    let mut state = state();
+    let decided = state.decided.take();
+    if state.ledger.recent() >= MAX_RECENT {
+        // Every call recorded so far has returned, so Redis has counted it; this
+        // one is not recorded yet.
+        settle(&mut state);
+    }
+    if let Some(i) = index(label) {
+        let outcome = match (failed, decided) {
+            (true, _) => Outcome::Error,
+            (false, Some((allowed, cost))) => Outcome::Decided { allowed, cost },
+            (false, None) => Outcome::Answered,
+        };
+        state.ledger.record(i, outcome);
     }
 }
 
-/// A decision: admitted or denied, for `cost` units (a refund counts as admitted with no cost).
-pub fn decision(label: &str, allowed: bool, cost: u64) {
-    if let Some(c) = counters(label) {
-        let (n, total) = if allowed {
-            (&c.admitted, &c.cost_admitted)
-        } else {
-            (&c.denied, &c.cost_denied)
+/// Each counted command's `calls` in `INFO commandstats` (absent: 0); `None`
+/// if the server does not answer.
+fn redis_calls() -> Option<[u64; N]> {
+    // SAFETY: a NULL context is allowed; the data is freed below.
+    let info = unsafe {
+        raw::RedisModule_GetServerInfo.expect("GetServerInfo")(
+            std::ptr::null_mut(),
+            c"commandstats".as_ptr(),
+        )
+    };
+    if info.is_null() {
+        return None;
+    }
+    let mut calls = [0u64; N];
+    for (slot, (_, field, _)) in calls.iter_mut().zip(TABLE) {
+        // SAFETY: `info` is live; the value is a NUL-terminated string it owns.
+        let value = unsafe {
+            raw::RedisModule_ServerInfoGetFieldC.expect("ServerInfoGetFieldC")(info, field.as_ptr())
         };
-        n.fetch_add(1, Relaxed);
-        total.fetch_add(cost, Relaxed);
+        if !value.is_null() {
+            // SAFETY: as above.
+            let text = unsafe { CStr::from_ptr(value) }.to_bytes();
+            *slot = calls_of(text);
+        }
+    }
+    // SAFETY: `info` came from GetServerInfo with a NULL context.
+    unsafe { raw::RedisModule_FreeServerInfo.expect("FreeServerInfo")(std::ptr::null_mut(), info) };
+    Some(calls)
+}
+
+/// `calls=N` in a commandstats value (`calls=3,usec=...`); 0 if absent.
+fn calls_of(text: &[u8]) -> u64 {
+    text.split(|&b| b == b',')
+        .find_map(|kv| kv.strip_prefix(b"calls="))
+        .and_then(crate::codec::parse_u64)
+        .unwrap_or(0)
+}
+
+/// Settles the ledger against Redis's counts.
+fn settle(state: &mut State) {
+    if let Some(calls) = redis_calls() {
+        state.ledger.settle(calls);
+    }
+}
+
+/// The cron event (server `hz` times a second): settles calls recorded since
+/// the last look, so a reset is seen before the record grows large.
+pub extern "C" fn on_cron(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    _data: *mut c_void,
+) {
+    let mut state = state();
+    if state.ledger.recent() > 0 {
+        settle(&mut state);
     }
 }
 
 /// The `INFO` callback: section `rl_stats`, one line per command, e.g.
 /// `rl_gcra:calls=3,admitted=2,denied=1,errors=0,cost_admitted=2,cost_denied=1`.
-pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
+    // A crash report must not take the lock or call into the server.
+    let tallies = match (for_crash_report, STATE.try_lock()) {
+        (0, Ok(mut state)) => {
+            settle(&mut state);
+            state.ledger.tallies()
+        }
+        (_, Ok(state)) => state.ledger.tallies(),
+        (_, Err(_)) => [Tally::default(); N],
+    };
     // SAFETY: Redis calls this with a live info context; every string is NUL-terminated.
     unsafe {
         raw::RedisModule_InfoAddSection.expect("InfoAddSection")(ctx, c"stats".as_ptr());
-        for (_, name, counters) in &TABLE {
+        for ((_, _, name), t) in TABLE.iter().zip(tallies) {
             raw::RedisModule_InfoBeginDictField.expect("InfoBeginDictField")(ctx, name.as_ptr());
-            for (field, value) in counters.fields() {
+            for (field, value) in [
+                (c"calls", t.calls),
+                (c"admitted", t.admitted),
+                (c"denied", t.denied),
+                (c"errors", t.errors),
+                (c"cost_admitted", t.cost_admitted),
+                (c"cost_denied", t.cost_denied),
+            ] {
                 raw::RedisModule_InfoAddFieldULongLong.expect("InfoAddFieldULongLong")(
                     ctx,
                     field.as_ptr(),
@@ -119,27 +179,14 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
     }
 }
 
-/// A command filter that clears the counters when `CONFIG RESETSTAT` goes by
-/// (Redis gives modules no event for it). It changes no command.
-pub extern "C" fn on_command(filter: *mut raw::RedisModuleCommandFilterCtx) {
-    let arg = |i: c_int| -> &[u8] {
-        // SAFETY: `filter` is live during this callback and `i` is below the count.
-        unsafe {
-            let s = raw::RedisModule_CommandFilterArgGet.expect("CommandFilterArgGet")(filter, i);
-            let mut len = 0usize;
-            let ptr = raw::RedisModule_StringPtrLen.expect("StringPtrLen")(s, &mut len);
-            std::slice::from_raw_parts(ptr.cast(), len)
-        }
-    };
-    // SAFETY: as above.
-    let count =
-        unsafe { raw::RedisModule_CommandFilterArgsCount.expect("CommandFilterArgsCount")(filter) };
-    if count == 2
-        && arg(0).eq_ignore_ascii_case(b"CONFIG")
-        && arg(1).eq_ignore_ascii_case(b"RESETSTAT")
-    {
-        for (_, _, counters) in &TABLE {
-            counters.reset();
-        }
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_calls_from_a_commandstats_value() {
+        assert_eq!(
+            super::calls_of(b"calls=42,usec=7,usec_per_call=0.17,rejected_calls=0"),
+            42
+        );
+        assert_eq!(super::calls_of(b"usec=7"), 0);
     }
 }

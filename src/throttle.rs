@@ -49,7 +49,12 @@ fn run(
     let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(LABEL))?;
     let stored = match key.held() {
         Held::Empty => None,
-        Held::String(bytes) => Some(parse_u64(bytes).ok_or(RlError::ForeignValue(LABEL))?),
+        // The state is a decimal TAT, at most 20 bytes: it must be read.
+        Held::ShortString => {
+            let bytes = key.short_string().ok_or(RlError::WrongType)?;
+            Some(parse_u64(bytes).ok_or(RlError::ForeignValue(LABEL))?)
+        }
+        Held::String(_) => return Err(RlError::ForeignValue(LABEL)),
         Held::Zset | Held::Other => return Err(RlError::WrongType),
     };
     let out = cell::decide(&cell, stored, now, quantity);

@@ -95,7 +95,8 @@ fn sliding_log_cap_is_configurable(flavor: Flavor) {
 }
 
 fn bad_module_arguments_refuse_the_load(flavor: Flavor) {
-    let s = Server::start_with(flavor, &["--enable-module-command", "yes"]);
+    // Started without the module: `MODULE UNLOAD rl` is refused (tests/unload.rs).
+    let s = Server::start_with(flavor, &["--enable-module-command", "yes", "--no-module"]);
     for (args, message) in [
         (
             &["sliding-log-max-limit", "0"][..],
@@ -113,14 +114,15 @@ fn bad_module_arguments_refuse_the_load(flavor: Flavor) {
             .arg(module_path().to_str().unwrap())
             .arg(args);
         let c = &mut s.conn();
-        run::<String>(c, "MODULE UNLOAD rl");
         assert!(load.query::<Value>(c).is_err(), "{args:?}");
         assert!(s.log().contains(message), "{args:?}: log lacks {message:?}");
         let modules: Value = run(c, "MODULE LIST");
         assert!(!format!("{modules:?}").contains("librl"), "{args:?}");
-        // Put the module back for the next case.
-        run::<String>(c, &format!("MODULE LOAD {}", module_path().display()));
     }
+    // Good arguments load it.
+    let c = &mut s.conn();
+    run::<String>(c, &format!("MODULE LOAD {}", module_path().display()));
+    assert_eq!(rl(c, "RL.FIXED f 5 1h")[..3], [1, 5, 4]);
 }
 
 fn the_command_table_describes_every_command(flavor: Flavor) {

@@ -4,7 +4,8 @@
 use super::schedule::{InstantLimiter, Schedule};
 use super::Outcome;
 
-/// Invariant: every field is at least 1.
+/// Invariant: every field is at least 1, and `period_ns >= limit` (one unit costs
+/// at least 1 ns; `args` refuses faster rates).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gcra {
     pub limit: u64,

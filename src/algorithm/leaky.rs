@@ -6,7 +6,8 @@
 use super::schedule::{InstantLimiter, Schedule};
 use super::{Outcome, Wait};
 
-/// Invariant: every field is at least 1.
+/// Invariant: every field is at least 1, and `period_ns >= leak` (one unit costs
+/// at least 1 ns; `args` refuses faster rates).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Leaky {
     pub capacity: u64,

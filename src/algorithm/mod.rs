@@ -22,6 +22,9 @@ pub const NANOS_PER_US: u64 = 1_000;
 /// lies beyond it is kept until then, which no real deployment will reach.
 pub const MAX_EXPIRE_MS: u64 = 1_000_000_000_000_000;
 
+/// [`MAX_EXPIRE_MS`] in nanoseconds.
+const MAX_EXPIRE_NS: u128 = MAX_EXPIRE_MS as u128 * NANOS_PER_MS as u128;
+
 /// When a denied request could be admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
@@ -59,6 +62,20 @@ impl Decision {
             retry,
             ms_ceil(self.reset_after_ns),
         ]
+    }
+}
+
+impl Decision {
+    /// The decision with its waits capped at the expiry cap: every key is gone,
+    /// and its limiter idle, at [`MAX_EXPIRE_MS`] at the latest, so no reply
+    /// promises a wait beyond the key's real expiry.
+    pub fn within_expiry_cap(mut self, now: u128) -> Decision {
+        let horizon = MAX_EXPIRE_NS.saturating_sub(now);
+        self.reset_after_ns = self.reset_after_ns.min(horizon);
+        if let Wait::After(ns) = self.retry_after {
+            self.retry_after = Wait::After(ns.min(horizon));
+        }
+        self
     }
 }
 

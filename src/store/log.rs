@@ -7,7 +7,7 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::{bytes_of, Key, OwnedString};
+use super::{bytes_of, Effect, Key, OwnedString};
 use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, TRIM_MAX};
 
 impl Key {
@@ -74,14 +74,7 @@ impl Key {
             self.zset_rem(member);
         }
         let argv: Vec<*mut raw::RedisModuleString> = members.iter().map(|s| s.ptr).collect();
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZREM".as_ptr(),
-            c"sv".as_ptr(),
-            self.name,
-            argv.as_ptr(),
-            argv.len(),
-        ));
+        self.effect(Effect::Zrem(&argv));
     }
 
     /// Adds one entry and replicates `ZADD key <score> <member>`.

@@ -1,10 +1,13 @@
 //! State <-> Redis key through the low-level key API: read what the key holds,
 //! write new state with its absolute expiry, and replicate the effect as plain
 //! commands with absolute times (`SET … PXAT`, `ZREM` + `ZADD` + `PEXPIREAT`,
-//! `DEL`), never the time-dependent command itself.
+//! `DEL`), never the time-dependent command itself. Every write goes through
+//! [`effect`], which also publishes keyspace events and marks the key to be
+//! signalled modified.
 
+use std::cell::Cell;
 use std::ffi::CStr;
-use std::os::raw::{c_int, c_longlong};
+use std::os::raw::c_int;
 use std::ptr::NonNull;
 
 use redis_module::raw;
@@ -19,24 +22,39 @@ macro_rules! api {
     };
 }
 
+mod effect;
 mod leases;
 mod log;
 
+use effect::Effect;
+
 pub use leases::lease_member;
+
+/// Strings this long or shorter may be `int`-encoded, and reading one through
+/// the module API would re-encode it: they are told apart by length alone.
+/// Every string state the `RL.*` commands write is longer.
+pub const SHORT_STRING: usize = 20;
 
 /// What a key holds.
 pub enum Held<'a> {
     Empty,
+    /// A string of more than [`SHORT_STRING`] bytes, and its bytes.
     String(&'a [u8]),
+    /// A string of at most [`SHORT_STRING`] bytes, not read (see [`Key::short_string`]).
+    ShortString,
     Zset,
     Other,
 }
 
 /// A key opened for reading and writing; closed on drop, even during a panic.
+/// Invariant: the key is signalled modified (`WATCH`, client tracking) when it
+/// is closed if and only if an [`Effect`] was written to it (the module sets
+/// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`).
 pub struct Key {
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
     key: NonNull<raw::RedisModuleKey>,
+    written: Cell<bool>,
 }
 
 /// A string created through the module API; freed on drop.
@@ -80,7 +98,12 @@ impl Key {
     pub fn open(ctx: *mut raw::RedisModuleCtx, name: *mut raw::RedisModuleString) -> Option<Key> {
         let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
         let key = NonNull::new(api!(RedisModule_OpenKey(ctx, name, mode)))?;
-        Some(Key { ctx, name, key })
+        Some(Key {
+            ctx,
+            name,
+            key,
+            written: Cell::new(false),
+        })
     }
 
     fn ptr(&self) -> *mut raw::RedisModuleKey {
@@ -91,22 +114,35 @@ impl Key {
         match api!(RedisModule_KeyType(self.ptr())) as isize {
             raw::REDISMODULE_KEYTYPE_EMPTY => Held::Empty,
             raw::REDISMODULE_KEYTYPE_STRING => {
-                let mut len = 0usize;
-                let ptr = api!(RedisModule_StringDMA(
-                    self.ptr(),
-                    &mut len,
-                    raw::REDISMODULE_READ as c_int
-                ));
-                if ptr.is_null() {
-                    return Held::Other;
+                // The length of an `int`-encoded value is computed without decoding it.
+                if api!(RedisModule_ValueLength(self.ptr())) <= SHORT_STRING {
+                    return Held::ShortString;
                 }
-                // SAFETY: DMA gives `len` readable bytes, valid until the key is
-                // modified or closed; the borrow of `self` outlives neither.
-                Held::String(unsafe { std::slice::from_raw_parts(ptr.cast(), len) })
+                self.string_bytes().map_or(Held::Other, Held::String)
             }
             raw::REDISMODULE_KEYTYPE_ZSET => Held::Zset,
             _ => Held::Other,
         }
+    }
+
+    /// The bytes of a [`Held::ShortString`]. Redis's module API reads a string
+    /// only by direct access, which re-encodes an `int` or `embstr` value as
+    /// `raw` (its content is unchanged): only `CL.THROTTLE`, whose state is a
+    /// decimal integer, reads short strings.
+    pub fn short_string(&self) -> Option<&[u8]> {
+        self.string_bytes()
+    }
+
+    fn string_bytes(&self) -> Option<&[u8]> {
+        let mut len = 0usize;
+        let ptr = api!(RedisModule_StringDMA(
+            self.ptr(),
+            &mut len,
+            raw::REDISMODULE_READ as c_int
+        ));
+        // SAFETY: DMA gives `len` readable bytes, valid until the key is
+        // modified or closed; the borrow of `self` outlives neither.
+        (!ptr.is_null()).then(|| unsafe { std::slice::from_raw_parts(ptr.cast(), len) })
     }
 
     /// Stores `value` with an absolute expiry and replicates `SET key value PXAT ms`.
@@ -132,27 +168,13 @@ impl Key {
             self.ptr(),
             expire_ms as raw::mstime_t
         ));
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"SET".as_ptr(),
-            c"sbcl".as_ptr(),
-            self.name,
-            value.as_ptr(),
-            value.len(),
-            c"PXAT".as_ptr(),
-            expire_ms as c_longlong,
-        ));
+        self.effect(Effect::Set { value, expire_ms });
     }
 
     /// Deletes the key (its limiter is idle) and replicates `DEL`.
     pub fn delete(&self) {
         api!(RedisModule_DeleteKey(self.ptr()));
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"DEL".as_ptr(),
-            c"s".as_ptr(),
-            self.name
-        ));
+        self.effect(Effect::Del);
     }
 
     /// The number of sorted-set entries.
@@ -210,20 +232,19 @@ impl Key {
     /// Adds (or moves) `member` at `score` and replicates `ZADD key <score> <member>`.
     fn zset_add(&self, score: u64, member: &[u8]) {
         let member = OwnedString::new(self.ctx, member);
+        let mut flags: c_int = 0;
         api!(RedisModule_ZsetAdd(
             self.ptr(),
             score as f64,
             member.ptr,
-            std::ptr::null_mut()
+            &mut flags
         ));
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"ZADD".as_ptr(),
-            c"sls".as_ptr(),
-            self.name,
-            score as c_longlong,
-            member.ptr,
-        ));
+        let score = OwnedString::new(self.ctx, score.to_string().as_bytes());
+        self.effect(Effect::Zadd {
+            args: &[score.ptr, member.ptr],
+            changed: flags & (raw::REDISMODULE_ZADD_ADDED | raw::REDISMODULE_ZADD_UPDATED) as c_int
+                != 0,
+        });
     }
 
     /// Runs a read-only command on this key through `RedisModule_Call` (for what
@@ -285,13 +306,7 @@ impl Key {
             self.ptr(),
             expire_ms as raw::mstime_t
         ));
-        api!(RedisModule_Replicate(
-            self.ctx,
-            c"PEXPIREAT".as_ptr(),
-            c"sl".as_ptr(),
-            self.name,
-            expire_ms as c_longlong,
-        ));
+        self.effect(Effect::PexpireAt(expire_ms));
     }
 
     /// Runs `visit` over all entries, newest first, until it returns `false`.
@@ -334,6 +349,9 @@ impl Drop for CallReply {
 
 impl Drop for Key {
     fn drop(&mut self) {
+        if self.written.get() {
+            api!(RedisModule_SignalModifiedKey(self.ctx, self.name));
+        }
         api!(RedisModule_CloseKey(self.ptr()));
     }
 }

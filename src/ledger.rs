@@ -1,0 +1,221 @@
+//! The bookkeeping behind `INFO rl`, free of Redis: per-command tallies that
+//! clear exactly when Redis's own command statistics clear.
+//!
+//! Redis tells modules nothing when `CONFIG RESETSTAT` runs; what a module can
+//! see is its effect, every command's `calls` in `INFO commandstats` starting
+//! again from zero. So the ledger keeps every call since the last look at
+//! Redis's counts ([`Ledger::settle`]) and Redis's count for each command at that
+//! look. If Redis has since counted fewer calls of a command than the ledger
+//! recorded, its statistics were reset in between, and exactly the last
+//! `calls` recorded calls came after the reset: the tally becomes those.
+//! Invariant (the module counts each call exactly when Redis does): after
+//! `settle`, every tally covers exactly the calls since Redis's last reset.
+
+/// What `INFO rl` shows for one command.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub calls: u64,
+    pub admitted: u64,
+    pub denied: u64,
+    pub errors: u64,
+    pub cost_admitted: u64,
+    pub cost_denied: u64,
+}
+
+/// How one call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Answered with an error.
+    Error,
+    /// A decision: admitted or not, for this cost.
+    Decided { allowed: bool, cost: u64 },
+    /// Answered without a decision (`RL.RELEASE`).
+    Answered,
+}
+
+/// One call of the command at index `command` (its row in the table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Call {
+    command: u8,
+    outcome: Outcome,
+}
+
+impl Tally {
+    const ZERO: Tally = Tally {
+        calls: 0,
+        admitted: 0,
+        denied: 0,
+        errors: 0,
+        cost_admitted: 0,
+        cost_denied: 0,
+    };
+
+    fn add(&mut self, outcome: Outcome) {
+        self.calls = self.calls.wrapping_add(1);
+        match outcome {
+            Outcome::Error => self.errors = self.errors.wrapping_add(1),
+            Outcome::Decided { allowed, cost } => {
+                let (n, total) = if allowed {
+                    (&mut self.admitted, &mut self.cost_admitted)
+                } else {
+                    (&mut self.denied, &mut self.cost_denied)
+                };
+                *n = n.wrapping_add(1);
+                *total = total.wrapping_add(cost);
+            }
+            Outcome::Answered => {}
+        }
+    }
+}
+
+/// Tallies for `N` commands.
+pub struct Ledger<const N: usize> {
+    /// Each command's tally as of the last `settle`.
+    settled: [Tally; N],
+    /// Redis's `calls` for each command at the last `settle`.
+    baseline: [u64; N],
+    /// Every call since the last `settle`, oldest first.
+    recent: Vec<Call>,
+}
+
+impl<const N: usize> Ledger<N> {
+    pub const fn new() -> Ledger<N> {
+        Ledger {
+            settled: [Tally::ZERO; N],
+            baseline: [0; N],
+            recent: Vec::new(),
+        }
+    }
+
+    /// Records a finished call of command `command` (an index below `N`).
+    pub fn record(&mut self, command: usize, outcome: Outcome) {
+        debug_assert!(command < N && N <= 256);
+        self.recent.push(Call {
+            command: command as u8,
+            outcome,
+        });
+    }
+
+    /// How many calls were recorded since the last `settle`.
+    pub fn recent(&self) -> usize {
+        self.recent.len()
+    }
+
+    /// Folds the recent calls into the tallies, given Redis's `calls` for each
+    /// command now: a command that Redis counted fewer calls of than were
+    /// recorded since the last settle was reset, and keeps only its last
+    /// `redis_calls` calls.
+    pub fn settle(&mut self, redis_calls: [u64; N]) {
+        let mut recorded = [0u64; N];
+        for call in &self.recent {
+            recorded[call.command as usize] += 1;
+        }
+        // Per command, how many of its oldest recent calls came before a reset.
+        let mut before_reset = [0u64; N];
+        for (command, &now) in redis_calls.iter().enumerate() {
+            let base = self.baseline[command];
+            if now < base || now - base < recorded[command] {
+                self.settled[command] = Tally::ZERO;
+                before_reset[command] = recorded[command].saturating_sub(now);
+            }
+            self.baseline[command] = now;
+        }
+        for call in &self.recent {
+            let command = call.command as usize;
+            match before_reset[command] {
+                0 => self.settled[command].add(call.outcome),
+                _ => before_reset[command] -= 1,
+            }
+        }
+        self.recent.clear();
+    }
+
+    /// The tallies: as of the last settle, plus the calls recorded since.
+    pub fn tallies(&self) -> [Tally; N] {
+        let mut out = self.settled;
+        for call in &self.recent {
+            out[call.command as usize].add(call.outcome);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ADMIT: Outcome = Outcome::Decided {
+        allowed: true,
+        cost: 1,
+    };
+    const DENY: Outcome = Outcome::Decided {
+        allowed: false,
+        cost: 5,
+    };
+
+    fn calls(l: &Ledger<2>) -> [u64; 2] {
+        l.tallies().map(|t| t.calls)
+    }
+
+    #[test]
+    fn counts_while_redis_counts_along() {
+        let mut l = Ledger::<2>::new();
+        l.record(0, ADMIT);
+        l.record(0, DENY);
+        l.record(1, Outcome::Error);
+        assert_eq!(calls(&l), [2, 1]);
+        assert_eq!(l.recent(), 3);
+        l.settle([2, 1]);
+        l.record(0, ADMIT);
+        l.settle([3, 1]);
+        let t = l.tallies()[0];
+        assert_eq!((t.calls, t.admitted, t.denied, t.cost_denied), (3, 2, 1, 5));
+        assert_eq!(l.tallies()[1].errors, 1);
+    }
+
+    #[test]
+    fn a_reset_between_settles_keeps_only_the_calls_after_it() {
+        let mut l = Ledger::<2>::new();
+        for _ in 0..4 {
+            l.record(0, ADMIT);
+        }
+        l.settle([4, 0]);
+        // Two more calls, then a reset, then one denied call: Redis says 1.
+        l.record(0, ADMIT);
+        l.record(0, ADMIT);
+        l.record(0, DENY);
+        l.record(1, ADMIT);
+        l.settle([1, 1]);
+        let t = l.tallies();
+        assert_eq!((t[0].calls, t[0].admitted, t[0].denied), (1, 0, 1));
+        // Command 1 had no call before the reset: its one call stays.
+        assert_eq!(t[1].calls, 1);
+    }
+
+    #[test]
+    fn a_reset_with_more_calls_after_it_than_before_is_still_seen() {
+        let mut l = Ledger::<2>::new();
+        l.record(0, DENY);
+        l.settle([1, 0]);
+        l.record(0, DENY);
+        // Reset, then three admitted: Redis counts 3, above the old baseline 1.
+        for _ in 0..3 {
+            l.record(0, ADMIT);
+        }
+        l.settle([3, 0]);
+        assert_eq!(l.tallies()[0], {
+            let mut t = Tally::ZERO;
+            (0..3).for_each(|_| t.add(ADMIT));
+            t
+        });
+    }
+
+    #[test]
+    fn a_reset_with_no_call_since_clears_the_tally() {
+        let mut l = Ledger::<2>::new();
+        l.record(1, ADMIT);
+        l.settle([0, 1]);
+        l.settle([0, 0]);
+        assert_eq!(l.tallies(), [Tally::ZERO; 2]);
+    }
+}

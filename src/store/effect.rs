@@ -1,0 +1,125 @@
+//! Every write leaves the module through [`Key::effect`]: it replicates one plain
+//! command, publishes the keyspace events that command publishes when a
+//! module-less replica executes it (same names, same order), and marks the key
+//! written, so that it is signalled modified (`WATCH`, client tracking) once,
+//! when it is closed. A call that never reaches `effect` writes, replicates,
+//! publishes and signals nothing.
+
+use std::ffi::CStr;
+use std::os::raw::{c_int, c_longlong};
+
+use redis_module::raw;
+
+use super::Key;
+
+/// One replicated command, applied to the key before `effect` is called.
+pub enum Effect<'a> {
+    /// `SET key value PXAT ms`: `set`, then `expire`.
+    Set { value: &'a [u8], expire_ms: u64 },
+    /// `DEL key`: `del`.
+    Del,
+    /// `ZADD key score member [score member ...]`: `zadd` if a member was added
+    /// or its score changed (`changed`), as `ZADD` publishes nothing otherwise.
+    Zadd {
+        args: &'a [*mut raw::RedisModuleString],
+        changed: bool,
+    },
+    /// `ZREM key member [member ...]`: `zrem`, then `del` if the set is now empty.
+    Zrem(&'a [*mut raw::RedisModuleString]),
+    /// `PEXPIREAT key ms`: `expire` if the key exists (a replica publishes
+    /// nothing for a missing key).
+    PexpireAt(u64),
+}
+
+const STRING: c_int = raw::REDISMODULE_NOTIFY_STRING as c_int;
+const GENERIC: c_int = raw::REDISMODULE_NOTIFY_GENERIC as c_int;
+const ZSET: c_int = raw::REDISMODULE_NOTIFY_ZSET as c_int;
+
+impl Key {
+    /// Replicates `effect`, publishes its keyspace events and marks the key
+    /// written. Call it right after applying the effect to the key.
+    pub(super) fn effect(&self, effect: Effect) {
+        let (ctx, name) = (self.ctx, self.name);
+        match effect {
+            Effect::Set { value, expire_ms } => {
+                api!(RedisModule_Replicate(
+                    ctx,
+                    c"SET".as_ptr(),
+                    c"sbcl".as_ptr(),
+                    name,
+                    value.as_ptr(),
+                    value.len(),
+                    c"PXAT".as_ptr(),
+                    expire_ms as c_longlong,
+                ));
+                self.notify(STRING, c"set");
+                self.notify(GENERIC, c"expire");
+            }
+            Effect::Del => {
+                api!(RedisModule_Replicate(
+                    ctx,
+                    c"DEL".as_ptr(),
+                    c"s".as_ptr(),
+                    name
+                ));
+                self.notify(GENERIC, c"del");
+            }
+            Effect::Zadd { args, changed } => {
+                self.replicate_members(c"ZADD", args);
+                if changed {
+                    self.notify(ZSET, c"zadd");
+                }
+            }
+            Effect::Zrem(members) => {
+                self.replicate_members(c"ZREM", members);
+                self.notify(ZSET, c"zrem");
+                self.notify_del_if_emptied();
+            }
+            Effect::PexpireAt(ms) => {
+                api!(RedisModule_Replicate(
+                    ctx,
+                    c"PEXPIREAT".as_ptr(),
+                    c"sl".as_ptr(),
+                    name,
+                    ms as c_longlong,
+                ));
+                if !self.is_empty() {
+                    self.notify(GENERIC, c"expire");
+                }
+            }
+        }
+        self.written.set(true);
+    }
+
+    /// Replicates `command key args...`.
+    fn replicate_members(&self, command: &CStr, args: &[*mut raw::RedisModuleString]) {
+        api!(RedisModule_Replicate(
+            self.ctx,
+            command.as_ptr(),
+            c"sv".as_ptr(),
+            self.name,
+            args.as_ptr(),
+            args.len(),
+        ));
+    }
+
+    fn notify(&self, class: c_int, event: &CStr) {
+        api!(RedisModule_NotifyKeyspaceEvent(
+            self.ctx,
+            class,
+            event.as_ptr(),
+            self.name
+        ));
+    }
+
+    /// A sorted set that a removal emptied is deleted: `del`, as core commands publish.
+    fn notify_del_if_emptied(&self) {
+        if self.is_empty() {
+            self.notify(GENERIC, c"del");
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        api!(RedisModule_KeyType(self.ptr())) as isize == raw::REDISMODULE_KEYTYPE_EMPTY
+    }
+}
