@@ -192,7 +192,8 @@ const WRITES: &[Case] = &[
         &["w8"],
         &["del w8"],
     ),
-    // Sorted sets: `zadd` then `expire`; a partial refund `zrem` then `expire`; a full one `del`.
+    // Sorted sets: `zadd` then `expire`; a partial refund rewrites the newest entry
+    // (`zadd` of its new member, `zrem` of the old) then `expire`; a full one `del`.
     case(
         &[],
         &["RL.SLIDINGLOG w9 5 1h COST 2"],
@@ -203,7 +204,7 @@ const WRITES: &[Case] = &[
         &["RL.SLIDINGLOG w10 5 1h COST 3"],
         &["RL.SLIDINGLOG w10 5 1h REFUND 1"],
         &["w10"],
-        &["zrem w10", "expire w10"],
+        &["zadd w10", "zrem w10", "expire w10"],
     ),
     case(
         &["RL.SLIDINGLOG w11 5 1h COST 3"],

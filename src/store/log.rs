@@ -92,9 +92,9 @@ impl Key {
         self.expire_at(expire_ms);
     }
 
-    /// Applies a refund: removes the `remove` newest entries and, if the refund
-    /// rewrites one, that entry's old member (`ZREM`), adds its new member
-    /// (`ZADD`, same score), and sets the expiry (`PEXPIREAT`).
+    /// Applies a refund: adds the rewritten entry's new member if the refund
+    /// rewrites one (`ZADD`, same score), removes the `remove` newest entries and
+    /// the rewritten one's old member (`ZREM`), and sets the expiry (`PEXPIREAT`).
     pub fn refund_log(&self, refund: &LogRefund, expire_ms: u64) {
         let take = refund.remove + u64::from(refund.rewrite.is_some());
         let mut newest = Vec::new();
@@ -102,10 +102,12 @@ impl Key {
             newest.push(k.current().0);
             (newest.len() as u64) < take
         });
-        self.remove_members(&newest);
+        // The rewritten entry goes in before the old members go out, so the set
+        // never empties on the way (no `del` event for a key that stays).
         if let Some((_, new)) = refund.rewrite {
             self.add_entry(&new);
         }
+        self.remove_members(&newest);
         self.expire_at(expire_ms);
     }
 }

@@ -40,8 +40,9 @@ def wait_until(ready, proc, what, log, timeout=15):
 
 
 @contextlib.contextmanager
-def start_server(tmp):
-    """A redis-server with the module in directory `tmp`: yields (url, port); killed on exit."""
+def start_server(tmp, extra=()):
+    """A redis-server with the module in directory `tmp` (and `extra` arguments): yields
+    (url, port); killed on exit."""
     module = Path(os.environ.get("RL_MODULE", ROOT / "target/release/librl.so"))
     assert module.exists(), f"{module} not found: run `cargo build --release` (or make test)"
     server = os.environ.get("RL_REDIS_SERVER", "redis-server")
@@ -50,7 +51,7 @@ def start_server(tmp):
     proc = subprocess.Popen(
         [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", str(tmp), "--logfile", str(log),
-         "--loadmodule", str(module)],
+         "--loadmodule", str(module), *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
     )
     url = f"redis://127.0.0.1:{port}/0"

@@ -3,8 +3,10 @@
     <!-- example: KIND [ARGUMENT] -->
 
 Kinds and how tests/python/test_readme.py treats them:
-  cli            a redis-cli transcript (`127.0.0.1:6379> CMD` or `$ redis-cli CMD`, then the
-                 output): run in README order against one fresh server, output compared
+  cli [ARGS]     a redis-cli transcript (`127.0.0.1:6379> CMD` or `$ redis-cli CMD`, then the
+                 output): run in README order against one fresh server, output compared;
+                 with ARGS (e.g. `--enable-module-command yes`), against a second fresh
+                 server started with them
   python         a redis-py fragment: run in README order against the same server
   curl           a curl transcript against the gateway example: run, output compared
   file PATH      the block is PATH's whole text; PATH runs in its own test

@@ -1,6 +1,7 @@
 """Every example in README.md, run in README order against one fresh server with the module,
 prints what the README shows (see readme_blocks.py for the markers)."""
 
+import contextlib
 import os
 import re
 import shlex
@@ -122,10 +123,19 @@ def run_curl(block, gateway):
 def test_readme_examples_run_in_order(fresh, tmp_path):
     url, port = fresh
     gateway = Gateway(url, tmp_path)
+    others = contextlib.ExitStack()  # servers started with a cli block's arguments
+    ports = {}
     ran = 0
     try:
         for b in blocks():
-            if b.kind == "cli":
+            if b.kind == "cli" and b.argument:
+                if b.argument not in ports:
+                    tmp = tmp_path / f"server-{len(ports)}"
+                    tmp.mkdir()
+                    ports[b.argument] = others.enter_context(
+                        start_server(tmp, shlex.split(b.argument)))[1]
+                run_cli(b, ports[b.argument])
+            elif b.kind == "cli":
                 run_cli(b, port)
             elif b.kind == "python":
                 names, handled = run_python(b, url)
@@ -138,6 +148,7 @@ def test_readme_examples_run_in_order(fresh, tmp_path):
             ran += 1
     finally:
         gateway.stop()
+        others.close()
     assert ran >= 10
 
 
