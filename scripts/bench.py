@@ -137,6 +137,8 @@ return {current <= tonumber(ARGV[1]) and 1 or 0, math.max(0, tonumber(ARGV[1]) -
 # is denied.
 CASES = [
     ("RL.GCRA", "rl.gcra", ["100", "1h", "BURST", "100"], "gcra", ["36000", "3564000"]),
+    # redis-cell's command: 100 per hour, bursts of 100 (max_burst 99); its seed is gcra.lua.
+    ("CL.THROTTLE", "cl.throttle", ["99", "100", "3600"], "gcra", ["36000", "3564000"]),
     ("RL.TOKENBUCKET", "rl.tokenbucket", ["100", "100", "1h"], "token_bucket", ["100", "0.027777778", "1"]),
     ("RL.LEAKY", "rl.leaky", ["100", "100", "1h"], "leaky", ["100", "0.000027777778"]),
     ("RL.SLIDING", "rl.sliding", ["100", "1h"], "sliding", ["100", "3600000"]),
@@ -151,13 +153,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+VALKEY = os.path.join(ROOT, ".tools/bin/valkey-server")
+
+
 class Server:
-    def __init__(self, module, extra=()):
+    def __init__(self, module, extra=(), binary="redis-server"):
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="rl-bench-")
         load = ["--loadmodule", module] if module else []
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, *load,
              "--logfile", os.path.join(self.dir, "server.log"), *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -185,6 +190,10 @@ class Server:
         parts = dict(p.split("=") for p in stat.split(",") if "=" in p)
         return float(parts.get("usec_per_call", "nan")), int(parts.get("calls", "0"))
 
+    def cpu_seconds(self):
+        cpu = self.info("cpu")
+        return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
     def stop(self):
         self.cli("SHUTDOWN", "NOSAVE")
         self.proc.wait(timeout=10)
@@ -206,38 +215,79 @@ def benchmark(server, requests, keyspace, args):
 
 
 def measure(server, requests, keyspace, stat_name, args):
-    """(requests per second, server microseconds per call) for one command."""
+    """(requests per second, server µs per call from INFO commandstats, server CPU µs
+    per call from INFO cpu) for one command. commandstats times the command alone;
+    the CPU figure also counts what the server does around it: reading and parsing
+    the request, writing the reply, and feeding replicas and the AOF."""
     server.cli("FLUSHALL")
     server.cli("CONFIG", "RESETSTAT")
+    cpu = server.cpu_seconds()
     rps = benchmark(server, requests, keyspace, args)
-    usec, _calls = server.usec_per_call(stat_name)
-    return rps, usec
+    cpu = server.cpu_seconds() - cpu
+    usec, calls = server.usec_per_call(stat_name)
+    return rps, usec, cpu * 1e6 / max(calls, 1)
 
 
 def key_arg(keyspace):
     return "k:__rand_int__" if keyspace else "hot"
 
 
-def run_table(server, requests, shas, keyspace):
+PXAT = str(int(time.time() * 1000) + 30 * 86_400_000)  # a month ahead: every SET writes
+
+
+def run_table(server, requests, shas, keyspace, label):
+    """One table: the floors (INCR, and SET … PXAT or, for the hot key, GET), each
+    command, and its seed Lua script when `shas` is given."""
     rows = []
     incr = measure(server, requests, keyspace, "incr", ["INCR", key_arg(keyspace)])
     rows.append(("INCR", incr, None))
+    if keyspace:
+        floor_name = "SET … PXAT"
+        floor = measure(server, requests, keyspace, "set",
+                        ["SET", key_arg(keyspace), "gcra:1796045952663730620", "PXAT", PXAT])
+    else:
+        floor_name = "GET"
+        server.cli("FLUSHALL")
+        floor = measure(server, requests, keyspace, "get", ["GET", key_arg(keyspace)])
+    rows.append((floor_name, floor, None))
     for name, stat, args, lua, lua_args in CASES:
         native = measure(server, requests, keyspace, stat, [name, key_arg(keyspace), *args])
-        script = measure(server, requests // 2, keyspace, "evalsha",
-                         ["EVALSHA", shas[lua], "1", key_arg(keyspace), *lua_args])
+        script = None
+        if shas:
+            script = measure(server, requests // 2, keyspace, "evalsha",
+                             ["EVALSHA", shas[lua], "1", key_arg(keyspace), *lua_args])
         rows.append((name, native, script))
     title = f"{keyspace:,} random keys" if keyspace else "one hot key"
-    print(f"\n### {title} (redis-benchmark -P 16 -c 50)\n")
-    print("| command | req/s | server µs/call | × INCR | Lua req/s | Lua µs/call | speed-up vs Lua |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    floor = incr[1]
-    for name, (rps, usec), script in rows:
-        if script:
-            lua_cells = f"| {script[0]:,.0f} | {script[1]:.2f} | {script[1] / usec:.1f}× |"
-        else:
-            lua_cells = "| | | |"
-        print(f"| {name} | {rps:,.0f} | {usec:.2f} | {usec / floor:.2f} {lua_cells}")
+    print(f"\n#### {title}, {label} (redis-benchmark -P 16 -c 50)\n")
+    print(f"| command | req/s | µs/call | × {floor_name} | CPU µs/call | CPU × {floor_name} "
+          "| × INCR | Lua µs/call | speed-up vs Lua |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, (rps, usec, cpu), script in rows:
+        lua_cells = f"{script[1]:.2f} | {script[1] / usec:.1f}×" if script else " | "
+        print(f"| {name} | {rps:,.0f} | {usec:.2f} | {usec / floor[1]:.2f} | {cpu:.2f} | "
+              f"{cpu / floor[2]:.2f} | {usec / incr[1]:.2f} | {lua_cells} |")
+
+
+def deployment_tables(module, requests):
+    """The random-key table with a module-less replica attached, and with an
+    append-only file (everysec): propagation is outside commandstats, so read the
+    CPU columns there."""
+    master = Server(module, ["--repl-diskless-sync-delay", "0"])
+    replica = Server(None, ["--replicaof", "127.0.0.1", str(master.port)])
+    try:
+        for _ in range(200):
+            if replica.info("replication").get("master_link_status") == "up":
+                break
+            time.sleep(0.05)
+        run_table(master, requests, None, 100_000, "one module-less replica attached")
+    finally:
+        replica.stop()
+        master.stop()
+    aof = Server(module, ["--appendonly", "yes", "--appendfsync", "everysec"])
+    try:
+        run_table(aof, requests, None, 100_000, "appendonly yes, appendfsync everysec")
+    finally:
+        aof.stop()
 
 
 def load_keys(server, count, words):
@@ -257,7 +307,8 @@ def memory_table(server, count):
     print("| state | bytes per key | × SET … PX |")
     print("|---|---:|---:|")
     cases = [("SET k v PX (plain key)", ["SET", "1764489600123", "PX", "60000"])]
-    cases += [(name, [name, *args]) for name, _s, args, _l, _a in CASES]
+    cases += [(name, [name, *args]) for name, _s, args, _l, _a in CASES
+              if name != "CL.THROTTLE"]  # (its state is RL.GCRA's size)
     base = None
     for name, words in cases:
         server.cli("FLUSHALL")
@@ -276,7 +327,7 @@ def scaling_table(server, requests):
     for name, stat, args in [("INCR", "incr", []), *[(n, s, a) for n, s, a, _l, _x in CASES]]:
         cells = []
         for keys in (10_000, 1_000_000):
-            _rps, usec = measure(server, requests, keys, stat, [name, "k:__rand_int__", *args])
+            _rps, usec, _cpu = measure(server, requests, keys, stat, [name, "k:__rand_int__", *args])
             cells.append(f"{usec:.2f}")
         print(f"| {name} | {' | '.join(cells)} |")
     print("\n### RL.SLIDINGLOG by limit (one hot key, 10 s window: a full log, steady state)\n")
@@ -438,13 +489,22 @@ def main():
     try:
         shas = {name: server.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
         print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
-        run_table(server, requests, shas, 100_000)
-        run_table(server, requests, shas, 0)
+        run_table(server, requests, shas, 100_000, "Redis")
+        run_table(server, requests, shas, 0, "Redis")
         memory_table(server, 100_000)
         if not a.quick:
             scaling_table(server, requests)
     finally:
         server.stop()
+    deployment_tables(a.module, requests)
+    if os.path.exists(VALKEY):
+        valkey = Server(a.module, binary=VALKEY)
+        try:
+            shas = {name: valkey.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
+            run_table(valkey, requests, shas, 100_000, "Valkey 9.1")
+            run_table(valkey, requests, shas, 0, "Valkey 9.1")
+        finally:
+            valkey.stop()
     bounds_table(a.module, "this build")
 
 

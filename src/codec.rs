@@ -127,10 +127,14 @@ pub fn parse_decimal(bytes: &[u8]) -> Option<u128> {
     if bytes.is_empty() || bytes.len() > 38 || !bytes.iter().all(u8::is_ascii_digit) {
         return None;
     }
+    // Up to 19 digits fit a u64: parse those without 128-bit arithmetic.
+    let (head, tail) = bytes.split_at(bytes.len().min(19));
+    let head = head
+        .iter()
+        .fold(0u64, |acc, &b| acc * 10 + u64::from(b - b'0'));
     Some(
-        bytes
-            .iter()
-            .fold(0u128, |acc, &b| acc * 10 + u128::from(b - b'0')),
+        tail.iter()
+            .fold(u128::from(head), |acc, &b| acc * 10 + u128::from(b - b'0')),
     )
 }
 

@@ -79,6 +79,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("rl: {problem}; the module is not loaded"));
         return Status::Err;
     }
+    store::init_effects();
     for (name, handler, flags) in COMMANDS {
         // SAFETY: called from RedisModule_OnLoad with a live context.
         let status = unsafe {

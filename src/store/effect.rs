@@ -6,7 +6,8 @@
 //! publishes and signals nothing.
 
 use std::ffi::CStr;
-use std::os::raw::{c_int, c_longlong};
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
 
@@ -31,6 +32,35 @@ pub enum Effect<'a> {
     PexpireAt(u64),
 }
 
+/// The `PXAT` argument of every replicated `SET`, created once at load and
+/// passed by reference (`'s'`): `RedisModule_Replicate` then only takes a
+/// reference to it instead of building a new object per call.
+static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Creates the shared `PXAT` string; called once from the module's load.
+pub fn init() {
+    let pxat = api!(RedisModule_CreateString(
+        std::ptr::null_mut(),
+        c"PXAT".as_ptr(),
+        4
+    ));
+    PXAT.store(pxat, Ordering::Relaxed);
+}
+
+/// `value` in decimal, in `buf`: the bytes replicated for a number (`'b'`),
+/// with no object built for it.
+fn decimal(mut value: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
 const STRING: c_int = raw::REDISMODULE_NOTIFY_STRING as c_int;
 const GENERIC: c_int = raw::REDISMODULE_NOTIFY_GENERIC as c_int;
 const ZSET: c_int = raw::REDISMODULE_NOTIFY_ZSET as c_int;
@@ -42,15 +72,18 @@ impl Key {
         let (ctx, name) = (self.ctx, self.name);
         match effect {
             Effect::Set { value, expire_ms } => {
+                let mut buf = [0u8; 20];
+                let ms = decimal(expire_ms, &mut buf);
                 api!(RedisModule_Replicate(
                     ctx,
                     c"SET".as_ptr(),
-                    c"sbcl".as_ptr(),
+                    c"sbsb".as_ptr(),
                     name,
                     value.as_ptr(),
                     value.len(),
-                    c"PXAT".as_ptr(),
-                    expire_ms as c_longlong,
+                    PXAT.load(Ordering::Relaxed),
+                    ms.as_ptr(),
+                    ms.len(),
                 ));
                 self.notify(STRING, c"set");
                 self.notify(GENERIC, c"expire");
@@ -75,13 +108,16 @@ impl Key {
                 self.notify(ZSET, c"zrem");
                 self.notify_del_if_emptied();
             }
-            Effect::PexpireAt(ms) => {
+            Effect::PexpireAt(expire_ms) => {
+                let mut buf = [0u8; 20];
+                let ms = decimal(expire_ms, &mut buf);
                 api!(RedisModule_Replicate(
                     ctx,
                     c"PEXPIREAT".as_ptr(),
-                    c"sl".as_ptr(),
+                    c"sb".as_ptr(),
                     name,
-                    ms as c_longlong,
+                    ms.as_ptr(),
+                    ms.len(),
                 ));
                 if !self.is_empty() {
                     self.notify(GENERIC, c"expire");
@@ -121,5 +157,18 @@ impl Key {
 
     fn is_empty(&self) -> bool {
         api!(RedisModule_KeyType(self.ptr())) as isize == raw::REDISMODULE_KEYTYPE_EMPTY
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    #[test]
+    fn decimal_formats_every_width() {
+        let mut buf = [0u8; 20];
+        for v in [0, 7, 10, 99, 1_796_045_952_663, u64::MAX] {
+            assert_eq!(decimal(v, &mut buf), v.to_string().as_bytes());
+        }
     }
 }

@@ -23,6 +23,7 @@ macro_rules! api {
 }
 
 mod effect;
+pub use effect::init as init_effects;
 mod leases;
 mod log;
 
@@ -150,7 +151,12 @@ impl Key {
     /// replacing the value object, and the key keeps its expiry entry to update.
     pub fn write_string(&self, value: &[u8], expire_ms: u64) {
         let mut len = 0usize;
-        let resized = api!(RedisModule_StringTruncate(self.ptr(), value.len()));
+        // A state usually keeps its length (an instant stays 19 digits): resize only if not.
+        let resized = if api!(RedisModule_ValueLength(self.ptr())) == value.len() {
+            raw::REDISMODULE_OK as c_int
+        } else {
+            api!(RedisModule_StringTruncate(self.ptr(), value.len()))
+        };
         let dma = api!(RedisModule_StringDMA(
             self.ptr(),
             &mut len,
