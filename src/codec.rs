@@ -122,20 +122,32 @@ pub fn decode<const N: usize>(kind: Kind, bytes: &[u8]) -> Result<[u128; N], RlE
     }
 }
 
-/// A non-empty run of at most 39 ASCII digits (always fits a `u128`).
+/// A non-empty run of at most 38 ASCII digits (always fits a `u128`).
 pub fn parse_decimal(bytes: &[u8]) -> Option<u128> {
-    if bytes.is_empty() || bytes.len() > 38 || !bytes.iter().all(u8::is_ascii_digit) {
+    if bytes.is_empty() || bytes.len() > 38 {
         return None;
     }
-    // Up to 19 digits fit a u64: parse those without 128-bit arithmetic.
+    // One pass. Up to 19 digits fit a u64 (< 10^19 < 2^64), so the first 19 are
+    // parsed without 128-bit arithmetic; the wrapping operations cannot wrap.
     let (head, tail) = bytes.split_at(bytes.len().min(19));
-    let head = head
-        .iter()
-        .fold(0u64, |acc, &b| acc * 10 + u64::from(b - b'0'));
-    Some(
-        tail.iter()
-            .fold(u128::from(head), |acc, &b| acc * 10 + u128::from(b - b'0')),
-    )
+    let mut small = 0u64;
+    for &b in head {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        small = small.wrapping_mul(10).wrapping_add(u64::from(digit));
+    }
+    let mut value = u128::from(small);
+    for &b in tail {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        // At most 38 digits: below 10^38 < 2^127.
+        value = value.wrapping_mul(10).wrapping_add(u128::from(digit));
+    }
+    Some(value)
 }
 
 /// A decimal `u64`, or `None`.
@@ -197,5 +209,36 @@ mod tests {
             decode::<2>(Kind::Fixed, b"fixed:1"),
             Err(RlError::ForeignValue("RL.FIXED"))
         );
+    }
+}
+
+#[cfg(test)]
+mod decimal_tests {
+    use super::parse_decimal;
+
+    #[test]
+    fn parse_decimal_agrees_with_the_standard_parser() {
+        let nines = "9".repeat(38);
+        let cases = [
+            "0",
+            "7",
+            "10",
+            "1796045952663730620",
+            "18446744073709551615",
+            "18446744073709551616",
+            &nines,
+            "00012",
+        ];
+        for text in cases {
+            assert_eq!(
+                parse_decimal(text.as_bytes()),
+                text.parse::<u128>().ok(),
+                "{text}"
+            );
+        }
+        let too_long = "1".repeat(39);
+        for bad in ["", "+1", "-1", "1a", "/", ":", "1 ", &too_long] {
+            assert_eq!(parse_decimal(bad.as_bytes()), None, "{bad:?}");
+        }
     }
 }
