@@ -87,15 +87,6 @@ fn all_64_layers(prefix: &str) -> String {
     format!("RL.ALL 64 {} {clauses}", keys.join(" "))
 }
 
-fn set_clock(c: &mut redis::Connection, offset_ms: i64) {
-    let ok: String = redis::cmd("RL.DEBUG")
-        .arg("CLOCK")
-        .arg(offset_ms)
-        .query(c)
-        .unwrap();
-    assert_eq!(ok, "OK");
-}
-
 server_tests! {
     fn entries_the_module_wrote_lapse_and_leave_64_per_write(flavor) {
         // The test build's clock (RL.DEBUG CLOCK) moves two hours on: all 1,000

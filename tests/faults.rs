@@ -13,15 +13,6 @@ const ALL: [(&str, &str); 6] = [
     ("RL.FIXED", "3 1s"),
 ];
 
-fn set_clock(c: &mut redis::Connection, offset_ms: i64) {
-    let ok: String = redis::cmd("RL.DEBUG")
-        .arg("CLOCK")
-        .arg(offset_ms)
-        .query(c)
-        .unwrap();
-    assert_eq!(ok, "OK");
-}
-
 server_tests! {
     fn a_clock_stepping_back_grants_nothing_and_keeps_expiry(flavor) {
         let s = Server::start_debug(flavor);

@@ -256,14 +256,10 @@ server_tests! {
     fn a_clock_stepping_back_grants_nothing(flavor) {
         let s = Server::start_debug(flavor);
         let c = &mut s.conn();
-        let clock = |c: &mut redis::Connection, ms: i64| {
-            let ok: String = redis::cmd("RL.DEBUG").arg("CLOCK").arg(ms).query(c).unwrap();
-            assert_eq!(ok, "OK");
-        };
         rl(c, "RL.ACQUIRE back 2 1s a");
         rl(c, "RL.ACQUIRE back 2 1s b");
         let dump: Vec<u8> = run(c, "DUMP back");
-        clock(c, -5_000);
+        set_clock(c, -5_000);
         let r = rl(c, "RL.ACQUIRE back 2 1s c");
         assert_eq!(r[..3], [0, 2, 0]);
         within(r[3], 5_900, 6_000);
@@ -271,7 +267,7 @@ server_tests! {
         // A holder still renews on the stepped-back clock; nobody else gets in.
         assert_eq!(rl(c, "RL.ACQUIRE back 2 1s a")[..3], [1, 2, 0]);
         assert_eq!(rl(c, "RL.ACQUIRE back 2 1s c")[0], 0);
-        clock(c, 0);
+        set_clock(c, 0);
         assert_eq!(rl(c, "RL.ACQUIRE back 2 1s c")[0], 0, "b is still held");
         assert_eq!(pexpiretime(c, "back"), expected_expiry(c, "back"));
     }

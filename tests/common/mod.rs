@@ -305,6 +305,17 @@ pub fn error_text(e: &redis::RedisError) -> String {
 pub const HOUR_MS: i64 = 3_600_000;
 
 /// The wall clock in milliseconds since the epoch, as the servers read it.
+/// Moves the test build's clock (`RL.DEBUG CLOCK`, `Server::start_debug`) by
+/// `offset_ms` from the real one.
+pub fn set_clock(c: &mut redis::Connection, offset_ms: i64) {
+    let ok: String = redis::cmd("RL.DEBUG")
+        .arg("CLOCK")
+        .arg(offset_ms)
+        .query(c)
+        .unwrap();
+    assert_eq!(ok, "OK");
+}
+
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
