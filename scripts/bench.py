@@ -334,9 +334,12 @@ def scaling_table(server, requests):
     print("| limit | server µs/call | entries in the log |")
     print("|---:|---:|---:|")
     for limit in (10, 100, 1_000, 10_000):
-        # Fill the log first, then measure the steady state.
+        # Fill the log with `limit` entries (one per request), then measure the steady state.
         server.cli("FLUSHALL")
-        server.cli("RL.SLIDINGLOG", "hot", str(limit), "10s", "COST", str(limit))
+        payload = (f"*4\r\n$13\r\nRL.SLIDINGLOG\r\n$3\r\nhot\r\n${len(str(limit))}\r\n"
+                   f"{limit}\r\n$3\r\n10s\r\n") * limit
+        subprocess.run(["redis-cli", "-p", str(server.port), "--pipe"], input=payload,
+                       capture_output=True, text=True, check=True)
         server.cli("CONFIG", "RESETSTAT")
         benchmark(server, requests, 0, ["RL.SLIDINGLOG", "hot", str(limit), "10s"])
         usec, _ = server.usec_per_call("rl.slidinglog")
