@@ -102,8 +102,8 @@ const SCENARIOS: &[&[&str]] = &[
         "CL.THROTTLE K 4 1 3600 6",
         "CL.THROTTLE K 15 30 60",
         "CL.THROTTLE K 0 7 1 1",
-        "CL.THROTTLE K3 1000000000000 1000000000 1",
-        "CL.THROTTLE K2 9 666666 1",
+        "CL.THROTTLE K3 1000000000000 1000000000 1 1000000000000",
+        "CL.THROTTLE K2 9 666666 315360000",
     ],
     &[
         "RL.ALL 3 K K2 K3 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h FIXED 2 1h",
@@ -177,6 +177,13 @@ const ZSET_SCENARIOS: &[&[&str]] = &[
         "RL.ALL 2 K K2 SLIDINGLOG 100000 1h COST 1 FIXED 3 1h",
         "RL.ALL 2 K3 K2 SLIDINGLOG 3 1h COST 3 FIXED 3 1h",
         "RL.ALL 2 K3 K2 SLIDINGLOG 3 1h COST 1 FIXED 3 1h",
+        "RL.SLIDINGLOG K5 10 1h COST 0",
+        "RL.SLIDINGLOG K5 10 1h COST 4",
+        "RL.SLIDINGLOG K5 10 1h COST 4",
+        "RL.SLIDINGLOG K5 10 1h",
+        "RL.SLIDINGLOG K5 10 1h REFUND 6",
+        "RL.SLIDINGLOG K5 10 1h COST 3",
+        "RL.SLIDINGLOG K5 10 1h REFUND 1",
     ],
     &[
         "RL.ACQUIRE K 2 1h a",
@@ -215,8 +222,18 @@ fn module_writes_weighted_logs(c: &mut redis::Connection) -> bool {
 }
 
 /// Keys prepared with foreign values before the scenarios run (same on both sides).
-fn prepare_foreign(c: &mut redis::Connection, prefix: &str) {
+/// `K5` is a legacy sliding log (one bare `<ns>` member per unit, as older
+/// modules wrote): 100 lapsed entries (more than one write trims) and 3 live ones.
+fn prepare_foreign(c: &mut redis::Connection, prefix: &str, now_ns: u64) {
     let _: () = run(c, &format!("SET {prefix}:4 hello"));
+    let mut zadd = redis::cmd("ZADD");
+    zadd.arg(format!("{prefix}:5"));
+    let lapsed = (0..100u64).map(|i| now_ns - 7_200_000_000_000 + i * 1_000);
+    let live = (0..3u64).map(|j| now_ns - 1_000_000_000 + j);
+    for ns in lapsed.chain(live) {
+        zadd.arg(ns / 1_000).arg(ns);
+    }
+    let _: i64 = zadd.query(c).unwrap();
 }
 
 /// The words of `cmd` with its key placeholders renamed for `prefix`.
@@ -227,6 +244,7 @@ fn keyed(cmd: &str, prefix: &str) -> String {
             "K2" => format!("{prefix}:2"),
             "K3" => format!("{prefix}:3"),
             "K4" => format!("{prefix}:4"),
+            "K5" => format!("{prefix}:5"),
             other => other.to_string(),
         })
         .collect::<Vec<_>>()
@@ -312,8 +330,9 @@ fn conform(
     let tag: String = run::<String>(cm, "INCR conform:run");
     for (i, scenario) in scenarios.iter().enumerate() {
         let (pm, pl) = (format!("m{tag}.{i}"), format!("l{tag}.{i}"));
-        prepare_foreign(cm, &pm);
-        prepare_foreign(cl, &pl);
+        let now_ns = now_ms() as u64 * 1_000_000;
+        prepare_foreign(cm, &pm, now_ns);
+        prepare_foreign(cl, &pl, now_ns);
         let start = Instant::now();
         for (j, cmd) in scenario.iter().enumerate() {
             let a = Backend::Module.value(cm, &keyed(cmd, &pm));
@@ -331,7 +350,7 @@ fn conform(
         if !states {
             continue;
         }
-        for k in ["1", "2", "3", "4"] {
+        for k in ["1", "2", "3", "4", "5"] {
             let (sm, im) = state(cm, &format!("{pm}:{k}"));
             let (sl, il) = state(cl, &format!("{pl}:{k}"));
             assert_eq!(sm, sl, "scenario {i} key {k}");
@@ -601,6 +620,31 @@ server_tests! {
                 workers.into_iter().map(|w| w.join().unwrap()).sum()
             });
             assert_eq!(admitted, limit, "{cmd}");
+        }
+    }
+
+    fn the_library_tracks_real_time(flavor) {
+        let s = Server::start_library(flavor, false);
+        let c = &mut s.conn();
+        for (cmd, burst, rate) in [
+            ("FCALL rl_gcra 1 rt1 100 1s BURST 10", 10.0, 100.0),
+            ("FCALL rl_tokenbucket 1 rt2 20 200 1s", 20.0, 200.0),
+        ] {
+            let mut pipe = redis::pipe();
+            for _ in 0..10 {
+                pipe.add_command(command(cmd));
+            }
+            let (mut admitted, mut calls) = (0u64, 0u64);
+            let start = Instant::now();
+            while start.elapsed() < std::time::Duration::from_millis(1_500) {
+                let replies: Vec<Vec<i64>> = pipe.query(c).unwrap();
+                admitted += replies.iter().map(|r| r[0] as u64).sum::<u64>();
+                calls += replies.len() as u64;
+            }
+            let expected = burst + rate * start.elapsed().as_secs_f64();
+            let error = (admitted as f64 - expected).abs() / expected;
+            assert!(error <= 0.02, "{cmd}: admitted {admitted} of {calls}, expected {expected:.0}");
+            assert!(calls as f64 > expected * 2.0, "the limiter was not saturated");
         }
     }
 
