@@ -25,17 +25,24 @@ Invariants:
 -- Redis loads a library with only `redis` in scope (no string, math or table),
 -- so everything is built on the first call, inside `build`.
 local function build()
+  local type, tonumber, assert, pcall, error = type, tonumber, assert, pcall, error
   local floor = math.floor
   local sub, find, fmt, upper, gsub = string.sub, string.find, string.format, string.upper, string.gsub
   local concat = table.concat
 
   --------------------------------------------------------------------------------
-  -- Exact non-negative integers ("bigs"): tables of base-10^7 limbs, least significant
-  -- first, with no zero limb on top (zero is {}). Limb products plus carries stay
-  -- below 2^53, so every step is exact in doubles.
+  -- Exact non-negative integers. An integer below SMALL (< 2^53) is a Lua number,
+  -- exact in a double; a larger one (a "big") is a table of base-10^7 limbs, least
+  -- significant first, no zero limb on top. Every operation takes either form and
+  -- returns a number whenever the result is below SMALL, so the common case (debts
+  -- and periods of hours, counts of thousands) never leaves double arithmetic;
+  -- instants in ns (~1.8e18) and products such as burst * period take the limb
+  -- path, whose limb products plus carries stay below 2^53.
   --------------------------------------------------------------------------------
 
   local BASE = 10000000
+  local SMALL = 9000000000000000
+  local fmod = math.fmod
 
   local function trim(a)
     local n = #a
@@ -46,8 +53,8 @@ local function build()
     return a
   end
 
-  -- A big from a Lua integer 0 <= x < 2^53.
-  local function int(x)
+  -- The limbs of a number 0 <= x < 2^53.
+  local function limbs(x)
     local a = {}
     while x > 0 do
       local r = x % BASE
@@ -57,8 +64,25 @@ local function build()
     return a
   end
 
-  -- A big from ASCII digits.
+  local function as_limbs(a)
+    if type(a) == 'number' then return limbs(a) end
+    return a
+  end
+
+  -- A limb table as a number when below SMALL (three limbs: below 90 * 10^14).
+  local function norm(a)
+    local n = #a
+    if n <= 2 then return (a[2] or 0) * BASE + (a[1] or 0) end
+    if n == 3 and a[3] < 90 then return (a[3] * BASE + a[2]) * BASE + a[1] end
+    return a
+  end
+
+  -- An integer from a Lua integer 0 <= x < 2^53.
+  local function int(x) return x end
+
+  -- An integer from ASCII digits.
   local function big(s)
+    if #s <= 15 then return tonumber(s) end
     local a, i = {}, #s
     while i >= 1 do
       local j = i - 6
@@ -66,13 +90,13 @@ local function build()
       a[#a + 1] = tonumber(sub(s, j, i))
       i = j - 1
     end
-    return trim(a)
+    return norm(trim(a))
   end
 
   -- Decimal digits, no leading zeros.
   local function str(a)
+    if type(a) == 'number' then return fmt('%.0f', a) end
     local n = #a
-    if n == 0 then return '0' end
     local parts = { fmt('%.0f', a[n]) }
     for i = n - 1, 1, -1 do
       parts[#parts + 1] = fmt('%07.0f', a[i])
@@ -82,6 +106,7 @@ local function build()
 
   -- A Lua number: exact below 2^53, the nearest double (about) above.
   local function num(a)
+    if type(a) == 'number' then return a end
     local x = 0
     for i = #a, 1, -1 do
       x = x * BASE + a[i]
@@ -89,7 +114,7 @@ local function build()
     return x
   end
 
-  local function cmp(a, b)
+  local function lcmp(a, b)
     if #a ~= #b then return #a < #b and -1 or 1 end
     for i = #a, 1, -1 do
       if a[i] ~= b[i] then return a[i] < b[i] and -1 or 1 end
@@ -97,7 +122,20 @@ local function build()
     return 0
   end
 
-  local function add(a, b)
+  -- Invariant: numbers are below SMALL and limb tables at least SMALL, so a
+  -- number and a table compare without conversion.
+  local function cmp(a, b)
+    local ta, tb = type(a) == 'number', type(b) == 'number'
+    if ta and tb then
+      if a == b then return 0 end
+      return a < b and -1 or 1
+    end
+    if ta then return -1 end
+    if tb then return 1 end
+    return lcmp(a, b)
+  end
+
+  local function ladd(a, b)
     local r, carry = {}, 0
     for i = 1, (#a > #b and #a or #b) do
       local t = (a[i] or 0) + (b[i] or 0) + carry
@@ -111,8 +149,39 @@ local function build()
     return r
   end
 
+  -- a + x for a limb table a and a number x (no conversion of x to limbs).
+  local function add_small(a, x)
+    local r, carry = {}, x
+    for i = 1, #a do
+      local t = a[i] + carry
+      if t >= BASE then
+        local l = t % BASE
+        r[i], carry = l, (t - l) / BASE
+      else
+        r[i], carry = t, 0
+      end
+    end
+    while carry > 0 do
+      local l = carry % BASE
+      r[#r + 1], carry = l, (carry - l) / BASE
+    end
+    return r
+  end
+
+  local function add(a, b)
+    local ta, tb = type(a) == 'number', type(b) == 'number'
+    if ta and tb then
+      local s = a + b
+      if s < SMALL then return s end
+      return ladd(limbs(a), limbs(b))
+    end
+    if tb then return add_small(a, b) end
+    if ta then return add_small(b, a) end
+    return ladd(a, b)
+  end
+
   -- a - b, for a >= b.
-  local function sub_(a, b)
+  local function lsub(a, b)
     local r, borrow = {}, 0
     for i = 1, #a do
       local t = a[i] - (b[i] or 0) - borrow
@@ -122,17 +191,44 @@ local function build()
         r[i], borrow = t, 0
       end
     end
-    assert(borrow == 0, 'big subtraction underflow')
+    assert(borrow == 0, 'subtraction underflow')
     return trim(r)
+  end
+
+  -- a - x for a limb table a and a number x <= a.
+  local function sub_small(a, x)
+    local r, borrow = {}, x
+    for i = 1, #a do
+      local t = a[i] - borrow
+      if t < 0 then
+        local l = t % BASE
+        r[i], borrow = l, (l - t) / BASE
+      else
+        r[i], borrow = t, 0
+      end
+    end
+    assert(borrow == 0, 'subtraction underflow')
+    return norm(trim(r))
+  end
+
+  local function sub_(a, b)
+    local ta, tb = type(a) == 'number', type(b) == 'number'
+    if ta and tb then
+      assert(a >= b, 'subtraction underflow')
+      return a - b
+    end
+    if tb then return sub_small(a, b) end
+    assert(not ta, 'subtraction underflow')
+    return norm(lsub(a, b))
   end
 
   -- max(a - b, 0): Rust's saturating_sub on unsigned integers.
   local function satsub(a, b)
-    if cmp(a, b) <= 0 then return {} end
+    if cmp(a, b) <= 0 then return 0 end
     return sub_(a, b)
   end
 
-  local function mul(a, b)
+  local function lmul(a, b)
     local na, nb = #a, #b
     if na == 0 or nb == 0 then return {} end
     local r = {}
@@ -158,11 +254,38 @@ local function build()
     return trim(r)
   end
 
-  -- Quotient and remainder of a / d, d > 0 (schoolbook; each quotient limb is
-  -- estimated in doubles and then corrected exactly).
-  local function divmod(a, d)
+  -- a * x for a limb table a and a number 0 < x < BASE.
+  local function mul_small(a, x)
+    local r, carry = {}, 0
+    for i = 1, #a do
+      local t = a[i] * x + carry
+      local l = t % BASE
+      r[i], carry = l, (t - l) / BASE
+    end
+    while carry > 0 do
+      local l = carry % BASE
+      r[#r + 1], carry = l, (carry - l) / BASE
+    end
+    return r
+  end
+
+  local function mul(a, b)
+    local ta, tb = type(a) == 'number', type(b) == 'number'
+    if ta and tb then
+      local p = a * b
+      if p < SMALL then return p end
+    end
+    if a == 0 or b == 0 then return 0 end
+    if tb and b < BASE then return mul_small(as_limbs(a), b) end
+    if ta and a < BASE then return mul_small(as_limbs(b), a) end
+    return norm(lmul(as_limbs(a), as_limbs(b)))
+  end
+
+  -- Quotient and remainder of limb tables a / d, d > 0 (schoolbook; each quotient
+  -- limb is estimated in doubles and then corrected exactly).
+  local function ldivmod(a, d)
     local nd = #d
-    assert(nd > 0, 'big division by zero')
+    assert(nd > 0, 'division by zero')
     local q = {}
     if nd == 1 then
       local dv, r = d[1], 0
@@ -172,31 +295,72 @@ local function build()
         r = t - qi * dv
         q[i] = qi
       end
-      return trim(q), int(r)
+      return trim(q), limbs(r)
     end
     local r, dn = {}, num(d)
     for i = #a, 1, -1 do
       table.insert(r, 1, a[i])
       trim(r)
       local qi = 0
-      if cmp(r, d) >= 0 then
+      if lcmp(r, d) >= 0 then
         qi = floor(num(r) / dn)
         if qi >= BASE then qi = BASE - 1 end
-        local p = mul(d, int(qi))
-        while cmp(p, r) > 0 do
+        local p = lmul(d, limbs(qi))
+        while lcmp(p, r) > 0 do
           qi = qi - 1
-          p = sub_(p, d)
+          p = lsub(p, d)
         end
-        r = sub_(r, p)
-        while cmp(r, d) >= 0 do
+        r = lsub(r, p)
+        while lcmp(r, d) >= 0 do
           qi = qi + 1
-          r = sub_(r, d)
+          r = lsub(r, d)
         end
       end
       q[i] = qi
     end
     for i = 1, #a do q[i] = q[i] or 0 end
     return trim(q), r
+  end
+
+  local div_ms
+
+  -- Quotient and remainder of a limb table by a number 0 < d < 9 * 10^8 (so
+  -- that r * BASE + limb stays below 2^53).
+  local function short_divmod(a, d)
+    local q, r = {}, 0
+    for i = #a, 1, -1 do
+      local t = r * BASE + a[i]
+      r = fmod(t, d)
+      q[i] = (t - r) / d
+    end
+    return norm(trim(q)), r
+  end
+
+  local divmod
+  function divmod(a, d)
+    if type(d) == 'number' then
+      assert(d > 0, 'division by zero')
+      if type(a) == 'number' then
+        -- fmod is exact; a - r is a multiple of d, so the division is exact too.
+        local r = fmod(a, d)
+        return (a - r) / d, r
+      end
+      if d < 900000000 then return short_divmod(a, d) end
+      if d % 1000000 == 0 then
+        -- Durations are whole milliseconds: floor(floor(a / 10^6) / (d / 10^6)) = floor(a / d).
+        local q = div_ms(a, d)
+        return q, sub_(a, mul(q, d))
+      end
+    elseif type(a) == 'number' then
+      return 0, a
+    end
+    local q, r = ldivmod(as_limbs(a), as_limbs(d))
+    return norm(q), norm(r)
+  end
+
+  function div_ms(a, d)
+    local q = divmod(a, 1000000)
+    return (divmod(q, d / 1000000))
   end
 
   local function div(a, d)
@@ -211,19 +375,19 @@ local function build()
   -- ceil(a / d)
   local function div_ceil(a, d)
     local q, r = divmod(a, d)
-    if #r > 0 then q = add(q, { 1 }) end
+    if r ~= 0 then q = add(q, 1) end
     return q
   end
 
   local function min(a, b) return cmp(a, b) <= 0 and a or b end
   local function max(a, b) return cmp(a, b) >= 0 and a or b end
-  local function is_zero(a) return #a == 0 end
+  local function is_zero(a) return a == 0 end
 
-  local ZERO = {}
-  local ONE = int(1)
-  local NS_PER_US = int(1000)
-  local NS_PER_MS = int(1000000)
-  local NS_PER_S = int(1000000000)
+  local ZERO = 0
+  local ONE = 1
+  local NS_PER_US = 1000
+  local NS_PER_MS = 1000000
+  local NS_PER_S = 1000000000
   local U64_MAX = big('18446744073709551615')
   local I64_MAX = big('9223372036854775807')
   local MAX_EXPIRE_MS = big('1000000000000000')
@@ -363,7 +527,7 @@ local function build()
     for j = 1, np do
       local name, s = names[j], args[first + j - 1]
       if name == 'period' or name == 'window' then
-        p[j] = int(duration(name, s) * 1000000) -- ns; at most 3.2e17
+        p[j] = mul(duration(name, s), NS_PER_MS) -- ns; up to 3.2e17: a limb table above 2^53
       elseif kind.name == 'SLIDINGLOG' and j == 1 then
         p[j] = count_from(name, s, 1, SLIDING_LOG_MAX)
       else
@@ -436,7 +600,7 @@ local function build()
   -- The server's clock in ns: TIME's seconds and microseconds.
   local function now_ns()
     local t = redis.call('TIME')
-    return big(t[1] .. fmt('%06d', tonumber(t[2])) .. '000')
+    return add(mul(tonumber(t[1]), NS_PER_S), tonumber(t[2]) * 1000)
   end
 
   --------------------------------------------------------------------------------
@@ -1337,6 +1501,8 @@ local function build()
     throttle = throttle_command,
     acquire = acquire_command,
     release = release_command,
+    -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
+    ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
   }
 end
 

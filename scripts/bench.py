@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark: Redis's own INCR, each RL.* command, and the matching
-Lua script from the seed articles run with EVALSHA (reading the server's TIME).
+"""Side-by-side benchmark: Redis's own INCR, each RL.* command, the matching
+Lua script from the seed articles run with EVALSHA (reading the server's TIME),
+and the same command through the Functions library (functions/rl.lua, FCALL).
 
 Starts its own redis-server with the module, drives it with redis-benchmark
 (pipelining 16, 50 clients; 100,000 random keys, then one hot key), and reads the
 server's own time per call from INFO commandstats. Also measures memory per key
 and how the cost of a call scales. Figures are as measured; nothing here is a test.
 
-Usage: scripts/bench.py [--module PATH] [--requests N] [--quick]
+Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--quick]
 """
 
 import argparse
@@ -215,36 +216,48 @@ def key_arg(keyspace):
     return "k:__rand_int__" if keyspace else "hot"
 
 
+def function_name(command):
+    """The library's function for a module command: RL.GCRA -> rl_gcra."""
+    return command.lower().replace(".", "_")
+
+
 def run_table(server, requests, shas, keyspace):
     rows = []
     incr = measure(server, requests, keyspace, "incr", ["INCR", key_arg(keyspace)])
-    rows.append(("INCR", incr, None))
+    rows.append(("INCR", incr, None, None))
     for name, stat, args, lua, lua_args in CASES:
         native = measure(server, requests, keyspace, stat, [name, key_arg(keyspace), *args])
         script = measure(server, requests // 2, keyspace, "evalsha",
                          ["EVALSHA", shas[lua], "1", key_arg(keyspace), *lua_args])
-        rows.append((name, native, script))
+        library = measure(server, requests // 4, keyspace, "fcall",
+                          ["FCALL", function_name(name), "1", key_arg(keyspace), *args])
+        rows.append((name, native, script, library))
     title = f"{keyspace:,} random keys" if keyspace else "one hot key"
     print(f"\n### {title} (redis-benchmark -P 16 -c 50)\n")
-    print("| command | req/s | server µs/call | × INCR | Lua req/s | Lua µs/call | speed-up vs Lua |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| command | req/s | server µs/call | × INCR | Lua req/s | Lua µs/call | speed-up vs Lua "
+          "| library req/s | library µs/call | library ÷ module |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     floor = incr[1]
-    for name, (rps, usec), script in rows:
+    for name, (rps, usec), script, library in rows:
         if script:
-            lua_cells = f"| {script[0]:,.0f} | {script[1]:.2f} | {script[1] / usec:.1f}× |"
+            lua_cells = f"| {script[0]:,.0f} | {script[1]:.2f} | {script[1] / usec:.1f}× "
+            lib_cells = f"| {library[0]:,.0f} | {library[1]:.2f} | {library[1] / usec:.1f}× |"
         else:
-            lua_cells = "| | | |"
-        print(f"| {name} | {rps:,.0f} | {usec:.2f} | {usec / floor:.2f} {lua_cells}")
+            lua_cells, lib_cells = "| | | ", "| | | |"
+        print(f"| {name} | {rps:,.0f} | {usec:.2f} | {usec / floor:.2f} {lua_cells}{lib_cells}")
 
 
 def load_keys(server, count, words):
-    """Runs one command per key k:0..count-1 through redis-cli --pipe."""
+    """Runs one command per key k:0..count-1 through redis-cli --pipe; the key
+    goes where `words` has KEY (else right after the command name)."""
+    if "KEY" not in words:
+        words = [words[0], "KEY", *words[1:]]
     def resp(parts):
         out = [f"*{len(parts)}\r\n"]
         for p in parts:
             out.append(f"${len(p.encode())}\r\n{p}\r\n")
         return "".join(out)
-    payload = "".join(resp([words[0], f"k:{i}", *words[1:]]) for i in range(count))
+    payload = "".join(resp([f"k:{i}" if w == "KEY" else w for w in words]) for i in range(count))
     subprocess.run(["redis-cli", "-p", str(server.port), "--pipe"], input=payload,
                    capture_output=True, text=True, check=True)
 
@@ -255,6 +268,8 @@ def memory_table(server, count):
     print("|---|---:|---:|")
     cases = [("SET k v PX (plain key)", ["SET", "1764489600123", "PX", "60000"])]
     cases += [(name, [name, *args]) for name, _s, args, _l, _a in CASES]
+    cases += [(f"FCALL {function_name(name)}", ["FCALL", function_name(name), "1", "KEY", *args])
+              for name, _s, args, _l, _a in CASES]
     base = None
     for name, words in cases:
         server.cli("FLUSHALL")
@@ -305,6 +320,7 @@ def machine():
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--module", default=os.path.join(ROOT, "target/release/librl.so"))
+    p.add_argument("--library", default=os.path.join(ROOT, "functions/rl.lua"))
     p.add_argument("--requests", type=int, default=400_000)
     p.add_argument("--quick", action="store_true", help="fewer requests, no scaling tables")
     a = p.parse_args()
@@ -312,6 +328,10 @@ def main():
     server = Server(a.module)
     try:
         shas = {name: server.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
+        with open(a.library) as f:
+            loaded = server.cli("-x", "FUNCTION", "LOAD", "REPLACE", stdin=f.read()).strip()
+        if loaded != "rl":
+            sys.exit("FUNCTION LOAD of the library failed: " + loaded)
         print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
         run_table(server, requests, shas, 100_000)
         run_table(server, requests, shas, 0)

@@ -51,8 +51,18 @@ const STEPS: usize = 400;
 /// A server without the module, with the library reading its clock from `rl-test:now`.
 fn clocked_library(flavor: Flavor) -> Server {
     let s = Server::start_with(flavor, &["--no-module"]);
-    let source = library_source();
-    let time = "local t = redis.call('TIME')\n    return big(t[1] .. fmt('%06d', tonumber(t[2])) .. '000')";
+    // A test-only function over the library's exact integers:
+    // FCALL rl_test_int 0 op a b -> the result(s) in decimal.
+    let source = library_source()
+        + "\nredis.register_function('rl_test_int', function(_, a)\n\
+           api = api or build()\n\
+           local i = api.ints\n\
+           local x, y = i.big(a[2]), i.big(a[3])\n\
+           if a[1] == 'divmod' then local q, r = i.divmod(x, y) return { i.str(q), i.str(r) } end\n\
+           if a[1] == 'cmp' then return i.cmp(x, y) end\n\
+           return i.str(i[a[1]](x, y))\n\
+           end)\n";
+    let time = "local t = redis.call('TIME')\n    return add(mul(tonumber(t[1]), NS_PER_S), tonumber(t[2]) * 1000)";
     let patched = source.replace(time, "return big(redis.call('GET', 'rl-test:now'))");
     assert_ne!(
         source, patched,
@@ -316,7 +326,61 @@ fn throttle_sequences(flavor: Flavor, seed: u64) {
     }
 }
 
+/// A random u128 of a random number of decimal digits (so every limb count and
+/// both representations, Lua number and limb table, come up).
+fn random_u128(rng: &mut StdRng, max_digits: u32) -> u128 {
+    let digits = rng.random_range(1..=max_digits);
+    let v = rng.random::<u128>() % 10u128.pow(digits);
+    match rng.random_range(0..6) {
+        0 => 10u128.pow(digits - 1),
+        1 => 10u128.pow(digits) - 1,
+        2 => (1u128 << 53) - rng.random_range(0..3),
+        3 => 10_000_000 * v.min(10u128.pow(30)),
+        _ => v,
+    }
+}
+
+/// The library's integers against Rust's u128: add, sub, mul, divmod and cmp.
+fn integers(flavor: Flavor, seed: u64) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let mut rng = StdRng::seed_from_u64(seed);
+    for _ in 0..3_000 {
+        let (a, b) = (random_u128(&mut rng, 38), random_u128(&mut rng, 38));
+        let (a, b) = (a.max(b), a.min(b));
+        let call = |c: &mut redis::Connection, op: &str, x: u128, y: u128| -> Value {
+            redis::cmd("FCALL")
+                .arg(["rl_test_int", "0", op, &x.to_string(), &y.to_string()].as_slice())
+                .query(c)
+                .unwrap_or_else(|e| panic!("{op} {x} {y}: {e}"))
+        };
+        let text = |v: Value| -> String { redis::from_redis_value(v).unwrap() };
+        if let Some(sum) = a.checked_add(b) {
+            assert_eq!(text(call(c, "add", a, b)), sum.to_string(), "{a} + {b}");
+        }
+        assert_eq!(text(call(c, "sub", a, b)), (a - b).to_string(), "{a} - {b}");
+        let (x, y) = (random_u128(&mut rng, 19), random_u128(&mut rng, 19));
+        if let Some(product) = x.checked_mul(y) {
+            assert_eq!(text(call(c, "mul", x, y)), product.to_string(), "{x} * {y}");
+        }
+        if b > 0 {
+            let got: Vec<String> = redis::from_redis_value(call(c, "divmod", a, b)).unwrap();
+            assert_eq!(
+                got,
+                vec![(a / b).to_string(), (a % b).to_string()],
+                "{a} / {b}"
+            );
+        }
+        let ord: i64 = redis::from_redis_value(call(c, "cmp", b, a)).unwrap();
+        assert_eq!(ord, b.cmp(&a) as i64, "cmp {b} {a}");
+    }
+}
+
 server_tests! {
+    fn exact_integers_equal_u128_arithmetic(flavor) {
+        integers(flavor, 14);
+    }
+
     fn gcra_token_and_leaky_buckets_are_exact_at_chosen_instants(flavor) {
         instant_sequences(flavor, 11);
     }
