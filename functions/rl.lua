@@ -549,9 +549,15 @@ local function build()
   --------------------------------------------------------------------------------
 
   -- The decimal fields of the string state `kind` wrote on `key`; nil if absent.
-  local function read_string(key, kind, nfields)
+  -- GET, or the error reply it gave (WRONGTYPE for another type; NOPERM ...).
+  local function get(key)
     local v = redis.pcall('GET', key)
-    if type(v) == 'table' then fail(WRONGTYPE) end
+    if type(v) == 'table' then fail(v.err or WRONGTYPE) end
+    return v
+  end
+
+  local function read_string(key, kind, nfields)
+    local v = get(key)
     if not v then return nil end
     local parts, pos = {}, 1
     while true do
@@ -831,6 +837,10 @@ local function build()
     local ok, result = pcall(body)
     if ok then return result end
     if type(result) == 'table' and result.rl then return redis.error_reply(result.rl) end
+    -- A command the library called was refused (an ACL without the commands it
+    -- uses, OOM): that error, as Redis gave it.
+    if type(result) == 'table' and type(result.err) == 'string' then return redis.error_reply(result.err) end
+    if type(result) == 'string' and find(result, '^[A-Z]+ ') then return redis.error_reply(result) end
     return redis.error_reply(fmt('ERR internal error in %s: the request was not applied', label))
   end
 
@@ -1008,8 +1018,7 @@ local function build()
         fail('ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days')
       end
       local now = now_ns()
-      local v = redis.pcall('GET', key)
-      if type(v) == 'table' then fail(WRONGTYPE) end
+      local v = get(key)
       local stored
       if v then
         if v == '' or #v > 38 or find(v, '[^0-9]') then foreign('CL.THROTTLE') end

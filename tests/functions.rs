@@ -221,6 +221,9 @@ fn module_writes_weighted_logs(c: &mut redis::Connection) -> bool {
     members.iter().all(|m| m.contains(':'))
 }
 
+/// The ACL rules a user needs for the library, as the README gives them.
+const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpireat +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrange +zrevrangebyscore";
+
 /// Keys prepared with foreign values before the scenarios run (same on both sides).
 /// `K5` is a legacy sliding log (one bare `<ns>` member per unit, as older
 /// modules wrote): 100 lapsed entries (more than one write trims) and 3 live ones.
@@ -593,6 +596,31 @@ server_tests! {
             rl_err(c, "FCALL rl_fixed 2 b c 1 1h"),
             "ERR rl_fixed takes exactly one key: FCALL rl_fixed 1 key ..."
         );
+    }
+
+    fn an_acl_user_needs_fcall_and_the_commands_the_library_calls(flavor) {
+        let s = Server::start_library(flavor, false);
+        let c = &mut s.conn();
+        let _: () = run(c, "ACL SETUSER lim on >pw ~rl:* resetchannels -@all +fcall +fcall_ro");
+        let u = &mut s.conn();
+        let _: () = run(u, "AUTH lim pw");
+        // Scripts run their commands with the caller's ACL: refused, with Redis's error.
+        let refused = rl_err(u, "FCALL rl_gcra 1 rl:a 1 1h");
+        assert!(refused.starts_with("ERR ") && refused.contains("command"), "{refused}");
+        assert!(!is_lua_runtime_error(&refused), "{refused}");
+        let _: () = run(c, &format!("ACL SETUSER lim {LIBRARY_ACL}"));
+        for cmd in [
+            "FCALL rl_gcra 1 rl:a 1 1h",
+            "FCALL rl_slidinglog 1 rl:b 2 1h",
+            "FCALL rl_acquire 1 rl:c 2 1h x",
+            "FCALL rl_all 2 rl:{d}1 rl:{d}2 FIXED 2 1h SLIDINGLOG 2 1h",
+            "FCALL cl_throttle 1 rl:e 1 1 60",
+            "FCALL_RO rl_peek 1 rl:a GCRA 1 1h",
+        ] {
+            assert!(command(cmd).query::<Value>(u).is_ok(), "{cmd}");
+        }
+        assert_eq!(run::<i64>(u, "FCALL rl_release 1 rl:c x"), 1);
+        assert!(rl_err(u, "FCALL rl_gcra 1 other 1 1h").starts_with("NOPERM"));
     }
 
     fn concurrent_clients_get_exactly_the_limit_through_the_library(flavor) {
