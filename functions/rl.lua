@@ -1074,22 +1074,25 @@ local function build()
   -- the member's microsecond).
   local function parse_entry(member, score)
     local a = find(member, ':', 1, true)
-    local e
+    local e, digits
     if not a then
       local ns = u64_digits(member)
       if not ns then return nil end
-      e = { ns = ns, cost = ONE }
+      e, digits = { ns = ns, cost = ONE }, member
     else
       local b = find(member, ':', a + 1, true)
       if not b or find(member, ':', b + 1, true) then return nil end
-      local ns = u64_digits(sub(member, 1, a - 1))
+      digits = sub(member, 1, a - 1)
+      local ns = u64_digits(digits)
       local cost = u64_digits(sub(member, a + 1, b - 1))
       local sum = u64_digits(sub(member, b + 1))
       if not (ns and cost and sum) or is_zero(cost) or cmp(sum, cost) < 0 then return nil end
       e = { ns = ns, cost = cost, sum = sum }
     end
-    e.score = score_of(e.ns)
-    if tonumber(score) ~= tonumber(str(e.score)) then return nil end
+    -- The score is ns / 1000: the digits but the last three (as doubles compare them).
+    local us = #digits > 3 and sub(digits, 1, -4) or '0'
+    if tonumber(score) ~= tonumber(us) then return nil end
+    e.score = big(us)
     return e
   end
 
@@ -1103,10 +1106,6 @@ local function build()
 
   local function log_corrupt() foreign('RL.SLIDINGLOG') end
 
-  local function key_type(key)
-    return redis.call('TYPE', key).ok
-  end
-
   -- Removes at most TRIM_MAX members scored <= cutoff (a string), oldest first:
   -- one ZREM of exactly those members, as the module replicates it.
   local function trim_through(key, cutoff)
@@ -1115,16 +1114,22 @@ local function build()
   end
 
   -- The log on `key` (nil if absent): the LogView of sliding_log.rs.
+  -- ZRANGE key 0 0 WITHSCORES: empty for an absent key, WRONGTYPE for another type.
+  local function first_entry(key)
+    local r = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if r.err then fail(r.err) end
+    return r
+  end
+
   local function open_log(key)
-    local t = key_type(key)
-    if t == 'none' then return nil end
-    if t ~= 'zset' then fail(WRONGTYPE) end
+    local first = first_entry(key)
+    if not first[1] then return nil end
     local function one(reply)
       local e = reply[1] and parse_entry(reply[1], reply[2])
       if not e then log_corrupt() end
       return e
     end
-    local oldest = one(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES'))
+    local oldest = one(first)
     local newest = one(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES'))
     if oldest.sum and not newest.sum then log_corrupt() end
     local log = { newest = newest }
@@ -1133,17 +1138,19 @@ local function build()
       return int(redis.call('ZCOUNT', key, '(' .. str(cutoff), '+inf'))
     end
     -- Visits entries scored above `cutoff`, oldest first, while `visit` is true.
-    function log.scan_after(cutoff, visit)
+    -- Fetches `batch` entries per call (how many the caller expects to visit).
+    function log.scan_after(cutoff, visit, batch)
       local offset = 0
       while true do
-        local r = redis.call('ZRANGEBYSCORE', key, '(' .. str(cutoff), '+inf', 'WITHSCORES', 'LIMIT', offset, 16)
+        local r = redis.call('ZRANGEBYSCORE', key, '(' .. str(cutoff), '+inf', 'WITHSCORES', 'LIMIT', offset, batch)
         for i = 1, #r, 2 do
           local e = parse_entry(r[i], r[i + 1])
           if not e then log_corrupt() end
           if not visit(e) then return end
         end
-        if #r < 32 then return end
-        offset = offset + 16
+        if #r < 2 * batch then return end
+        offset = offset + batch
+        batch = 16
       end
     end
     -- Visits entries newest first while `visit` is true.
@@ -1186,7 +1193,7 @@ local function build()
     log.scan_after(cutoff, function(e)
       oldest = e
       return false
-    end)
+    end, 1)
     empty.newest = newest
     if not oldest then return empty end
     local function before(e, sum)
@@ -1247,7 +1254,7 @@ local function build()
       end
       seen = seen + 1
       return seen < RETRY_SCAN
-    end)
+    end, RETRY_SCAN)
     if found then return found end
     local newest = c.newest or log_corrupt()
     if not reaches(newest) then log_corrupt() end
@@ -1355,14 +1362,13 @@ local function build()
   end
 
   local function open_leases(key)
-    local t = key_type(key)
-    if t == 'none' then return nil end
-    if t ~= 'zset' then fail(WRONGTYPE) end
+    local first = first_entry(key)
+    if not first[1] then return nil end
     local function is_lease(r)
       local s = tonumber(r[2])
       return sub(r[1], 1, #LEASE_PREFIX) == LEASE_PREFIX and s >= 0 and s % 1 == 0 and s < TWO64
     end
-    if not is_lease(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES'))
+    if not is_lease(first)
       or not is_lease(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')) then
       foreign('RL.ACQUIRE')
     end
