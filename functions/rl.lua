@@ -379,6 +379,15 @@ local function build()
     return q
   end
 
+  -- seconds * 10^9 + microseconds * 1000, built limb by limb (this runs on every call).
+  local function ns_of_time(seconds, micros)
+    local x, y = seconds * 100, micros * 1000 -- ns = x * BASE + y; both exact
+    local l1 = y % BASE
+    local x2 = x + (y - l1) / BASE
+    local l2 = x2 % BASE
+    return norm(trim({ l1, l2, (x2 - l2) / BASE }))
+  end
+
   local function min(a, b) return cmp(a, b) <= 0 and a or b end
   local function max(a, b) return cmp(a, b) >= 0 and a or b end
   local function is_zero(a) return a == 0 end
@@ -435,6 +444,7 @@ local function build()
   -- here ends below that); nil unless non-empty and all digits.
   local function digits(s)
     if s == '' or find(s, '[^0-9]') then return nil end
+    if #s <= 15 then return tonumber(s) end
     local t = gsub(s, '^0+', '')
     if t == '' then return 0 end
     if #t > 16 then return 1e16 end
@@ -606,7 +616,7 @@ local function build()
   -- The server's clock in ns: TIME's seconds and microseconds.
   local function now_ns()
     local t = redis.call('TIME')
-    return add(mul(tonumber(t[1]), NS_PER_S), tonumber(t[2]) * 1000)
+    return ns_of_time(tonumber(t[1]), tonumber(t[2]))
   end
 
   --------------------------------------------------------------------------------
