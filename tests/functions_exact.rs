@@ -62,7 +62,8 @@ fn clocked_library(flavor: Flavor) -> Server {
            if a[1] == 'cmp' then return i.cmp(x, y) end\n\
            return i.str(i[a[1]](x, y))\n\
            end)\n";
-    let time = "local t = redis.call('TIME')\n    return ns_of_time(tonumber(t[1]), tonumber(t[2]))";
+    let time =
+        "local t = redis.call('TIME')\n    return ns_of_time(tonumber(t[1]), tonumber(t[2]))";
     let patched = source.replace(time, "return big(redis.call('GET', 'rl-test:now'))");
     assert_ne!(
         source, patched,
