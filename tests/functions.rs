@@ -692,6 +692,12 @@ server_tests! {
                 "RL.SLIDING K3x 3 1h COST 2",
                 "RL.ALL 2 K4 K5 GCRA 1 1h BURST 2 FIXED 2 1h",
                 "CL.THROTTLE K6 4 1 3600 2",
+                "RL.SLIDINGLOG K7 5 1h COST 2",
+                "RL.SLIDINGLOG K7 5 1h COST 1",
+                "RL.SLIDINGLOG K7 5 1h REFUND 2",
+                "RL.ACQUIRE K8 2 1h a",
+                "RL.ACQUIRE K8 2 1h b",
+                "RL.RELEASE K8 a",
             ] {
                 let words = cmd.replace(" K", &format!(" {{{p}}}K"));
                 backend.value(c, &words).unwrap();
@@ -699,8 +705,13 @@ server_tests! {
         }
         let offset: i64 = run(c, "WAIT 1 5000");
         assert_eq!(offset, 1);
+        // The replica has the library too, and decides read-only calls on its copy.
+        let peek = "FCALL_RO rl_peek 1 {Module}K2x FIXED 3 1h COST 0";
+        let on_replica: Vec<i64> = run(r, peek);
+        assert_eq!(on_replica[..3], [1, 3, 1]);
+        assert_eq!(run::<Vec<i64>>(c, peek)[..3], on_replica[..3]);
         let keys: Vec<String> = run(c, "KEYS *");
-        assert!(keys.len() >= 14, "{keys:?}");
+        assert!(keys.len() >= 18, "{keys:?}");
         for k in keys {
             let dump = |c: &mut redis::Connection| -> (Value, i64) {
                 (redis::cmd("DUMP").arg(&k).query(c).unwrap(), pexpiretime(c, &k))

@@ -9,16 +9,36 @@ use common::backend::library_source;
 use common::cluster::{call, Cluster};
 use common::{error_text, Backend, Value};
 
+/// A cluster with the library loaded as the README says: `redis-cli --cluster call
+/// <node> FUNCTION LOAD REPLACE "$(cat functions/rl.lua)" --cluster-only-masters`.
 fn cluster_with_library(flavor: common::Flavor) -> Cluster {
     let cluster = Cluster::start(flavor);
+    let out = std::process::Command::new("redis-cli")
+        .args([
+            "--cluster",
+            "call",
+            &format!("127.0.0.1:{}", cluster.ports()[0]),
+        ])
+        .args([
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            &library_source(),
+            "--cluster-only-masters",
+        ])
+        .output()
+        .expect("run redis-cli --cluster call");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for port in cluster.masters() {
-        let name: String = redis::cmd("FUNCTION")
-            .arg("LOAD")
-            .arg("REPLACE")
-            .arg(library_source())
-            .query(&mut cluster.conn(port))
-            .unwrap();
-        assert_eq!(name, "rl");
+        let libraries: Value = call(&mut cluster.conn(port), "FUNCTION LIST LIBRARYNAME rl");
+        assert!(
+            matches!(&libraries, Value::Array(l) if l.len() == 1),
+            "{port}: {libraries:?}"
+        );
     }
     cluster
 }
