@@ -184,6 +184,18 @@ const ZSET_SCENARIOS: &[&[&str]] = &[
         "RL.SLIDINGLOG K5 10 1h REFUND 6",
         "RL.SLIDINGLOG K5 10 1h COST 3",
         "RL.SLIDINGLOG K5 10 1h REFUND 1",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h COST 2",
+        "RL.SLIDINGLOG K6 10 1h COST 7",
+        "RL.SLIDINGLOG K6 10 1h COST 10",
+        "RL.SLIDINGLOG K6 10 1h REFUND 3",
+        "RL.SLIDINGLOG K6 10 1h COST 4",
     ],
     &[
         "RL.ACQUIRE K 2 1h a",
@@ -248,6 +260,7 @@ fn keyed(cmd: &str, prefix: &str) -> String {
             "K3" => format!("{prefix}:3"),
             "K4" => format!("{prefix}:4"),
             "K5" => format!("{prefix}:5"),
+            "K6" => format!("{prefix}:6"),
             other => other.to_string(),
         })
         .collect::<Vec<_>>()
@@ -353,7 +366,7 @@ fn conform(
         if !states {
             continue;
         }
-        for k in ["1", "2", "3", "4", "5"] {
+        for k in ["1", "2", "3", "4", "5", "6"] {
             let (sm, im) = state(cm, &format!("{pm}:{k}"));
             let (sl, il) = state(cl, &format!("{pl}:{k}"));
             assert_eq!(sm, sl, "scenario {i} key {k}");
