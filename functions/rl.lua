@@ -1142,7 +1142,7 @@ local function build()
     local oldest = one(first)
     local newest = one(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES'))
     if oldest.sum and not newest.sum then log_corrupt() end
-    local log = { newest = newest }
+    local log = { oldest = oldest, newest = newest }
     function log.len() return int(redis.call('ZCARD', key)) end
     function log.count_after(cutoff)
       return int(redis.call('ZCOUNT', key, '(' .. str(cutoff), '+inf'))
@@ -1199,12 +1199,17 @@ local function build()
   local function census(log, cutoff)
     local empty = { units = ZERO, legacy = ZERO, first_rank = ZERO, base = ZERO }
     if not log then return empty end
-    local newest, oldest = log.newest, nil
-    log.scan_after(cutoff, function(e)
-      oldest = e
-      return false
-    end, 1)
-    empty.newest = newest
+    -- The oldest live entry: the oldest stored one, unless it has lapsed.
+    local newest, oldest = log.newest, log.oldest
+    local lapsed = cmp(oldest.score, cutoff) <= 0
+    if lapsed then
+      oldest = nil
+      log.scan_after(cutoff, function(e)
+        oldest = e
+        return false
+      end, 1)
+    end
+    empty.newest, empty.lapsed = newest, lapsed
     if not oldest then return empty end
     local function before(e, sum)
       if cmp(sum, e.cost) < 0 then log_corrupt() end
@@ -1217,13 +1222,14 @@ local function build()
     if oldest.sum and newest.sum then
       local base = before(oldest, oldest.sum)
       return { units = after(newest.sum, base), legacy = ZERO, first_rank = ZERO, base = base,
-        first_weighted = oldest, newest = newest }
+        first_weighted = oldest, newest = newest, lapsed = lapsed }
     end
     local len, live = log.len(), log.count_after(cutoff)
     if cmp(len, live) < 0 then log_corrupt() end
     local first_rank = sub_(len, live)
     if not oldest.sum and not newest.sum then
-      return { units = live, legacy = live, first_rank = first_rank, base = ZERO, newest = newest }
+      return { units = live, legacy = live, first_rank = first_rank, base = ZERO, newest = newest,
+        lapsed = lapsed }
     end
     if oldest.sum then log_corrupt() end
     -- Legacy entries, then weighted ones: the first weighted by binary search on rank.
@@ -1242,7 +1248,8 @@ local function build()
     local base = before(first, first.sum)
     local legacy = sub_(hi, first_rank)
     return { units = checked_u64(add(legacy, after(newest.sum, base))), legacy = legacy,
-      first_rank = first_rank, base = base, first_weighted = first, newest = newest }
+      first_rank = first_rank, base = base, first_weighted = first, newest = newest,
+      lapsed = lapsed }
   end
 
   -- The score of the oldest live entry through which the live units reach `k`.
@@ -1347,8 +1354,10 @@ local function build()
       end
       local entry = { ns = ns, cost = n, sum = sum, score = score_of(ns) }
       local cut, expire = str(cutoff), str(expire_ms(leaves_at(entry.score)))
+      local lapsed = c.lapsed
       return decision(true, units_after, ZERO, ns), { op = 'log', apply = function(k)
-        trim_through(k, cut)
+        -- Only if an entry has lapsed: no seek otherwise (as the module).
+        if lapsed then trim_through(k, cut) end
         redis.call('ZADD', k, str(entry.score), member_of(entry))
         redis.call('PEXPIREAT', k, expire)
       end }
@@ -1566,5 +1575,6 @@ redis.register_function('rl_fixed', handler('decision', { 'FIXED', 'rl_fixed' })
 redis.register_function('rl_all', handler('all'))
 redis.register_function('cl_throttle', handler('throttle'))
 redis.register_function('rl_acquire', handler('acquire'))
-redis.register_function('rl_release', handler('release'))
+-- RL.RELEASE is registered without deny-oom (it only frees): so is rl_release.
+redis.register_function { function_name = 'rl_release', callback = handler('release'), flags = { 'allow-oom' } }
 redis.register_function { function_name = 'rl_peek', callback = handler('peek'), flags = { 'no-writes' } }

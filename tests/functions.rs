@@ -636,6 +636,29 @@ server_tests! {
         assert!(rl_err(u, "FCALL rl_gcra 1 other 1 1h").starts_with("NOPERM"));
     }
 
+    fn out_of_memory_refuses_what_the_module_refuses(flavor) {
+        let s = Server::start_library(flavor, true);
+        let c = &mut s.conn();
+        for backend in BACKENDS {
+            backend.value(c, &format!("RL.ACQUIRE oom:{backend:?} 5 1h job")).unwrap();
+        }
+        let _: () = run(c, "CONFIG SET maxmemory 1");
+        for backend in BACKENDS {
+            // Decisions are refused (deny-oom) with Redis's own error, read-only peeks are not,
+            // and releases go through (they only free).
+            let refused = backend.err(c, "RL.GCRA oom:g 1 1h");
+            assert!(refused.starts_with("OOM "), "{backend:?}: {refused}");
+            let released = backend.value(c, &format!("RL.RELEASE oom:{backend:?} job"));
+            assert_eq!(released, Ok(Value::Int(1)), "{backend:?}");
+        }
+        assert_eq!(
+            Backend::Module.err(c, "RL.GCRA oom:g 1 1h"),
+            Backend::Library.err(c, "RL.GCRA oom:g 1 1h")
+        );
+        assert_eq!(rl(c, "FCALL_RO rl_peek 1 oom:g GCRA 1 1h")[..3], [1, 1, 0]);
+        let _: () = run(c, "CONFIG SET maxmemory 0");
+    }
+
     fn concurrent_clients_get_exactly_the_limit_through_the_library(flavor) {
         let s = Server::start_library(flavor, false);
         for (cmd, limit) in [
