@@ -1267,6 +1267,9 @@ local function build()
     local target = checked_u64(add(c.base, sub_(k, c.legacy)))
     local function reaches(e) return e.sum ~= nil and cmp(e.sum, target) >= 0 end
     local first = c.first_weighted or log_corrupt()
+    -- The scan below visits `first` as its first weighted entry (it is the oldest
+    -- live one): when it reaches the target, that is the answer, with no call.
+    if reaches(first) then return first.score end
     local found, seen, lo = nil, 0, first.score
     log.scan_after(satsub(first.score, ONE), function(e)
       if not e.sum then return true end
