@@ -644,7 +644,11 @@ server_tests! {
 
     fn random_vectors_get_the_modules_errors_never_a_lua_error(flavor) {
         let s = Server::start_library(flavor, true);
-        fuzz(&mut s.conn(), 7, 3_000);
+        // RL_FUZZ_VECTORS and RL_FUZZ_SEED run a longer or another campaign.
+        let env = |name: &str, default: u64| {
+            std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+        };
+        fuzz(&mut s.conn(), env("RL_FUZZ_SEED", 7), env("RL_FUZZ_VECTORS", 3_000) as usize);
     }
 
     fn peek_through_fcall_ro_decides_and_writes_nothing(flavor) {
