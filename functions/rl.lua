@@ -492,7 +492,8 @@ local function build()
 
   -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
   -- 'clause' (an RL.ALL clause: COST and BURST only) or 'peek' (rl_peek).
-  local function parse(kind, args, first, last, form)
+  local parse
+  function parse(kind, args, first, last, form)
     local names = kind.params
     local np = #names
     if last - first + 1 < np then
@@ -555,6 +556,27 @@ local function build()
     req.cost = refund or cost or 1
     req.refund = refund ~= nil
     req.peek = req.peek or peek or false
+    return req
+  end
+
+  -- Parsed requests by their arguments: an application sends the same few limiter
+  -- configurations over and over. Invariant: a cached request is never modified;
+  -- errors are never cached; the cache is emptied when it reaches CACHE_MAX.
+  local CACHE_MAX = 512
+  local cache, cached = {}, 0
+  local uncached_parse = parse
+  parse = function(kind, args, first, last, form)
+    local parts = { form, kind.name }
+    for i = first, last do
+      local a = args[i]
+      parts[#parts + 1] = #a .. ':' .. a -- length-prefixed: no two vectors share a key
+    end
+    local id = concat(parts, ' ')
+    local req = cache[id]
+    if req then return req end
+    req = uncached_parse(kind, args, first, last, form)
+    if cached >= CACHE_MAX then cache, cached = {}, 0 end
+    cache[id], cached = req, cached + 1
     return req
   end
 
@@ -943,8 +965,10 @@ local function build()
         -- Nothing is spent: a layer that would admit reports its state as it is.
         for i = 1, n do
           if layers[i].allowed then
-            reqs[i].cost = 0
-            layers[i] = decide(keys[i], reqs[i], now)
+            local unspent = {}
+            for field, value in pairs(reqs[i]) do unspent[field] = value end
+            unspent.cost = 0
+            layers[i] = decide(keys[i], unspent, now)
           end
         end
       end
