@@ -1364,13 +1364,14 @@ local function build()
       local take = remove + (rewrite and 1 or 0)
       local expire = str(expire_ms(leaves_at(score_of(newest_left))))
       return d, { op = 'log', apply = function(k)
+        -- As the module: the newest members are listed first; the rewritten entry
+        -- is added before they go (the set never empties: no spurious del event);
+        -- one ZREM, in chunks only beyond what Lua can unpack at once.
         local newest = redis.call('ZREVRANGE', k, 0, take - 1)
-        -- One ZREM, as the module replicates it; in chunks only beyond what
-        -- Lua can unpack at once.
+        if rewrite then redis.call('ZADD', k, str(rewrite.score), member_of(rewrite)) end
         for i = 1, #newest, 4000 do
           redis.call('ZREM', k, unpack(newest, i, i + 3999 < #newest and i + 3999 or #newest))
         end
-        if rewrite then redis.call('ZADD', k, str(rewrite.score), member_of(rewrite)) end
         redis.call('PEXPIREAT', k, expire)
       end }
     end
