@@ -490,6 +490,9 @@ local function build()
   local TAG_LABELS = {}
   for _, k in pairs(KINDS) do TAG_LABELS[k.tag] = k.label end
 
+  -- The position of the rate among the positionals (the period follows it).
+  local RATE_PARAM = { GCRA = 1, TOKENBUCKET = 2, LEAKY = 2 }
+
   -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
   -- 'clause' (an RL.ALL clause: COST and BURST only) or 'peek' (rl_peek).
   local parse
@@ -551,6 +554,14 @@ local function build()
         p[j] = count_from(name, s, 1, MAX_COUNT)
       end
     end
+    -- The GCRA family: one unit must cost at least 1 ns (period_ns >= rate), as
+    -- the stored instant has nanosecond resolution (args.rs check_rate).
+    local rate_at = RATE_PARAM[kind.name]
+    if rate_at and cmp(p[rate_at], p[rate_at + 1]) > 0 then
+      local rate, period = names[rate_at], names[rate_at + 1]
+      fail(fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns',
+        rate, period, period, rate))
+    end
     req.p = p
     req.burst = burst or 1
     req.cost = refund or cost or 1
@@ -594,9 +605,14 @@ local function build()
     return v
   end
 
+  -- Strings this short may be int-encoded values, which the module tells apart by
+  -- length alone; every string state is longer (store/mod.rs SHORT_STRING).
+  local SHORT_STRING = 20
+
   local function read_string(key, kind, nfields)
     local v = get(key)
     if not v then return nil end
+    if #v <= SHORT_STRING then foreign(kind.label) end
     local parts, pos = {}, 1
     while true do
       local c = find(v, ':', pos, true)
@@ -864,9 +880,21 @@ local function build()
   -- Filled in with the lease sets: RL.ACQUIRE ... PEEK for rl_peek.
   local peek_acquire
 
+  -- Every key is gone, and its limiter idle, at the expiry cap at the latest: no
+  -- decision promises a wait beyond it (decision.rs, within_expiry_cap).
+  local MAX_EXPIRE_NS = mul(MAX_EXPIRE_MS, NS_PER_MS)
+
   local function decide(key, req, now)
-    if req.kind.name == 'SLIDINGLOG' then return decide_log(key, req, now) end
-    return DECIDE[req.kind.name](key, req, now)
+    local d, write
+    if req.kind.name == 'SLIDINGLOG' then
+      d, write = decide_log(key, req, now)
+    else
+      d, write = DECIDE[req.kind.name](key, req, now)
+    end
+    local horizon = satsub(MAX_EXPIRE_NS, now)
+    d.reset = min(d.reset, horizon)
+    if d.retry then d.retry = min(d.retry, horizon) end
+    return d, write
   end
 
   -- Runs `body` and replies: its result, its error reply, or for any other Lua
@@ -1061,7 +1089,8 @@ local function build()
       local v = get(key)
       local stored
       if v then
-        if v == '' or #v > 38 or find(v, '[^0-9]') then foreign('CL.THROTTLE') end
+        -- The state is a decimal TAT: at most 20 bytes (store/mod.rs SHORT_STRING).
+        if v == '' or #v > SHORT_STRING or find(v, '[^0-9]') then foreign('CL.THROTTLE') end
         stored = big(v)
         if cmp(stored, U64_MAX) > 0 then foreign('CL.THROTTLE') end
       end
