@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark: Redis's own INCR, each RL.* command, and the matching
-Lua script from the seed articles run with EVALSHA (reading the server's TIME).
+"""Side-by-side benchmark: Redis's own INCR, each RL.* command, the matching
+Lua script from the seed articles run with EVALSHA (reading the server's TIME),
+and the same command through the Functions library (functions/rl.lua, FCALL).
 
 Starts its own redis-server with the module, drives it with redis-benchmark
 (pipelining 16, 50 clients; 100,000 random keys, then one hot key), and reads the
@@ -9,7 +10,7 @@ how the cost of a call scales, and the worst single call (SLOWLOG) of the
 expensive shapes (COST at the cap, 100,000 lapsed entries, a 64-layer RL.ALL)
 with a module-less replica attached. Figures are as measured; nothing here is a test.
 
-Usage: scripts/bench.py [--module PATH] [--requests N] [--quick] [--bounds-only]
+Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--quick] [--bounds-only]
 """
 
 import argparse
@@ -235,12 +236,18 @@ def key_arg(keyspace):
 PXAT = str(int(time.time() * 1000) + 30 * 86_400_000)  # a month ahead: every SET writes
 
 
+def function_name(command):
+    """The library's function for a module command: RL.GCRA -> rl_gcra."""
+    return command.lower().replace(".", "_")
+
+
 def run_table(server, requests, shas, keyspace, label):
     """One table: the floors (INCR, and SET … PXAT or, for the hot key, GET), each
-    command, and its seed Lua script when `shas` is given."""
+    command, and, when `shas` is given, its seed Lua script and the same command
+    through the Functions library (FCALL; the server must have it loaded)."""
     rows = []
     incr = measure(server, requests, keyspace, "incr", ["INCR", key_arg(keyspace)])
-    rows.append(("INCR", incr, None))
+    rows.append(("INCR", incr, None, None))
     if keyspace:
         floor_name = "SET … PXAT"
         floor = measure(server, requests, keyspace, "set",
@@ -249,23 +256,26 @@ def run_table(server, requests, shas, keyspace, label):
         floor_name = "GET"
         server.cli("FLUSHALL")
         floor = measure(server, requests, keyspace, "get", ["GET", key_arg(keyspace)])
-    rows.append((floor_name, floor, None))
+    rows.append((floor_name, floor, None, None))
     for name, stat, args, lua, lua_args in CASES:
         native = measure(server, requests, keyspace, stat, [name, key_arg(keyspace), *args])
-        script = None
+        script = library = None
         if shas:
             script = measure(server, requests // 2, keyspace, "evalsha",
                              ["EVALSHA", shas[lua], "1", key_arg(keyspace), *lua_args])
-        rows.append((name, native, script))
+            library = measure(server, requests // 4, keyspace, "fcall",
+                              ["FCALL", function_name(name), "1", key_arg(keyspace), *args])
+        rows.append((name, native, script, library))
     title = f"{keyspace:,} random keys" if keyspace else "one hot key"
     print(f"\n#### {title}, {label} (redis-benchmark -P 16 -c 50)\n")
     print(f"| command | req/s | µs/call | × {floor_name} | CPU µs/call | CPU × {floor_name} "
-          "| × INCR | Lua µs/call | speed-up vs Lua |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, (rps, usec, cpu), script in rows:
+          "| × INCR | Lua µs/call | speed-up vs Lua | library µs/call | library ÷ module |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, (rps, usec, cpu), script, library in rows:
         lua_cells = f"{script[1]:.2f} | {script[1] / usec:.1f}×" if script else " | "
+        lib_cells = f"{library[1]:.2f} | {library[1] / usec:.1f}×" if library else " | "
         print(f"| {name} | {rps:,.0f} | {usec:.2f} | {usec / floor[1]:.2f} | {cpu:.2f} | "
-              f"{cpu / floor[2]:.2f} | {usec / incr[1]:.2f} | {lua_cells} |")
+              f"{cpu / floor[2]:.2f} | {usec / incr[1]:.2f} | {lua_cells} | {lib_cells} |")
 
 
 def deployment_tables(module, requests):
@@ -291,13 +301,16 @@ def deployment_tables(module, requests):
 
 
 def load_keys(server, count, words):
-    """Runs one command per key k:0..count-1 through redis-cli --pipe."""
+    """Runs one command per key k:0..count-1 through redis-cli --pipe; the key
+    goes where `words` has KEY (else right after the command name)."""
+    if "KEY" not in words:
+        words = [words[0], "KEY", *words[1:]]
     def resp(parts):
         out = [f"*{len(parts)}\r\n"]
         for p in parts:
             out.append(f"${len(p.encode())}\r\n{p}\r\n")
         return "".join(out)
-    payload = "".join(resp([words[0], f"k:{i}", *words[1:]]) for i in range(count))
+    payload = "".join(resp([f"k:{i}" if w == "KEY" else w for w in words]) for i in range(count))
     subprocess.run(["redis-cli", "-p", str(server.port), "--pipe"], input=payload,
                    capture_output=True, text=True, check=True)
 
@@ -307,8 +320,11 @@ def memory_table(server, count):
     print("| state | bytes per key | × SET … PX |")
     print("|---|---:|---:|")
     cases = [("SET k v PX (plain key)", ["SET", "1764489600123", "PX", "60000"])]
-    cases += [(name, [name, *args]) for name, _s, args, _l, _a in CASES
-              if name != "CL.THROTTLE"]  # (its state is RL.GCRA's size)
+    strings = [(name, args) for name, _s, args, _l, _a in CASES
+               if name != "CL.THROTTLE"]  # (its state is RL.GCRA's size)
+    cases += [(name, [name, *args]) for name, args in strings]
+    cases += [(f"FCALL {function_name(name)}", ["FCALL", function_name(name), "1", "KEY", *args])
+              for name, args in strings]
     base = None
     for name, words in cases:
         server.cli("FLUSHALL")
@@ -479,6 +495,7 @@ def machine():
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--module", default=os.path.join(ROOT, "target/release/librl.so"))
+    p.add_argument("--library", default=os.path.join(ROOT, "functions/rl.lua"))
     p.add_argument("--requests", type=int, default=400_000)
     p.add_argument("--quick", action="store_true", help="fewer requests, no scaling tables")
     p.add_argument("--bounds-only", action="store_true", help="only the worst-call table")
@@ -491,6 +508,10 @@ def main():
     server = Server(a.module)
     try:
         shas = {name: server.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
+        with open(a.library) as f:
+            loaded = server.cli("-x", "FUNCTION", "LOAD", "REPLACE", stdin=f.read()).strip()
+        if loaded != "rl":
+            sys.exit("FUNCTION LOAD of the library failed: " + loaded)
         print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
         run_table(server, requests, shas, 100_000, "Redis")
         run_table(server, requests, shas, 0, "Redis")
@@ -504,6 +525,8 @@ def main():
         valkey = Server(a.module, binary=VALKEY)
         try:
             shas = {name: valkey.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
+            with open(a.library) as f:
+                valkey.cli("-x", "FUNCTION", "LOAD", "REPLACE", stdin=f.read())
             run_table(valkey, requests, shas, 100_000, "Valkey 9.1")
             run_table(valkey, requests, shas, 0, "Valkey 9.1")
         finally:

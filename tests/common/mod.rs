@@ -10,7 +10,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub use redis::Value;
+pub mod backend;
 pub mod cluster;
+#[allow(unused_imports)]
+pub use backend::{Backend, BACKENDS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
@@ -35,7 +38,7 @@ impl Flavor {
     }
 }
 
-fn manifest_dir() -> PathBuf {
+pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 

@@ -1,0 +1,1643 @@
+#!lua name=rl
+--[[
+rl as a Redis Functions library: the rl module's commands, with its grammar, replies,
+errors and stored state formats, for servers that cannot load modules (managed Redis
+and Valkey). Load it with `FUNCTION LOAD REPLACE` (or `redis-cli -x FUNCTION LOAD
+REPLACE < functions/rl.lua`) and call
+
+  FCALL rl_gcra 1 key limit period [BURST b] [COST n | REFUND n] [PEEK] [BLOCK ms]
+    (and rl_tokenbucket, rl_leaky, rl_sliding, rl_slidinglog, rl_fixed likewise)
+  FCALL rl_all numkeys key [key ...] ALGO params [COST n] ... [PEEK]
+  FCALL rl_acquire 1 key limit timeout lease_id [PEEK] [BLOCK ms]
+  FCALL rl_release 1 key lease_id
+  FCALL cl_throttle 1 key max_burst count period [quantity]
+  FCALL_RO rl_peek 1 key ALGO params [COST n]      (flag no-writes: replicas too)
+
+BLOCK is accepted and decides at once: a script cannot wait.
+
+Sections: exact integers; errors and the grammar; state on keys; the algorithms
+(a line-by-line port of src/algorithm/*.rs); the commands; registration.
+
+Invariants:
+- Time is the server's TIME, in nanoseconds (microsecond resolution), read once per call.
+- Integers are exact: a Lua number below 2^53, a table of base-10^7 limbs above (instants
+  in ns, products such as burst * period); no value beyond 2^53 is ever a rounded double,
+  except CL.THROTTLE's emission interval, which redis-cell computes in doubles.
+- Every call validates and decides everything before its first write, so an error
+  reply never follows a partial write; a Lua runtime error becomes the module's
+  `ERR internal error in RL.X: the request was not applied`.
+]]
+
+-- Redis loads a library with only `redis` in scope (no string, math or table),
+-- so everything is built on the first call, inside `build`.
+local function build()
+  local type, tonumber, assert, pcall, error = type, tonumber, assert, pcall, error
+  local floor = math.floor
+  local sub, find, fmt, upper, gsub = string.sub, string.find, string.format, string.upper, string.gsub
+  local concat = table.concat
+
+  --------------------------------------------------------------------------------
+  -- Exact non-negative integers. An integer below SMALL (< 2^53) is a Lua number,
+  -- exact in a double; a larger one (a "big") is a table of base-10^7 limbs, least
+  -- significant first, no zero limb on top. Every operation takes either form and
+  -- returns a number whenever the result is below SMALL, so the common case (debts
+  -- and periods of hours, counts of thousands) never leaves double arithmetic;
+  -- instants in ns (~1.8e18) and products such as burst * period take the limb
+  -- path, whose limb products plus carries stay below 2^53.
+  --------------------------------------------------------------------------------
+
+  local BASE = 10000000
+  local SMALL = 9000000000000000
+  local fmod = math.fmod
+
+  local function trim(a)
+    local n = #a
+    while n > 0 and a[n] == 0 do
+      a[n] = nil
+      n = n - 1
+    end
+    return a
+  end
+
+  -- The limbs of a number 0 <= x < 2^53.
+  local function limbs(x)
+    local a = {}
+    while x > 0 do
+      local r = x % BASE
+      a[#a + 1] = r
+      x = (x - r) / BASE
+    end
+    return a
+  end
+
+  local function as_limbs(a)
+    if type(a) == 'number' then return limbs(a) end
+    return a
+  end
+
+  -- A limb table as a number when below SMALL (three limbs: below 90 * 10^14).
+  local function norm(a)
+    local n = #a
+    if n <= 2 then return (a[2] or 0) * BASE + (a[1] or 0) end
+    if n == 3 and a[3] < 90 then return (a[3] * BASE + a[2]) * BASE + a[1] end
+    return a
+  end
+
+  -- An integer from a Lua integer 0 <= x < 2^53.
+  local function int(x) return x end
+
+  -- An integer from ASCII digits.
+  local function big(s)
+    if #s <= 15 then return tonumber(s) end
+    local a, i = {}, #s
+    while i >= 1 do
+      local j = i - 6
+      if j < 1 then j = 1 end
+      a[#a + 1] = tonumber(sub(s, j, i))
+      i = j - 1
+    end
+    return norm(trim(a))
+  end
+
+  -- Decimal digits, no leading zeros.
+  local function str(a)
+    if type(a) == 'number' then return fmt('%.0f', a) end
+    local n = #a
+    local parts = { fmt('%.0f', a[n]) }
+    for i = n - 1, 1, -1 do
+      parts[#parts + 1] = fmt('%07.0f', a[i])
+    end
+    return concat(parts)
+  end
+
+  -- A Lua number: exact below 2^53, the nearest double (about) above.
+  local function num(a)
+    if type(a) == 'number' then return a end
+    local x = 0
+    for i = #a, 1, -1 do
+      x = x * BASE + a[i]
+    end
+    return x
+  end
+
+  local function lcmp(a, b)
+    if #a ~= #b then return #a < #b and -1 or 1 end
+    for i = #a, 1, -1 do
+      if a[i] ~= b[i] then return a[i] < b[i] and -1 or 1 end
+    end
+    return 0
+  end
+
+  -- Invariant: numbers are below SMALL and limb tables at least SMALL, so a
+  -- number and a table compare without conversion.
+  local function cmp(a, b)
+    local ta, tb = type(a) == 'number', type(b) == 'number'
+    if ta and tb then
+      if a == b then return 0 end
+      return a < b and -1 or 1
+    end
+    if ta then return -1 end
+    if tb then return 1 end
+    return lcmp(a, b)
+  end
+
+  local function ladd(a, b)
+    local r, carry = {}, 0
+    for i = 1, (#a > #b and #a or #b) do
+      local t = (a[i] or 0) + (b[i] or 0) + carry
+      if t >= BASE then
+        r[i], carry = t - BASE, 1
+      else
+        r[i], carry = t, 0
+      end
+    end
+    if carry > 0 then r[#r + 1] = carry end
+    return r
+  end
+
+  -- a + x for a limb table a and a number x (no conversion of x to limbs).
+  local function add_small(a, x)
+    local r, carry = {}, x
+    for i = 1, #a do
+      local t = a[i] + carry
+      if t >= BASE then
+        local l = t % BASE
+        r[i], carry = l, (t - l) / BASE
+      else
+        r[i], carry = t, 0
+      end
+    end
+    while carry > 0 do
+      local l = carry % BASE
+      r[#r + 1], carry = l, (carry - l) / BASE
+    end
+    return r
+  end
+
+  local function add(a, b)
+    local ta, tb = type(a) == 'number', type(b) == 'number'
+    if ta and tb then
+      local s = a + b
+      if s < SMALL then return s end
+      return ladd(limbs(a), limbs(b))
+    end
+    if tb then return add_small(a, b) end
+    if ta then return add_small(b, a) end
+    return ladd(a, b)
+  end
+
+  -- a - b, for a >= b.
+  local function lsub(a, b)
+    local r, borrow = {}, 0
+    for i = 1, #a do
+      local t = a[i] - (b[i] or 0) - borrow
+      if t < 0 then
+        r[i], borrow = t + BASE, 1
+      else
+        r[i], borrow = t, 0
+      end
+    end
+    assert(borrow == 0, 'subtraction underflow')
+    return trim(r)
+  end
+
+  -- a - x for a limb table a and a number x <= a.
+  local function sub_small(a, x)
+    local r, borrow = {}, x
+    for i = 1, #a do
+      local t = a[i] - borrow
+      if t < 0 then
+        local l = t % BASE
+        r[i], borrow = l, (l - t) / BASE
+      else
+        r[i], borrow = t, 0
+      end
+    end
+    assert(borrow == 0, 'subtraction underflow')
+    return norm(trim(r))
+  end
+
+  local function sub_(a, b)
+    local ta, tb = type(a) == 'number', type(b) == 'number'
+    if ta and tb then
+      assert(a >= b, 'subtraction underflow')
+      return a - b
+    end
+    if tb then return sub_small(a, b) end
+    assert(not ta, 'subtraction underflow')
+    return norm(lsub(a, b))
+  end
+
+  -- max(a - b, 0): Rust's saturating_sub on unsigned integers.
+  local function satsub(a, b)
+    if cmp(a, b) <= 0 then return 0 end
+    return sub_(a, b)
+  end
+
+  local function lmul(a, b)
+    local na, nb = #a, #b
+    if na == 0 or nb == 0 then return {} end
+    local r = {}
+    for i = 1, na + nb do r[i] = 0 end
+    for i = 1, na do
+      local ai, carry = a[i], 0
+      if ai ~= 0 then
+        for j = 1, nb do
+          local k = i + j - 1
+          local t = r[k] + ai * b[j] + carry
+          carry = floor(t / BASE)
+          r[k] = t - carry * BASE
+        end
+        local k = i + nb
+        while carry > 0 do
+          local t = r[k] + carry
+          carry = floor(t / BASE)
+          r[k] = t - carry * BASE
+          k = k + 1
+        end
+      end
+    end
+    return trim(r)
+  end
+
+  -- a * x for a limb table a and a number 0 < x < BASE.
+  local function mul_small(a, x)
+    local r, carry = {}, 0
+    for i = 1, #a do
+      local t = a[i] * x + carry
+      local l = t % BASE
+      r[i], carry = l, (t - l) / BASE
+    end
+    while carry > 0 do
+      local l = carry % BASE
+      r[#r + 1], carry = l, (carry - l) / BASE
+    end
+    return r
+  end
+
+  local function mul(a, b)
+    local ta, tb = type(a) == 'number', type(b) == 'number'
+    if ta and tb then
+      local p = a * b
+      if p < SMALL then return p end
+    end
+    if a == 0 or b == 0 then return 0 end
+    if tb and b < BASE then return mul_small(as_limbs(a), b) end
+    if ta and a < BASE then return mul_small(as_limbs(b), a) end
+    return norm(lmul(as_limbs(a), as_limbs(b)))
+  end
+
+  -- Quotient and remainder of limb tables a / d, d > 0 (schoolbook; each quotient
+  -- limb is estimated in doubles and then corrected exactly).
+  local function ldivmod(a, d)
+    local nd = #d
+    assert(nd > 0, 'division by zero')
+    local q = {}
+    if nd == 1 then
+      local dv, r = d[1], 0
+      for i = #a, 1, -1 do
+        local t = r * BASE + a[i]
+        local qi = floor(t / dv)
+        r = t - qi * dv
+        q[i] = qi
+      end
+      return trim(q), limbs(r)
+    end
+    local r, dn = {}, num(d)
+    for i = #a, 1, -1 do
+      table.insert(r, 1, a[i])
+      trim(r)
+      local qi = 0
+      if lcmp(r, d) >= 0 then
+        qi = floor(num(r) / dn)
+        if qi >= BASE then qi = BASE - 1 end
+        local p = lmul(d, limbs(qi))
+        while lcmp(p, r) > 0 do
+          qi = qi - 1
+          p = lsub(p, d)
+        end
+        r = lsub(r, p)
+        while lcmp(r, d) >= 0 do
+          qi = qi + 1
+          r = lsub(r, d)
+        end
+      end
+      q[i] = qi
+    end
+    for i = 1, #a do q[i] = q[i] or 0 end
+    return trim(q), r
+  end
+
+  local div_ms
+
+  -- Quotient and remainder of a limb table by a number 0 < d < 9 * 10^8 (so
+  -- that r * BASE + limb stays below 2^53).
+  local function short_divmod(a, d)
+    local q, r = {}, 0
+    for i = #a, 1, -1 do
+      local t = r * BASE + a[i]
+      r = fmod(t, d)
+      q[i] = (t - r) / d
+    end
+    return norm(trim(q)), r
+  end
+
+  local divmod
+  function divmod(a, d)
+    if type(d) == 'number' then
+      assert(d > 0, 'division by zero')
+      if type(a) == 'number' then
+        -- fmod is exact; a - r is a multiple of d, so the division is exact too.
+        local r = fmod(a, d)
+        return (a - r) / d, r
+      end
+      if d < 900000000 then return short_divmod(a, d) end
+      if d % 1000000 == 0 then
+        -- Durations are whole milliseconds: floor(floor(a / 10^6) / (d / 10^6)) = floor(a / d).
+        local q = div_ms(a, d)
+        return q, sub_(a, mul(q, d))
+      end
+    elseif type(a) == 'number' then
+      return 0, a
+    end
+    local q, r = ldivmod(as_limbs(a), as_limbs(d))
+    return norm(q), norm(r)
+  end
+
+  function div_ms(a, d)
+    local q = divmod(a, 1000000)
+    return (divmod(q, d / 1000000))
+  end
+
+  local function div(a, d)
+    return (divmod(a, d))
+  end
+
+  local function mod(a, d)
+    local _, r = divmod(a, d)
+    return r
+  end
+
+  -- ceil(a / d)
+  local function div_ceil(a, d)
+    local q, r = divmod(a, d)
+    if r ~= 0 then q = add(q, 1) end
+    return q
+  end
+
+  -- seconds * 10^9 + microseconds * 1000, built limb by limb (this runs on every call).
+  local function ns_of_time(seconds, micros)
+    local x, y = seconds * 100, micros * 1000 -- ns = x * BASE + y; both exact
+    local l1 = y % BASE
+    local x2 = x + (y - l1) / BASE
+    local l2 = x2 % BASE
+    return norm(trim({ l1, l2, (x2 - l2) / BASE }))
+  end
+
+  local function min(a, b) return cmp(a, b) <= 0 and a or b end
+  local function max(a, b) return cmp(a, b) >= 0 and a or b end
+  local function is_zero(a) return a == 0 end
+
+  local ZERO = 0
+  local ONE = 1
+  local NS_PER_US = 1000
+  local NS_PER_MS = 1000000
+  local NS_PER_S = 1000000000
+  local U64_MAX = big('18446744073709551615')
+  local I64_MAX = big('9223372036854775807')
+  local MAX_EXPIRE_MS = big('1000000000000000')
+  -- The largest double below 2^63: what a reply above 2^53 becomes at most (Lua
+  -- numbers are doubles; Redis converts them to integer replies).
+  local I64_MAX_DOUBLE = 9223372036854774784
+
+  --------------------------------------------------------------------------------
+  -- Errors and the grammar (src/args.rs, src/error.rs): the same checks in the same
+  -- order, the same texts.
+  --------------------------------------------------------------------------------
+
+  -- Raises an error reply; caught by `guarded`, which replies it.
+  local function fail(msg)
+    error({ rl = msg }, 0)
+  end
+
+  local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+  local MAX_COUNT = 1000000000000
+  local MAX_COST = 1000000000000
+  local MAX_DURATION_MS = 3650 * 86400000
+  local SLIDING_LOG_MAX = 100000
+  local MAX_LAYERS = 64
+
+  local function wrong_arity(command)
+    fail(fmt("ERR wrong number of arguments for '%s' command", command))
+  end
+
+  local function bad_integer(name, lo, hi)
+    fail(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi))
+  end
+
+  local function foreign(label)
+    fail(fmt('ERR key holds a value that %s did not write: use another key or DEL it', label))
+  end
+
+  -- A client's bytes made safe to echo: at most 32, printable ASCII, else '?'.
+  local function sanitize(s)
+    local shown = gsub(sub(s, 1, 32), '[^\33-\126]', '?')
+    if #s > 32 then shown = shown .. '...' end
+    return shown
+  end
+
+  -- A run of ASCII digits as a number, saturated at 10^16 (every range checked
+  -- here ends below that); nil unless non-empty and all digits.
+  local function digits(s)
+    if s == '' or find(s, '[^0-9]') then return nil end
+    if #s <= 15 then return tonumber(s) end
+    local t = gsub(s, '^0+', '')
+    if t == '' then return 0 end
+    if #t > 16 then return 1e16 end
+    return tonumber(t)
+  end
+
+  local function count_from(name, s, lo, hi)
+    local v = digits(s)
+    if not v or v < lo or v > hi then bad_integer(name, lo, hi) end
+    return v
+  end
+
+  local UNIT_MS = { [''] = 1000, S = 1000, MS = 1, M = 60000, H = 3600000, D = 86400000 }
+
+  -- A duration in milliseconds: digits with an optional unit, 1 ms to 3650 d.
+  local function duration(name, s)
+    local at = find(s, '[^0-9]')
+    local n = digits(at and sub(s, 1, at - 1) or s)
+    local unit = UNIT_MS[upper(at and sub(s, at) or '')]
+    local ms = n and unit and n * unit
+    if not ms or ms < 1 or ms > MAX_DURATION_MS then
+      fail(fmt('ERR %s must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)', name))
+    end
+    return ms
+  end
+
+  -- The algorithms: their command, label, stored tag and positional parameters.
+  local KINDS = {
+    GCRA = { command = 'rl.gcra', label = 'RL.GCRA', tag = 'gcra', params = { 'limit', 'period' } },
+    TOKENBUCKET = { command = 'rl.tokenbucket', label = 'RL.TOKENBUCKET', tag = 'bucket', params = { 'capacity', 'refill', 'period' } },
+    LEAKY = { command = 'rl.leaky', label = 'RL.LEAKY', tag = 'leaky', params = { 'capacity', 'leak', 'period' } },
+    SLIDING = { command = 'rl.sliding', label = 'RL.SLIDING', tag = 'sliding', params = { 'limit', 'window' } },
+    SLIDINGLOG = { command = 'rl.slidinglog', label = 'RL.SLIDINGLOG', tag = 'slidinglog', params = { 'limit', 'window' } },
+    FIXED = { command = 'rl.fixed', label = 'RL.FIXED', tag = 'fixed', params = { 'limit', 'window' } },
+  }
+  for name, k in pairs(KINDS) do k.name = name end
+  local TAG_LABELS = {}
+  for _, k in pairs(KINDS) do TAG_LABELS[k.tag] = k.label end
+
+  -- The position of the rate among the positionals (the period follows it).
+  local RATE_PARAM = { GCRA = 1, TOKENBUCKET = 2, LEAKY = 2 }
+
+  -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
+  -- 'clause' (an RL.ALL clause: COST and BURST only) or 'peek' (rl_peek).
+  local parse
+  function parse(kind, args, first, last, form)
+    local names = kind.params
+    local np = #names
+    if last - first + 1 < np then
+      if form == 'clause' then
+        fail(fmt('ERR RL.ALL clause %s has too few parameters', kind.name))
+      end
+      wrong_arity(form == 'peek' and 'rl.peek' or kind.command)
+    end
+    local command = form == 'command'
+    local req = { kind = kind, peek = form == 'peek' }
+    local cost, refund, burst, block, peek
+    local i = first + np
+    local function once(current, option)
+      if current ~= nil then fail(fmt('ERR option %s given more than once', option)) end
+      if i + 1 > last then fail(fmt('ERR option %s needs a value', option)) end
+      i = i + 1
+      return args[i]
+    end
+    while i <= last do
+      local option = args[i]
+      local up = upper(option)
+      if up == 'COST' then
+        cost = count_from('COST', once(cost, 'COST'), 0, MAX_COST)
+      elseif command and up == 'REFUND' then
+        refund = count_from('REFUND', once(refund, 'REFUND'), 0, MAX_COST)
+      elseif form ~= 'clause' and up == 'PEEK' then
+        if peek then fail('ERR option PEEK given more than once') end
+        peek = true
+      elseif command and up == 'BLOCK' then
+        -- A script cannot wait: BLOCK is validated and the call decides at once.
+        block = count_from('BLOCK', once(block, 'BLOCK'), 0, MAX_DURATION_MS)
+      elseif kind.name == 'GCRA' and up == 'BURST' then
+        burst = count_from('BURST', once(burst, 'BURST'), 1, MAX_COUNT)
+      else
+        local expected
+        if form == 'clause' then
+          expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
+        else
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND or PEEK' or 'COST, REFUND or PEEK'
+        end
+        fail(fmt("ERR unknown option '%s' for '%s' (expected %s)", sanitize(option),
+          form == 'peek' and 'rl.peek' or kind.command, expected))
+      end
+      i = i + 1
+    end
+    if cost and refund then fail('ERR COST and REFUND cannot be used together') end
+    local p = {}
+    for j = 1, np do
+      local name, s = names[j], args[first + j - 1]
+      if name == 'period' or name == 'window' then
+        p[j] = mul(duration(name, s), NS_PER_MS) -- ns; up to 3.2e17: a limb table above 2^53
+      elseif kind.name == 'SLIDINGLOG' and j == 1 then
+        p[j] = count_from(name, s, 1, SLIDING_LOG_MAX)
+      else
+        p[j] = count_from(name, s, 1, MAX_COUNT)
+      end
+    end
+    -- The GCRA family: one unit must cost at least 1 ns (period_ns >= rate), as
+    -- the stored instant has nanosecond resolution (args.rs check_rate).
+    local rate_at = RATE_PARAM[kind.name]
+    if rate_at and cmp(p[rate_at], p[rate_at + 1]) > 0 then
+      local rate, period = names[rate_at], names[rate_at + 1]
+      fail(fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns',
+        rate, period, period, rate))
+    end
+    req.p = p
+    req.burst = burst or 1
+    req.cost = refund or cost or 1
+    req.refund = refund ~= nil
+    req.peek = req.peek or peek or false
+    return req
+  end
+
+  -- Parsed requests by their arguments: an application sends the same few limiter
+  -- configurations over and over. Invariant: a cached request is never modified;
+  -- errors are never cached; the cache is emptied when it reaches CACHE_MAX.
+  local CACHE_MAX = 512
+  local cache, cached = {}, 0
+  local uncached_parse = parse
+  parse = function(kind, args, first, last, form)
+    local parts = { form, kind.name }
+    for i = first, last do
+      local a = args[i]
+      parts[#parts + 1] = #a .. ':' .. a -- length-prefixed: no two vectors share a key
+    end
+    local id = concat(parts, ' ')
+    local req = cache[id]
+    if req then return req end
+    req = uncached_parse(kind, args, first, last, form)
+    if cached >= CACHE_MAX then cache, cached = {}, 0 end
+    cache[id], cached = req, cached + 1
+    return req
+  end
+
+  --------------------------------------------------------------------------------
+  -- State on keys (src/codec.rs, src/store): read what a key holds, write with an
+  -- absolute expiry exactly what the module writes, so the replicated effects
+  -- (SET ... PXAT, DEL, ZADD, ZREM, PEXPIREAT) and the state are byte-identical.
+  --------------------------------------------------------------------------------
+
+  -- The decimal fields of the string state `kind` wrote on `key`; nil if absent.
+  -- GET, or the error reply it gave (WRONGTYPE for another type; NOPERM ...).
+  local function get(key)
+    local v = redis.pcall('GET', key)
+    if type(v) == 'table' then fail(v.err or WRONGTYPE) end
+    return v
+  end
+
+  -- Strings this short may be int-encoded values, which the module tells apart by
+  -- length alone; every string state is longer (store/mod.rs SHORT_STRING).
+  local SHORT_STRING = 20
+
+  local function read_string(key, kind, nfields)
+    local v = get(key)
+    if not v then return nil end
+    if #v <= SHORT_STRING then foreign(kind.label) end
+    local parts, pos = {}, 1
+    while true do
+      local c = find(v, ':', pos, true)
+      if not c then
+        parts[#parts + 1] = sub(v, pos)
+        break
+      end
+      parts[#parts + 1] = sub(v, pos, c - 1)
+      pos = c + 1
+      if #parts > nfields + 1 then break end
+    end
+    if parts[1] ~= kind.tag then
+      local found = TAG_LABELS[parts[1]]
+      if found then
+        fail(fmt('ERR key holds %s state, not %s state: use another key or DEL it', found, kind.label))
+      end
+      foreign(kind.label)
+    end
+    if #parts ~= nfields + 1 then foreign(kind.label) end
+    local fields = {}
+    for i = 2, nfields + 1 do
+      local f = parts[i]
+      if f == '' or #f > 38 or find(f, '[^0-9]') then foreign(kind.label) end
+      fields[i - 1] = big(f)
+    end
+    return fields
+  end
+
+  -- An absolute time in ns as a Redis expiry in ms: rounded up, capped at 10^15.
+  local function expire_ms(at_ns)
+    return min(div_ceil(at_ns, NS_PER_MS), MAX_EXPIRE_MS)
+  end
+
+  -- Applies a write decided earlier.
+  local function commit(key, w)
+    if w.op == 'set' then
+      redis.call('SET', key, w.value, 'PXAT', str(w.expire))
+    elseif w.op == 'del' then
+      redis.call('DEL', key)
+    else
+      w.apply(key)
+    end
+  end
+
+  -- The server's clock in ns: TIME's seconds and microseconds.
+  local function now_ns()
+    local t = redis.call('TIME')
+    return ns_of_time(tonumber(t[1]), tonumber(t[2]))
+  end
+
+  --------------------------------------------------------------------------------
+  -- The algorithms (src/algorithm). A decision is
+  -- { allowed, limit (number), remaining (number), retry (big, or false: never),
+  --   reset (big ns) }; an outcome adds `write` (nil when nothing changes).
+  --------------------------------------------------------------------------------
+
+  local NEVER = false
+
+  local function narrow(v) return min(v, U64_MAX) end
+
+  -- Virtual scheduling (schedule.rs): GCRA, token bucket and leaky bucket.
+  local function sched_remaining(s, capacity, debt)
+    return num(div(satsub(capacity, mul(debt, s.rate)), s.period))
+  end
+
+  local function sched_unchanged(s, capacity, debt, allowed, retry)
+    return { allowed = allowed, queued = debt, remaining = sched_remaining(s, capacity, debt), retry = retry, reset = debt }
+  end
+
+  local function sched_step(s, tat, now, cost)
+    local debt = satsub(tat, now)
+    local capacity = mul(s.burst, s.period)
+    if cost > s.burstn then return sched_unchanged(s, capacity, debt, false, NEVER) end
+    if cost == 0 then return sched_unchanged(s, capacity, debt, true, ZERO) end
+    local spend = mul(int(cost), s.period)
+    local room = sub_(capacity, spend)
+    if cmp(mul(debt, s.rate), room) <= 0 then
+      local debt_after = add(debt, div(spend, s.rate))
+      return {
+        allowed = true, queued = debt, remaining = sched_remaining(s, capacity, debt_after),
+        retry = ZERO, reset = debt_after, new_tat = add(now, debt_after),
+      }
+    end
+    return sched_unchanged(s, capacity, debt, false, sub_(debt, div(room, s.rate)))
+  end
+
+  local function sched_refund(s, tat, now, units)
+    local debt = satsub(tat, now)
+    local back = div(mul(int(units), s.period), s.rate)
+    local debt_after = satsub(debt, back)
+    local step = sched_unchanged(s, mul(s.burst, s.period), debt_after, true, ZERO)
+    if not is_zero(debt) and units > 0 then step.new_tat = add(now, debt_after) end
+    return step
+  end
+
+  -- GCRA, token bucket, leaky bucket on one key (decision.rs decide_instant).
+  local function decide_instant(key, req, now)
+    local kind, p = req.kind, req.p
+    local s
+    if kind.name == 'GCRA' then
+      s = { period = p[2], rate = int(p[1]), burst = int(req.burst), burstn = req.burst }
+    else
+      s = { period = p[3], rate = int(p[2]), burst = int(p[1]), burstn = p[1] }
+    end
+    local stored = read_string(key, kind, 1)
+    local tat = stored and stored[1] or ZERO
+    local step
+    if req.refund then
+      step = sched_refund(s, tat, now, req.cost)
+    else
+      step = sched_step(s, tat, now, req.cost)
+      if kind.name == 'LEAKY' and step.allowed then step.retry = step.queued end
+    end
+    local write
+    if step.new_tat then
+      if cmp(step.new_tat, now) <= 0 then
+        write = { op = 'del' }
+      else
+        write = { op = 'set', value = kind.tag .. ':' .. str(step.new_tat), expire = expire_ms(step.new_tat) }
+      end
+    end
+    step.limit = s.burstn
+    return step, write
+  end
+
+  -- Fixed window (fixed.rs).
+  local function decide_fixed(key, req, now)
+    local kind, limit, w = req.kind, req.p[1], req.p[2]
+    local stored = read_string(key, kind, 2)
+    local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
+    local at = max(now, stored_start)
+    local start = sub_(at, mod(at, w))
+    local count = (stored and cmp(stored_start, start) >= 0) and narrow(stored[2]) or ZERO
+    local until_end = sub_(add(start, w), now)
+    local function decision(allowed, c, retry)
+      return {
+        allowed = allowed, limit = limit, remaining = num(satsub(int(limit), c)),
+        retry = retry, reset = is_zero(c) and ZERO or until_end,
+      }
+    end
+    local function write_count(c)
+      if is_zero(c) then return { op = 'del' } end
+      local start_ms = div(start, NS_PER_MS)
+      return {
+        op = 'set', value = 'fixed:' .. str(start_ms) .. ':' .. str(c),
+        expire = expire_ms(add(mul(start_ms, NS_PER_MS), w)),
+      }
+    end
+    local n = req.cost
+    if req.refund then
+      local after = satsub(count, int(n))
+      return decision(true, after, ZERO), cmp(after, count) < 0 and write_count(after) or nil
+    end
+    if n > limit then return decision(false, count, NEVER) end
+    local after = add(count, int(n))
+    if cmp(after, int(limit)) > 0 then return decision(false, count, until_end) end
+    return decision(true, after, ZERO), n > 0 and write_count(after) or nil
+  end
+
+  -- Sliding window counter (sliding.rs).
+  local function decide_sliding(key, req, now)
+    local kind, limitn, w = req.kind, req.p[1], req.p[2]
+    local limit = int(limitn)
+    local stored = read_string(key, kind, 3)
+    local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
+    local at = max(now, stored_start)
+    local start = sub_(at, mod(at, w))
+    local prev, cur = ZERO, ZERO
+    if stored then
+      if cmp(stored_start, start) >= 0 then
+        prev, cur = narrow(stored[2]), narrow(stored[3])
+      elseif cmp(add(stored_start, w), start) >= 0 then
+        prev = narrow(stored[3])
+      end
+    end
+    local elapsed = sub_(at, start)
+    local function decision(allowed, p, c, retry)
+      local scaled = add(mul(p, sub_(w, elapsed)), mul(c, w))
+      local window_end = sub_(add(start, w), now)
+      local reset = ZERO
+      if not is_zero(c) then
+        reset = add(window_end, w)
+      elseif not is_zero(p) then
+        reset = window_end
+      end
+      return {
+        allowed = allowed, limit = limitn, retry = retry, reset = reset,
+        remaining = num(min(div(satsub(mul(limit, w), scaled), w), U64_MAX)),
+      }
+    end
+    local function write_counts(p, c)
+      if is_zero(p) and is_zero(c) then return { op = 'del' } end
+      local start_ms = div(start, NS_PER_MS)
+      return {
+        op = 'set', value = 'sliding:' .. str(start_ms) .. ':' .. str(p) .. ':' .. str(c),
+        expire = expire_ms(add(mul(start_ms, NS_PER_MS), add(w, w))),
+      }
+    end
+    local n = int(req.cost)
+    if req.refund then
+      local from_current = min(n, cur)
+      local from_previous = min(sub_(n, from_current), prev)
+      local p2, c2 = sub_(prev, from_previous), sub_(cur, from_current)
+      local write
+      if not is_zero(add(from_current, from_previous)) then write = write_counts(p2, c2) end
+      return decision(true, p2, c2, ZERO), write
+    end
+    if cmp(n, limit) > 0 then return decision(false, prev, cur, NEVER) end
+    local weighted_prev = mul(prev, sub_(w, elapsed))
+    local cn = add(cur, n)
+    if cmp(add(weighted_prev, mul(cn, w)), mul(limit, w)) <= 0 then
+      local write
+      if not is_zero(n) then write = write_counts(prev, cn) end
+      return decision(true, prev, cn, ZERO), write
+    end
+    local wait
+    if cmp(cn, limit) <= 0 then
+      -- prev > 0 here: with prev = 0 and cur + n <= limit the request was admitted.
+      local e_t = sub_(w, div(mul(sub_(limit, cn), w), prev))
+      if cmp(e_t, w) < 0 then wait = sub_(e_t, elapsed) end
+    end
+    if not wait then
+      local e_next = ZERO
+      if not is_zero(cur) then e_next = satsub(w, div(mul(sub_(limit, n), w), cur)) end
+      wait = add(sub_(w, elapsed), e_next)
+    end
+    wait = add(wait, sub_(at, now))
+    return decision(false, prev, cur, wait)
+  end
+
+  --------------------------------------------------------------------------------
+  -- Replies.
+  --------------------------------------------------------------------------------
+
+  -- A big as an integer reply: clamped to i64 like the module; exact below 2^53
+  -- (about 285,000 years in ms), the nearest double below 2^63 above it.
+  local function reply_int(a)
+    if cmp(a, I64_MAX) >= 0 then return I64_MAX_DOUBLE end
+    local x = num(a)
+    if x > I64_MAX_DOUBLE then return I64_MAX_DOUBLE end
+    return x
+  end
+
+  local function ms_ceil(ns) return reply_int(div_ceil(ns, NS_PER_MS)) end
+
+  -- The shared five integers.
+  local function reply(d)
+    return {
+      d.allowed and 1 or 0, d.limit, d.remaining,
+      d.retry and ms_ceil(d.retry) or -1, ms_ceil(d.reset),
+    }
+  end
+
+  --------------------------------------------------------------------------------
+  -- The commands.
+  --------------------------------------------------------------------------------
+
+  local DECIDE = {
+    GCRA = decide_instant, TOKENBUCKET = decide_instant, LEAKY = decide_instant,
+    FIXED = decide_fixed, SLIDING = decide_sliding,
+  }
+
+  -- Filled in below the sliding log section.
+  local decide_log
+  -- Filled in with the lease sets: RL.ACQUIRE ... PEEK for rl_peek.
+  local peek_acquire
+
+  -- Every key is gone, and its limiter idle, at the expiry cap at the latest: no
+  -- decision promises a wait beyond it (decision.rs, within_expiry_cap).
+  local MAX_EXPIRE_NS = mul(MAX_EXPIRE_MS, NS_PER_MS)
+
+  local function decide(key, req, now)
+    local d, write
+    if req.kind.name == 'SLIDINGLOG' then
+      d, write = decide_log(key, req, now)
+    else
+      d, write = DECIDE[req.kind.name](key, req, now)
+    end
+    local horizon = satsub(MAX_EXPIRE_NS, now)
+    d.reset = min(d.reset, horizon)
+    if d.retry then d.retry = min(d.retry, horizon) end
+    return d, write
+  end
+
+  -- Runs `body` and replies: its result, its error reply, or for any other Lua
+  -- error the module's internal-error reply (never a Lua runtime error).
+  local function guarded(label, body)
+    local ok, result = pcall(body)
+    if ok then return result end
+    if type(result) == 'table' and result.rl then return redis.error_reply(result.rl) end
+    -- A command the library called was refused (an ACL without the commands it
+    -- uses, OOM): that error, as Redis gave it.
+    if type(result) == 'table' and type(result.err) == 'string' then return redis.error_reply(result.err) end
+    if type(result) == 'string' and find(result, '^[A-Z]+ ') then return redis.error_reply(result) end
+    return redis.error_reply(fmt('ERR internal error in %s: the request was not applied', label))
+  end
+
+  local function one_key(fname, keys)
+    if #keys ~= 1 then
+      fail(fmt('ERR %s takes exactly one key: FCALL %s 1 key ...', fname, fname))
+    end
+    return keys[1]
+  end
+
+  -- RL.<ALGO> key params... as FCALL rl_<algo> 1 key params...
+  local function decision_command(kind, fname)
+    return function(keys, args)
+      return guarded(kind.label, function()
+        local key = one_key(fname, keys)
+        local req = parse(kind, args, 1, #args, 'command')
+        local now = now_ns()
+        local d, write = decide(key, req, now)
+        if write and not req.peek then commit(key, write) end
+        return reply(d)
+      end)
+    end
+  end
+
+  -- FCALL_RO rl_peek 1 key ALGO params [COST n]: RL.<ALGO> ... PEEK, never writing.
+  local function peek_command(keys, args)
+    return guarded('RL.PEEK', function()
+      local key = one_key('rl_peek', keys)
+      if #args < 1 then wrong_arity('rl.peek') end
+      if upper(args[1]) == 'ACQUIRE' then
+        if #args < 4 then wrong_arity('rl.peek') end
+        return peek_acquire(key, args)
+      end
+      local kind = KINDS[upper(args[1])]
+      if not kind then
+        fail(fmt("ERR unknown algorithm '%s' for 'rl.peek' (expected GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE)", sanitize(args[1])))
+      end
+      local req = parse(kind, args, 2, #args, 'peek')
+      return reply((decide(key, req, now_ns())))
+    end)
+  end
+
+  -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (all.rs).
+  local function all_command(keys, args)
+    return guarded('RL.ALL', function()
+      local n = #keys
+      -- Redis checks RL.ALL's arity (-6) before the module runs.
+    if 2 + n + #args < 6 then wrong_arity('rl.all') end
+      if n < 1 or n > MAX_LAYERS then bad_integer('numkeys', 1, MAX_LAYERS) end
+      if #args < 1 then
+        fail('ERR RL.ALL needs numkeys keys followed by one algorithm clause per key')
+      end
+      local last, peek = #args, false
+      if upper(args[last]) == 'PEEK' then last, peek = last - 1, true end
+      local starts = {}
+      for i = 1, last do
+        if KINDS[upper(args[i])] then starts[#starts + 1] = i end
+      end
+      if starts[1] ~= 1 then
+        fail('ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED')
+      end
+      if #starts ~= n then fail('ERR RL.ALL needs exactly one algorithm clause per key') end
+      local reqs = {}
+      for i, start in ipairs(starts) do
+        local stop = (starts[i + 1] or last + 1) - 1
+        reqs[i] = parse(KINDS[upper(args[start])], args, start + 1, stop, 'clause')
+      end
+      for i = 2, n do
+        for j = 1, i - 1 do
+          if keys[i] == keys[j] then fail('ERR RL.ALL keys must be distinct') end
+        end
+      end
+      local now = now_ns()
+      local layers, writes, all_admit = {}, {}, true
+      for i = 1, n do
+        layers[i], writes[i] = decide(keys[i], reqs[i], now)
+        all_admit = all_admit and layers[i].allowed
+      end
+      if all_admit and not peek then
+        for i = 1, n do
+          if writes[i] then commit(keys[i], writes[i]) end
+        end
+      elseif not all_admit then
+        -- Nothing is spent: a layer that would admit reports its state as it is.
+        for i = 1, n do
+          if layers[i].allowed then
+            local unspent = {}
+            for field, value in pairs(reqs[i]) do unspent[field] = value end
+            unspent.cost = 0
+            layers[i] = decide(keys[i], unspent, now)
+          end
+        end
+      end
+      -- The binding layer: on denial the longest wait (never first), else the
+      -- least remaining; ties go to the first.
+      local binding, wait
+      for i = 1, n do
+        local l = layers[i]
+        if not l.allowed and wait ~= NEVER then
+          if not l.retry then
+            binding, wait = i, NEVER
+          elseif not wait or cmp(l.retry, wait) > 0 then
+            binding, wait = i, l.retry
+          end
+        end
+      end
+      if not binding then
+        binding = 1
+        for i = 2, n do
+          if layers[i].remaining < layers[binding].remaining then binding = i end
+        end
+      end
+      local out, all = {}, {}
+      for i = 1, n do all[i] = reply(layers[i]) end
+      for j = 1, 5 do out[j] = all[binding][j] end
+      out[6] = all
+      return out
+    end)
+  end
+
+  --------------------------------------------------------------------------------
+  -- CL.THROTTLE key max_burst count period [quantity]: redis-cell's GCRA (cell.rs,
+  -- throttle.rs), its reply in seconds and its state: the bare TAT in ns.
+  --------------------------------------------------------------------------------
+
+  local MAX_PERIOD_S = 3650 * 86400
+  local MAX_DVT_NS = mul(int(MAX_PERIOD_S), NS_PER_S)
+
+  -- digits only, 1 to 20 of them, within [lo, hi]
+  local function cell_integer(name, s, lo, hi)
+    if s == '' or #s > 20 or find(s, '[^0-9]') then bad_integer(name, lo, hi) end
+    return count_from(name, s, lo, hi)
+  end
+
+  -- Whole seconds, plus one if at least 1 ms is left over (redis-cell PR #58); ns >= 0.
+  local function reply_seconds(ns)
+    local secs, rest = divmod(ns, NS_PER_S)
+    if cmp(rest, NS_PER_MS) >= 0 then secs = add(secs, ONE) end
+    return reply_int(secs)
+  end
+
+  -- redis-cell's remaining: (dvt - ttl) / T in whole microseconds, truncated.
+  local function cell_remaining(dvt, ttl, t, limit)
+    local neg = cmp(ttl, dvt) > 0
+    local next_abs = neg and sub_(ttl, dvt) or sub_(dvt, ttl)
+    if neg and cmp(next_abs, t) >= 0 then return 0 end
+    local r
+    local t_us = div(t, NS_PER_US)
+    if is_zero(t_us) then
+      r = neg and 0 or num(div(next_abs, t))
+    else
+      -- At most 3.2e17 / 1000 here: exact in doubles, as Rust's `as f64` is.
+      local q = num(div(next_abs, NS_PER_US)) / num(t_us)
+      if neg then r = -floor(q) else r = floor(q) end
+      if r == 0 then r = 0 end -- no negative zero
+    end
+    return r < limit and r or limit
+  end
+
+  local function throttle_command(keys, args)
+    return guarded('CL.THROTTLE', function()
+      local key = one_key('cl_throttle', keys)
+      if #args < 3 or #args > 4 then wrong_arity('cl.throttle') end
+      local max_burst = cell_integer('max_burst', args[1], 0, MAX_COUNT)
+      local count = cell_integer('count', args[2], 1, MAX_COUNT)
+      local period = cell_integer('period (seconds)', args[3], 1, MAX_PERIOD_S)
+      local quantity = args[4] and cell_integer('quantity', args[4], 0, MAX_COST) or 1
+      -- redis-cell's float division, truncated: (period * 10^9) as f64 / count as f64.
+      local emission = floor(period * 1e9 / count)
+      if emission == 0 then
+        fail('ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate')
+      end
+      local t = big(fmt('%.0f', emission))
+      local limit = max_burst + 1
+      local dvt = mul(t, int(limit))
+      if cmp(dvt, MAX_DVT_NS) > 0 then
+        fail('ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days')
+      end
+      local now = now_ns()
+      local v = get(key)
+      local stored
+      if v then
+        -- The state is a decimal TAT: at most 20 bytes (store/mod.rs SHORT_STRING).
+        if v == '' or #v > SHORT_STRING or find(v, '[^0-9]') then foreign('CL.THROTTLE') end
+        stored = big(v)
+        if cmp(stored, U64_MAX) > 0 then foreign('CL.THROTTLE') end
+      end
+      local tat = stored and max(stored, now) or now
+      local increment = mul(t, int(quantity))
+      local new_tat = add(tat, increment)
+      local limited = cmp(new_tat, add(now, dvt)) > 0
+      local ttl, retry, write
+      if limited then
+        ttl = sub_(tat, now)
+        if cmp(increment, dvt) <= 0 then retry = sub_(new_tat, add(dvt, now)) end
+      else
+        ttl = sub_(new_tat, now)
+        if quantity > 0 then write = min(new_tat, U64_MAX) end
+      end
+      local out = {
+        limited and 1 or 0, limit, cell_remaining(dvt, ttl, t, limit),
+        retry and reply_seconds(retry) or -1, reply_seconds(ttl),
+      }
+      if write then redis.call('SET', key, str(write), 'PXAT', str(expire_ms(write))) end
+      return out
+    end)
+  end
+
+  ------------------------------------------------------------------------------
+  -- Sorted-set states: the sliding log (sliding_log.rs, store/log.rs) and lease
+  -- sets (lease.rs, store/leases.rs), read with O(log n) commands (ZCOUNT, ZRANGE
+  -- by rank, ZRANGEBYSCORE ... LIMIT) and written as the module replicates them:
+  -- ZREM of at most TRIM_MAX lapsed members, ZADD, PEXPIREAT (or DEL).
+  ------------------------------------------------------------------------------
+
+  local TRIM_MAX = 64
+  local RETRY_SCAN = 4
+  local TWO = int(2)
+  local unpack = unpack
+
+  -- A decimal u64 of 1 to 20 digits, as a big; nil otherwise.
+  local function u64_digits(s)
+    if s == '' or #s > 20 or find(s, '[^0-9]') then return nil end
+    local v = big(s)
+    if cmp(v, U64_MAX) > 0 then return nil end
+    return v
+  end
+
+  local function score_of(ns) return div(ns, NS_PER_US) end
+
+  -- A sliding-log entry from its member and score (as Redis replies them): the
+  -- weighted `<ns>:<cost>:<sum>` (1 <= cost <= sum) or the legacy `<ns>` (one
+  -- unit); nil if the module did not write it (including a score that is not
+  -- the member's microsecond).
+  local function parse_entry(member, score)
+    local a = find(member, ':', 1, true)
+    local e, digits
+    if not a then
+      local ns = u64_digits(member)
+      if not ns then return nil end
+      e, digits = { ns = ns, cost = ONE }, member
+    else
+      local b = find(member, ':', a + 1, true)
+      if not b or find(member, ':', b + 1, true) then return nil end
+      digits = sub(member, 1, a - 1)
+      local ns = u64_digits(digits)
+      local cost = u64_digits(sub(member, a + 1, b - 1))
+      local sum = u64_digits(sub(member, b + 1))
+      if not (ns and cost and sum) or is_zero(cost) or cmp(sum, cost) < 0 then return nil end
+      e = { ns = ns, cost = cost, sum = sum }
+    end
+    -- The score is ns / 1000: the digits but the last three (as doubles compare them).
+    local us = #digits > 3 and sub(digits, 1, -4) or '0'
+    if tonumber(score) ~= tonumber(us) then return nil end
+    e.score = big(us)
+    return e
+  end
+
+  -- The member of a weighted entry: ns zero-padded to 19 digits (so members of
+  -- one score sort by time).
+  local function member_of(e)
+    local ns = str(e.ns)
+    if #ns < 19 then ns = string.rep('0', 19 - #ns) .. ns end
+    return ns .. ':' .. str(e.cost) .. ':' .. str(e.sum)
+  end
+
+  local function log_corrupt() foreign('RL.SLIDINGLOG') end
+
+  -- Removes at most TRIM_MAX members scored <= cutoff (a string), oldest first:
+  -- one ZREM of exactly those members, as the module replicates it.
+  local function trim_through(key, cutoff)
+    local lapsed = redis.call('ZRANGEBYSCORE', key, '-inf', cutoff, 'LIMIT', 0, TRIM_MAX)
+    if #lapsed > 0 then redis.call('ZREM', key, unpack(lapsed)) end
+  end
+
+  -- The log on `key` (nil if absent): the LogView of sliding_log.rs.
+  -- ZRANGE key 0 0 WITHSCORES: empty for an absent key, WRONGTYPE for another type.
+  local function first_entry(key)
+    local r = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if r.err then fail(r.err) end
+    return r
+  end
+
+  local function open_log(key)
+    local first = first_entry(key)
+    if not first[1] then return nil end
+    local function one(reply)
+      local e = reply[1] and parse_entry(reply[1], reply[2])
+      if not e then log_corrupt() end
+      return e
+    end
+    local oldest = one(first)
+    local newest = one(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES'))
+    if oldest.sum and not newest.sum then log_corrupt() end
+    local log = { oldest = oldest, newest = newest }
+    function log.len() return int(redis.call('ZCARD', key)) end
+    function log.count_after(cutoff)
+      return int(redis.call('ZCOUNT', key, '(' .. str(cutoff), '+inf'))
+    end
+    -- Visits entries scored above `cutoff`, oldest first, while `visit` is true.
+    -- Fetches `batch` entries per call (how many the caller expects to visit).
+    function log.scan_after(cutoff, visit, batch)
+      local offset = 0
+      while true do
+        local r = redis.call('ZRANGEBYSCORE', key, '(' .. str(cutoff), '+inf', 'WITHSCORES', 'LIMIT', offset, batch)
+        for i = 1, #r, 2 do
+          local e = parse_entry(r[i], r[i + 1])
+          if not e then log_corrupt() end
+          if not visit(e) then return end
+        end
+        if #r < 2 * batch then return end
+        offset = offset + batch
+        batch = 16
+      end
+    end
+    -- Visits entries newest first while `visit` is true.
+    function log.scan_newest(visit)
+      local offset = 0
+      while true do
+        local r = redis.call('ZREVRANGE', key, offset, offset + 15, 'WITHSCORES')
+        for i = 1, #r, 2 do
+          local e = parse_entry(r[i], r[i + 1])
+          if not e then log_corrupt() end
+          if not visit(e) then return end
+        end
+        if #r < 32 then return end
+        offset = offset + 16
+      end
+    end
+    function log.last_through(score)
+      local r = redis.call('ZREVRANGEBYSCORE', key, str(score), '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      if not r[1] then return nil end
+      return parse_entry(r[1], r[2]) or log_corrupt()
+    end
+    function log.at_rank(rank)
+      local r = redis.call('ZRANGE', key, str(rank), str(rank), 'WITHSCORES')
+      if not r[1] then return nil end
+      return parse_entry(r[1], r[2]) or log_corrupt()
+    end
+    return log
+  end
+
+  local function checked_u64(v)
+    if cmp(v, U64_MAX) > 0 then log_corrupt() end
+    return v
+  end
+
+  -- The live part of a log (entries scored above `cutoff`), in O(log n).
+  local function census(log, cutoff)
+    local empty = { units = ZERO, legacy = ZERO, first_rank = ZERO, base = ZERO }
+    if not log then return empty end
+    -- The oldest live entry: the oldest stored one, unless it has lapsed.
+    local newest, oldest = log.newest, log.oldest
+    local lapsed = cmp(oldest.score, cutoff) <= 0
+    if lapsed then
+      oldest = nil
+      log.scan_after(cutoff, function(e)
+        oldest = e
+        return false
+      end, 1)
+    end
+    empty.newest, empty.lapsed = newest, lapsed
+    if not oldest then return empty end
+    local function before(e, sum)
+      if cmp(sum, e.cost) < 0 then log_corrupt() end
+      return sub_(sum, e.cost)
+    end
+    local function after(last, base)
+      if cmp(last, base) < 0 then log_corrupt() end
+      return sub_(last, base)
+    end
+    if oldest.sum and newest.sum then
+      local base = before(oldest, oldest.sum)
+      return { units = after(newest.sum, base), legacy = ZERO, first_rank = ZERO, base = base,
+        first_weighted = oldest, newest = newest, lapsed = lapsed }
+    end
+    local len, live = log.len(), log.count_after(cutoff)
+    if cmp(len, live) < 0 then log_corrupt() end
+    local first_rank = sub_(len, live)
+    if not oldest.sum and not newest.sum then
+      return { units = live, legacy = live, first_rank = first_rank, base = ZERO, newest = newest,
+        lapsed = lapsed }
+    end
+    if oldest.sum then log_corrupt() end
+    -- Legacy entries, then weighted ones: the first weighted by binary search on rank.
+    -- Invariant: rank `lo` is legacy, rank `hi` is weighted.
+    if is_zero(len) then log_corrupt() end
+    local lo, hi, first = first_rank, sub_(len, ONE), newest
+    while cmp(hi, add(lo, ONE)) > 0 do
+      local mid = add(lo, div(sub_(hi, lo), TWO))
+      local e = log.at_rank(mid) or log_corrupt()
+      if e.sum then
+        hi, first = mid, e
+      else
+        lo = mid
+      end
+    end
+    local base = before(first, first.sum)
+    local legacy = sub_(hi, first_rank)
+    return { units = checked_u64(add(legacy, after(newest.sum, base))), legacy = legacy,
+      first_rank = first_rank, base = base, first_weighted = first, newest = newest,
+      lapsed = lapsed }
+  end
+
+  -- The score of the oldest live entry through which the live units reach `k`.
+  local function score_reaching(log, c, k)
+    if cmp(k, c.legacy) <= 0 then
+      local e = log.at_rank(sub_(add(c.first_rank, k), ONE)) or log_corrupt()
+      return e.score
+    end
+    local target = checked_u64(add(c.base, sub_(k, c.legacy)))
+    local function reaches(e) return e.sum ~= nil and cmp(e.sum, target) >= 0 end
+    local first = c.first_weighted or log_corrupt()
+    -- The scan below visits `first` as its first weighted entry (it is the oldest
+    -- live one): when it reaches the target, that is the answer, with no call.
+    if reaches(first) then return first.score end
+    local found, seen, lo = nil, 0, first.score
+    log.scan_after(satsub(first.score, ONE), function(e)
+      if not e.sum then return true end
+      lo = e.score
+      if reaches(e) then
+        found = lo
+        return false
+      end
+      seen = seen + 1
+      return seen < RETRY_SCAN
+    end, RETRY_SCAN)
+    if found then return found end
+    local newest = c.newest or log_corrupt()
+    if not reaches(newest) then log_corrupt() end
+    local function through(s)
+      local e = log.last_through(s)
+      return e ~= nil and reaches(e)
+    end
+    if through(lo) then return lo end
+    -- Invariant: nothing through score `lo` reaches the target; through `hi` does.
+    local hi = newest.score
+    if cmp(hi, lo) <= 0 then log_corrupt() end
+    while cmp(sub_(hi, lo), ONE) > 0 do
+      local mid = add(lo, div(sub_(hi, lo), TWO))
+      if through(mid) then hi = mid else lo = mid end
+    end
+    return hi
+  end
+
+  -- RL.SLIDINGLOG: decide (or refund) on `key`.
+  decide_log = function(key, req, now)
+    local limitn, w = req.p[1], req.p[2]
+    local limit = int(limitn)
+    local log = open_log(key)
+    local window_us = div(w, NS_PER_US)
+    local cutoff = satsub(score_of(now), window_us)
+    local c = census(log, cutoff)
+    local function leaves_at(score) return mul(add(score, window_us), NS_PER_US) end
+    local function until_leaves(ns) return satsub(leaves_at(score_of(ns)), now) end
+    local function decision(allowed, units, retry, newest_ns)
+      return { allowed = allowed, limit = limitn, remaining = num(satsub(limit, units)),
+        retry = retry, reset = newest_ns and until_leaves(newest_ns) or ZERO }
+    end
+    local newest_live = c.newest and cmp(c.newest.score, cutoff) > 0 and c.newest.ns or nil
+    local n = int(req.cost)
+    if req.refund then
+      local give = min(n, c.units)
+      local remove, rewrite, newest_left = 0, nil, nil
+      if cmp(give, c.units) < 0 then
+        local left = give
+        log.scan_newest(function(e)
+          if cmp(left, e.cost) >= 0 then
+            left = sub_(left, e.cost)
+            remove = remove + 1
+            return true
+          end
+          if not is_zero(left) and e.sum then
+            rewrite = { ns = e.ns, cost = sub_(e.cost, left), sum = sub_(e.sum, left), score = e.score }
+          end
+          newest_left = e.ns
+          return false
+        end)
+        if not newest_left then log_corrupt() end
+      end
+      local d = decision(true, sub_(c.units, give), ZERO, newest_left)
+      if is_zero(give) then return d end
+      if not newest_left then return d, { op = 'del' } end
+      local take = remove + (rewrite and 1 or 0)
+      local expire = str(expire_ms(leaves_at(score_of(newest_left))))
+      return d, { op = 'log', apply = function(k)
+        -- As the module: the newest members are listed first; the rewritten entry
+        -- is added before they go (the set never empties: no spurious del event);
+        -- one ZREM, in chunks only beyond what Lua can unpack at once.
+        local newest = redis.call('ZREVRANGE', k, 0, take - 1)
+        if rewrite then redis.call('ZADD', k, str(rewrite.score), member_of(rewrite)) end
+        for i = 1, #newest, 4000 do
+          redis.call('ZREM', k, unpack(newest, i, i + 3999 < #newest and i + 3999 or #newest))
+        end
+        redis.call('PEXPIREAT', k, expire)
+      end }
+    end
+    if req.cost > limitn then return decision(false, c.units, NEVER, newest_live) end
+    local units_after = add(c.units, n)
+    if cmp(units_after, limit) <= 0 then
+      if req.cost == 0 then return decision(true, c.units, ZERO, newest_live) end
+      -- A nanosecond after every stored entry, even if the clock stepped back;
+      -- sums run on from the newest.
+      local ns, sum = now, n
+      if c.newest then
+        ns = max(now, checked_u64(add(c.newest.ns, ONE)))
+        sum = checked_u64(add(c.newest.sum or ZERO, n))
+      end
+      local entry = { ns = ns, cost = n, sum = sum, score = score_of(ns) }
+      local cut, expire = str(cutoff), str(expire_ms(leaves_at(entry.score)))
+      local lapsed = c.lapsed
+      return decision(true, units_after, ZERO, ns), { op = 'log', apply = function(k)
+        -- Only if an entry has lapsed: no seek otherwise (as the module).
+        if lapsed then trim_through(k, cut) end
+        redis.call('ZADD', k, str(entry.score), member_of(entry))
+        redis.call('PEXPIREAT', k, expire)
+      end }
+    end
+    local score = score_reaching(log, c, sub_(units_after, limit))
+    return decision(false, c.units, satsub(leaves_at(score), now), newest_live)
+  end
+
+  -- Lease sets: members `lease:<id>`, scores the lapse times in microseconds,
+  -- handled as Lua numbers (exact below 2^53 us, the year 2255).
+  local LEASE_PREFIX = 'lease:'
+  local TWO64 = 18446744073709551616
+
+  -- A score as Rust's `score as u64` reads it.
+  local function score_u64(s)
+    s = tonumber(s)
+    if not s or s ~= s or s <= 0 then return 0 end
+    if s >= TWO64 then return TWO64 end
+    return floor(s)
+  end
+
+  local function bignum(x)
+    if x >= TWO64 then return U64_MAX end
+    return big(fmt('%.0f', x))
+  end
+
+  local function open_leases(key)
+    local first = first_entry(key)
+    if not first[1] then return nil end
+    local function is_lease(r)
+      local s = tonumber(r[2])
+      return sub(r[1], 1, #LEASE_PREFIX) == LEASE_PREFIX and s >= 0 and s % 1 == 0 and s < TWO64
+    end
+    if not is_lease(first)
+      or not is_lease(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')) then
+      foreign('RL.ACQUIRE')
+    end
+    local v = {}
+    function v.held_at(now_us)
+      local len = redis.call('ZCARD', key)
+      local lapsed = redis.call('ZCOUNT', key, '-inf', fmt('%.0f', now_us))
+      return len > lapsed and len - lapsed or 0
+    end
+    function v.lapse_of(member)
+      local s = redis.call('ZSCORE', key, member)
+      return s and score_u64(s) or nil
+    end
+    function v.nth_lapse_after(now_us, k)
+      local r = redis.call('ZRANGEBYSCORE', key, '(' .. fmt('%.0f', now_us), '+inf', 'WITHSCORES', 'LIMIT', k, 1)
+      return r[1] and score_u64(r[2]) or nil
+    end
+    function v.nth_latest(k)
+      local r = redis.call('ZRANGE', key, -1 - k, -1 - k, 'WITHSCORES')
+      return r[1] and score_u64(r[2]) or nil
+    end
+    return v
+  end
+
+  local NO_LEASES = {
+    held_at = function() return 0 end,
+    lapse_of = function() return nil end,
+    nth_lapse_after = function() return nil end,
+    nth_latest = function() return nil end,
+  }
+
+  local function latest_other(view, own, now_us)
+    local latest = view.nth_latest(0)
+    local other = latest
+    if own and latest == own then other = view.nth_latest(1) end
+    if other and other > now_us then return other end
+    return nil
+  end
+
+  local function check_id(id)
+    if #id < 1 or #id > 256 then fail('ERR lease_id must be 1 to 256 bytes') end
+  end
+
+  -- RL.ACQUIRE key limit timeout lease_id [PEEK] (lease.rs), deciding on `key`.
+  local function parse_acquire(args, first)
+    local limit = count_from('limit', args[first], 1, SLIDING_LOG_MAX)
+    local timeout_ms = duration('timeout', args[first + 1])
+    check_id(args[first + 2])
+    local peek, block = false, nil
+    local i = first + 3
+    while i <= #args do
+      local up = upper(args[i])
+      if up == 'PEEK' then
+        if peek then fail('ERR option PEEK given more than once') end
+        peek = true
+      elseif up == 'BLOCK' then
+        -- A script cannot wait: BLOCK is validated and the call decides at once.
+        if block then fail('ERR option BLOCK given more than once') end
+        if i + 1 > #args then fail('ERR option BLOCK needs a value') end
+        i = i + 1
+        block = count_from('BLOCK', args[i], 0, MAX_DURATION_MS)
+      else
+        fail(fmt("ERR unknown option '%s' for 'rl.acquire' (expected PEEK)", sanitize(args[i])))
+      end
+      i = i + 1
+    end
+    return { limit = limit, timeout_us = timeout_ms * 1000, id = args[first + 2], peek = peek }
+  end
+
+  local function acquire(key, req, now)
+    local view = open_leases(key) or NO_LEASES
+    local member = LEASE_PREFIX .. req.id
+    local now_us = num(div(now, NS_PER_US))
+    local function until_(l) return satsub(mul(bignum(l), NS_PER_US), now) end
+    local held = view.held_at(now_us)
+    local own = view.lapse_of(member)
+    local renewal = own ~= nil and own > now_us
+    if renewal or held < req.limit then
+      local lapse = now_us + req.timeout_us
+      if renewal and own > lapse then lapse = own end
+      local latest = latest_other(view, own, now_us)
+      if not latest or latest < lapse then latest = lapse end
+      local held_after = renewal and held or held + 1
+      local d = { allowed = true, limit = req.limit, retry = ZERO, reset = until_(latest),
+        remaining = req.limit > held_after and req.limit - held_after or 0 }
+      local cut, lapse_s = fmt('%.0f', now_us), fmt('%.0f', lapse)
+      local expire = str(expire_ms(mul(bignum(latest), NS_PER_US)))
+      return d, { op = 'log', apply = function(k)
+        trim_through(k, cut)
+        redis.call('ZADD', k, lapse_s, member)
+        redis.call('PEXPIREAT', k, expire)
+      end }
+    end
+    local retry = view.nth_lapse_after(now_us, held - req.limit)
+    local latest = view.nth_latest(0)
+    if latest and latest <= now_us then latest = nil end
+    return { allowed = false, limit = req.limit, remaining = 0,
+      retry = retry and until_(retry) or NEVER, reset = latest and until_(latest) or ZERO }
+  end
+
+  local function acquire_command(keys, args)
+    return guarded('RL.ACQUIRE', function()
+      local key = one_key('rl_acquire', keys)
+      if #args < 3 then wrong_arity('rl.acquire') end
+      local req = parse_acquire(args, 1)
+      local d, write = acquire(key, req, now_ns())
+      if write and not req.peek then commit(key, write) end
+      return reply(d)
+    end)
+  end
+
+  peek_acquire = function(key, args)
+    return reply((acquire(key, parse_acquire(args, 2), now_ns())))
+  end
+
+  -- RL.RELEASE key lease_id: 1 if the lease was held (and is now released), else 0.
+  local function release_command(keys, args)
+    return guarded('RL.RELEASE', function()
+      local key = one_key('rl_release', keys)
+      if #args ~= 1 then wrong_arity('rl.release') end
+      check_id(args[1])
+      local member = LEASE_PREFIX .. args[1]
+      local now = now_ns()
+      local view = open_leases(key) or NO_LEASES
+      local now_us = num(div(now, NS_PER_US))
+      local own = view.lapse_of(member)
+      if not (own and own > now_us) then return 0 end
+      local latest = view.held_at(now_us) > 1 and latest_other(view, own, now_us)
+      if not latest then
+        redis.call('DEL', key)
+      else
+        trim_through(key, fmt('%.0f', now_us))
+        redis.call('ZREM', key, member)
+        redis.call('PEXPIREAT', key, str(expire_ms(mul(bignum(latest), NS_PER_US))))
+      end
+      return 1
+    end)
+  end
+
+  return {
+    decision = decision_command,
+    kinds = KINDS,
+    all = all_command,
+    peek = peek_command,
+    throttle = throttle_command,
+    acquire = acquire_command,
+    release = release_command,
+    -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
+    ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
+  }
+end
+
+--------------------------------------------------------------------------------
+-- Registration (load time: no standard library, only `redis`).
+--------------------------------------------------------------------------------
+
+local api
+
+-- The handler named `name`; the library is built on the first call.
+local function handler(name, arg)
+  local fn
+  return function(keys, args)
+    if not fn then
+      api = api or build()
+      if name == 'decision' then
+        fn = api.decision(api.kinds[arg[1]], arg[2])
+      else
+        fn = api[name]
+      end
+    end
+    return fn(keys, args)
+  end
+end
+
+redis.register_function('rl_gcra', handler('decision', { 'GCRA', 'rl_gcra' }))
+redis.register_function('rl_tokenbucket', handler('decision', { 'TOKENBUCKET', 'rl_tokenbucket' }))
+redis.register_function('rl_leaky', handler('decision', { 'LEAKY', 'rl_leaky' }))
+redis.register_function('rl_sliding', handler('decision', { 'SLIDING', 'rl_sliding' }))
+redis.register_function('rl_slidinglog', handler('decision', { 'SLIDINGLOG', 'rl_slidinglog' }))
+redis.register_function('rl_fixed', handler('decision', { 'FIXED', 'rl_fixed' }))
+redis.register_function('rl_all', handler('all'))
+redis.register_function('cl_throttle', handler('throttle'))
+redis.register_function('rl_acquire', handler('acquire'))
+-- RL.RELEASE is registered without deny-oom (it only frees): so is rl_release.
+redis.register_function { function_name = 'rl_release', callback = handler('release'), flags = { 'allow-oom' } }
+redis.register_function { function_name = 'rl_peek', callback = handler('peek'), flags = { 'no-writes' } }

@@ -1,0 +1,902 @@
+//! The Functions library (`functions/rl.lua`) against the module: the same
+//! scenarios run on both backends, interleaved call by call on two keys at the
+//! same real instants, must give the same replies (times equal up to the real
+//! time between the two calls), the same stored state and the same errors; on a
+//! server without the module; driven alternately by both on one key; under
+//! random argument vectors (never a Lua runtime error); replicated to a
+//! module-less replica and through an AOF restart, byte for byte.
+
+mod common;
+use common::backend::{fcall_args, is_lua_runtime_error, load_library};
+use common::*;
+use rand::rngs::StdRng;
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use std::time::Instant;
+
+/// Scenarios in module command words; `K`, `K2`, `K3` are keys, renamed per backend.
+/// Periods and windows are long (hours), so nothing refills between the calls
+/// of a pair and only the times in replies depend on the real instant.
+const SCENARIOS: &[&[&str]] = &[
+    &[
+        "RL.GCRA K 1 1h BURST 5",
+        "RL.GCRA K 1 1h BURST 5 COST 3",
+        "RL.GCRA K 1 1h BURST 5",
+        "RL.GCRA K 1 1h BURST 5",
+        "RL.GCRA K 1 1h BURST 5 COST 0",
+        "RL.GCRA K 1 1h BURST 5 COST 6",
+        "RL.GCRA K 1 1h BURST 5 COST 2 PEEK",
+        "RL.GCRA K 1 1h BURST 5 REFUND 2",
+        "RL.GCRA K 1 1h BURST 8 COST 3",
+        "RL.GCRA K 3 1h BURST 8",
+        "RL.GCRA K 1 1h BURST 5 REFUND 100",
+        "RL.GCRA K 1 1h BURST 5 REFUND 1",
+    ],
+    &[
+        "RL.GCRA K 7 1h BURST 3",
+        "RL.GCRA K 7 1h BURST 3 cost 2",
+        "RL.GCRA K 7 1h BURST 3",
+        "RL.GCRA K 7 1h",
+        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 1000000000000",
+        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 0",
+        "!RL.GCRA K2 1000000000000 1ms",
+        "!RL.TOKENBUCKET K2 1 1000001 1ms",
+        "!RL.LEAKY K2 1 1000001 1ms",
+        "!RL.ALL 1 K2 GCRA 1000001 1ms",
+        "RL.TOKENBUCKET K2 5 1000000 1ms COST 0",
+    ],
+    &[
+        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 999999999999",
+        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 5",
+        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 1",
+        "!RL.GCRA K 1 1h BURST 3",
+        "!RL.GCRA K 1 3650d BURST 1000000000000 REFUND 999999999999",
+        "!RL.GCRA K 1 3650d BURST 1000000000000 REFUND 1",
+        "!RL.TOKENBUCKET K2 1000000000000 1 3650d COST 1000000000000",
+        "!RL.TOKENBUCKET K2 1000000000000 1 3650d COST 0",
+        "!RL.LEAKY K3 1000000000000 1 3650d COST 1000000000000",
+        "!RL.LEAKY K3 1000000000000 1 3650d COST 0",
+    ],
+    &[
+        "RL.TOKENBUCKET K 3 1 1h COST 2",
+        "RL.TOKENBUCKET K 3 1 1h COST 2",
+        "RL.TOKENBUCKET K 3 1 1h COST 0",
+        "RL.TOKENBUCKET K 3 1 1h REFUND 1",
+        "RL.TOKENBUCKET K 3 1 1h COST 4",
+        "RL.TOKENBUCKET K 10 7 1h COST 9",
+        "RL.TOKENBUCKET K 10 7 1h",
+        "RL.TOKENBUCKET K 10 7 1h peek",
+    ],
+    &[
+        "RL.LEAKY K 2 1 1h",
+        "RL.LEAKY K 2 1 1h",
+        "RL.LEAKY K 2 1 1h",
+        "RL.LEAKY K 3 2 1h",
+        "RL.LEAKY K 3 2 1h REFUND 1",
+        "RL.LEAKY K 3 2 1h COST 4",
+    ],
+    &[
+        "RL.SLIDING K 3 1h COST 2",
+        "RL.SLIDING K 3 1h",
+        "RL.SLIDING K 3 1h",
+        "RL.SLIDING K 3 1h COST 0",
+        "RL.SLIDING K 3 1h COST 4",
+        "RL.SLIDING K 3 1h REFUND 1",
+        "RL.SLIDING K 5 1h COST 2 PEEK",
+        "RL.SLIDING K 5 1h REFUND 9",
+        "RL.SLIDING K 1000000000000 3650d COST 1000000000000",
+        "RL.SLIDING K 1000000000000 3650d",
+    ],
+    &[
+        "RL.FIXED K 3 1h COST 2",
+        "RL.FIXED K 3 1h",
+        "RL.FIXED K 3 1h",
+        "RL.FIXED K 3 1h COST 0",
+        "RL.FIXED K 3 1h COST 9",
+        "RL.FIXED K 3 1h REFUND 2",
+        "RL.FIXED K 3 1d",
+        "RL.FIXED K 3 1h REFUND 9",
+        "RL.FIXED K 1000000000000 3650d COST 1000000000000",
+    ],
+    &[
+        "CL.THROTTLE K 4 1 3600",
+        "CL.THROTTLE K 4 1 3600 3",
+        "CL.THROTTLE K 4 1 3600",
+        "CL.THROTTLE K 4 1 3600",
+        "CL.THROTTLE K 4 1 3600 0",
+        "CL.THROTTLE K 4 1 3600 6",
+        "CL.THROTTLE K 15 30 60",
+        "CL.THROTTLE K 0 7 1 1",
+        "CL.THROTTLE K3 1000000000000 1000000000 1 1000000000000",
+        "CL.THROTTLE K2 9 666666 315360000",
+    ],
+    &[
+        "RL.ALL 3 K K2 K3 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h FIXED 2 1h",
+        "RL.ALL 3 K K2 K3 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h COST 2 FIXED 2 1h",
+        "RL.ALL 3 K K2 K3 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h FIXED 2 1h",
+        "RL.ALL 3 K K2 K3 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h FIXED 2 1h PEEK",
+        "RL.ALL 2 K2 K3 TOKENBUCKET 5 1 1h COST 3 FIXED 3 1h",
+        "RL.ALL 2 K K2 LEAKY 9 1 1h COST 9 SLIDING 9 1h COST 3",
+        "RL.ALL 2 K K2 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h COST 6",
+        "RL.ALL 1 K3 FIXED 2 1h COST 0",
+    ],
+    &[
+        "RL.GCRA K 10",
+        "RL.GCRA K 0 1s",
+        "RL.FIXED K 10000 1d FOO",
+        "RL.FIXED K 10000 1d COST 1 COST 2",
+        "RL.FIXED K 10000 1d COST",
+        "RL.FIXED K 10000 1d REFUND 1 COST 1",
+        "RL.FIXED K 10000 1d PEEK PEEK",
+        "RL.FIXED K 10000 1x",
+        "RL.TOKENBUCKET K 5 1000000000001 1s",
+        "RL.SLIDINGLOG K 100001 1s",
+        "RL.GCRA K 5 1s BURST 0",
+        "RL.FIXED K 5 3651d",
+        "RL.FIXED K 5 1s BURST 2",
+        "RL.GCRA K 5 1s \x01\x7f",
+        "RL.GCRA K 5 1s AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "RL.FIXED K 3 1h",
+        "RL.SLIDING K 3 1h",
+        "RL.GCRA K 3 1h",
+        "RL.SLIDINGLOG K 3 1h",
+        "CL.THROTTLE K 1 1",
+        "CL.THROTTLE K 1 1 1 1 1",
+        "CL.THROTTLE K -1 1 1",
+        "CL.THROTTLE K 1 2000000000 1",
+        "CL.THROTTLE K 3650 1 86400",
+        "CL.THROTTLE K 1 1 315360001",
+        "CL.THROTTLE K4 1 1 1",
+        "RL.ALL 2 K K2 GCRA 1 1h",
+        "RL.ALL 1 K GCRA",
+        "RL.ALL 1 K XYZ 1 1h",
+        "RL.ALL 2 K K GCRA 1 1h GCRA 1 1h",
+        "RL.ALL 1 K GCRA 1 1h REFUND 1",
+        "RL.ALL 1 K GCRA 1 1h PEEK PEEK",
+        "RL.ALL 0 K GCRA 1 1h",
+        "RL.ALL 1 K GCRA 1 1h PEEK PEEK",
+        "RL.ALL 1 K4 GCRA 1 1h",
+        "RL.GCRA K4 1 1h",
+        "RL.SLIDINGLOG K4 1 1h",
+    ],
+];
+
+/// The sorted-set states: the sliding log (with `REFUND`, plan changes and
+/// `RL.ALL` clauses) and lease sets.
+const ZSET_SCENARIOS: &[&[&str]] = &[
+    &[
+        "RL.SLIDINGLOG K 5 1h",
+        "RL.SLIDINGLOG K 5 1h COST 3",
+        "RL.SLIDINGLOG K 5 1h COST 2",
+        "RL.SLIDINGLOG K 5 1h COST 0",
+        "RL.SLIDINGLOG K 5 1h COST 6",
+        "RL.SLIDINGLOG K 5 1h REFUND 2",
+        "RL.SLIDINGLOG K 5 1h COST 2 PEEK",
+        "RL.SLIDINGLOG K 5 1h",
+        "RL.SLIDINGLOG K 9 1h COST 4",
+        "RL.SLIDINGLOG K 9 1h",
+        "RL.SLIDINGLOG K 9 1h REFUND 4",
+        "RL.SLIDINGLOG K 9 1h REFUND 99",
+        "RL.SLIDINGLOG K 100000 1h COST 99999",
+        "RL.SLIDINGLOG K 100000 1h COST 2",
+        "RL.ALL 2 K K2 SLIDINGLOG 100000 1h COST 1 FIXED 3 1h",
+        "RL.ALL 2 K3 K2 SLIDINGLOG 3 1h COST 3 FIXED 3 1h",
+        "RL.ALL 2 K3 K2 SLIDINGLOG 3 1h COST 1 FIXED 3 1h",
+        "RL.SLIDINGLOG K5 10 1h COST 0",
+        "RL.SLIDINGLOG K5 10 1h COST 4",
+        "RL.SLIDINGLOG K5 10 1h COST 4",
+        "RL.SLIDINGLOG K5 10 1h",
+        "RL.SLIDINGLOG K5 10 1h REFUND 6",
+        "RL.SLIDINGLOG K5 10 1h COST 3",
+        "RL.SLIDINGLOG K5 10 1h REFUND 1",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h",
+        "RL.SLIDINGLOG K6 10 1h COST 2",
+        "RL.SLIDINGLOG K6 10 1h COST 7",
+        "RL.SLIDINGLOG K6 10 1h COST 10",
+        "RL.SLIDINGLOG K6 10 1h REFUND 3",
+        "RL.SLIDINGLOG K6 10 1h COST 4",
+    ],
+    &[
+        "RL.ACQUIRE K 2 1h a",
+        "RL.ACQUIRE K 2 1h b",
+        "RL.ACQUIRE K 2 1h c",
+        "RL.ACQUIRE K 2 1h a",
+        "RL.ACQUIRE K 2 1h c PEEK",
+        "RL.RELEASE K a",
+        "RL.RELEASE K a",
+        "RL.ACQUIRE K 2 1h c",
+        "RL.ACQUIRE K 3 2h d",
+        "RL.RELEASE K b",
+        "RL.RELEASE K c",
+        "RL.RELEASE K d",
+        "RL.RELEASE K d",
+        "RL.ACQUIRE K 100001 1h a",
+        "RL.ACQUIRE K 1 0ms a",
+        "RL.ACQUIRE K 1 1s",
+        "RL.ACQUIRE K 1 1s a COST 2",
+        "RL.RELEASE K",
+        "RL.ACQUIRE K4 1 1s a",
+        "RL.SLIDINGLOG K3 2 1h",
+        "RL.ACQUIRE K3 1 1s a",
+        "RL.RELEASE K3 a",
+    ],
+];
+
+/// True if the module has the decision layer the library follows (main after
+/// issues 8-10): rates above 1 per ns refused, waits capped at the expiry cap,
+/// short strings never read. Scenario lines marked `!` run only against it; an
+/// older module differs there, and only there.
+fn module_is_current(c: &mut redis::Connection) -> bool {
+    command("RL.GCRA probe:rate 1000000000000 1ms PEEK")
+        .query::<Value>(c)
+        .is_err()
+}
+
+/// True if the module stores the sliding log as weighted entries
+/// (`<ns>:<cost>:<sum>`, which the library writes), so that states compare
+/// and one key can be driven by both. A module with the older format (one bare
+/// `<ns>` member per unit) still decides the same; the library reads its logs.
+fn module_writes_weighted_logs(c: &mut redis::Connection) -> bool {
+    let _: Value = run(c, "RL.SLIDINGLOG probe:log 5 1s");
+    let members: Vec<String> = run(c, "ZRANGE probe:log 0 -1");
+    members.iter().all(|m| m.contains(':'))
+}
+
+/// The ACL rules a user needs for the library, as the README gives them.
+const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpireat +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrange +zrevrangebyscore";
+
+/// Keys prepared with foreign values before the scenarios run (same on both sides).
+/// `K5` is a legacy sliding log (one bare `<ns>` member per unit, as older
+/// modules wrote): 100 lapsed entries (more than one write trims) and 3 live ones.
+fn prepare_foreign(c: &mut redis::Connection, prefix: &str, now_ns: u64) {
+    let _: () = run(c, &format!("SET {prefix}:4 hello"));
+    let mut zadd = redis::cmd("ZADD");
+    zadd.arg(format!("{prefix}:5"));
+    let lapsed = (0..100u64).map(|i| now_ns - 7_200_000_000_000 + i * 1_000);
+    let live = (0..3u64).map(|j| now_ns - 1_000_000_000 + j);
+    for ns in lapsed.chain(live) {
+        zadd.arg(ns / 1_000).arg(ns);
+    }
+    let _: i64 = zadd.query(c).unwrap();
+}
+
+/// The words of `cmd` with its key placeholders renamed for `prefix`.
+fn keyed(cmd: &str, prefix: &str) -> String {
+    cmd.split(' ')
+        .map(|w| match w {
+            "K" => format!("{prefix}:1"),
+            "K2" => format!("{prefix}:2"),
+            "K3" => format!("{prefix}:3"),
+            "K4" => format!("{prefix}:4"),
+            "K5" => format!("{prefix}:5"),
+            "K6" => format!("{prefix}:6"),
+            other => other.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Replies compared: errors must be identical; integers equal, except the time
+/// fields (retry, reset: the last two of each five, in ms or CL.THROTTLE's seconds)
+/// which may differ by the real time between the calls (`slack_ms`), and values
+/// beyond 2^53 (Lua numbers are doubles), which must agree to 1 part in 10^12.
+fn same_reply(a: &Result<Value, String>, b: &Result<Value, String>, slack_ms: i64) -> bool {
+    fn ints(v: &Value, out: &mut Vec<i64>) {
+        match v {
+            Value::Int(i) => out.push(*i),
+            Value::Array(items) => items.iter().for_each(|i| ints(i, out)),
+            _ => out.push(i64::MIN),
+        }
+    }
+    match (a, b) {
+        (Err(x), Err(y)) => x == y,
+        (Ok(x), Ok(y)) => {
+            let (mut p, mut q) = (vec![], vec![]);
+            ints(x, &mut p);
+            ints(y, &mut q);
+            p.len() == q.len()
+                && p.iter().zip(&q).enumerate().all(|(i, (&u, &v))| {
+                    let big = 1i64 << 53;
+                    if u >= big || v >= big {
+                        ((u as f64 - v as f64) / u as f64).abs() < 1e-12
+                    } else if i % 5 >= 3 {
+                        (u - v).abs() <= slack_ms
+                    } else {
+                        u == v
+                    }
+                })
+        }
+        _ => false,
+    }
+}
+
+/// A stored state with its instants (19+ digit numbers) rounded to the second
+/// (CL.THROTTLE: to the second too); they must match to within the slack.
+fn state(c: &mut redis::Connection, key: &str) -> (String, Vec<i128>) {
+    let ty: String = run(c, &format!("TYPE {key}"));
+    let v: String = match ty.as_str() {
+        "string" => run(c, &format!("GET {key}")),
+        "zset" => {
+            // Members and scores (microseconds, as ns-like instants: scaled by 1000).
+            let entries: Vec<(String, i128)> = run(c, &format!("ZRANGE {key} 0 -1 WITHSCORES"));
+            let parts: Vec<String> = entries
+                .iter()
+                .map(|(m, score)| format!("{m}:{}", score * 1000))
+                .collect();
+            format!("zset:{}", parts.join(":"))
+        }
+        _ => return (ty, vec![]),
+    };
+    let mut shape = String::new();
+    let mut instants = vec![];
+    for (i, part) in v.split(':').enumerate() {
+        if i > 0 {
+            shape.push(':');
+        }
+        if part.len() >= 19 && part.bytes().all(|b| b.is_ascii_digit()) {
+            shape.push('#');
+            instants.push(part.parse::<i128>().unwrap());
+        } else {
+            shape.push_str(part);
+        }
+    }
+    (shape, instants)
+}
+
+/// Runs every scenario with the module on `cm` (keys `m<i>:*`) and with `side`
+/// on `cl` (keys `l<i>:*`), call by call, and compares replies and stored state.
+fn conform(
+    cm: &mut redis::Connection,
+    cl: &mut redis::Connection,
+    scenarios: &[&[&str]],
+    states: bool,
+    side: impl Fn(usize) -> Backend,
+) {
+    let current = module_is_current(cm);
+    let tag: String = run::<String>(cm, "INCR conform:run");
+    for (i, scenario) in scenarios.iter().enumerate() {
+        let (pm, pl) = (format!("m{tag}.{i}"), format!("l{tag}.{i}"));
+        let now_ns = now_ms() as u64 * 1_000_000;
+        prepare_foreign(cm, &pm, now_ns);
+        prepare_foreign(cl, &pl, now_ns);
+        let start = Instant::now();
+        for (j, cmd) in scenario.iter().enumerate() {
+            let cmd = match cmd.strip_prefix('!') {
+                Some(_) if !current => continue,
+                Some(rest) => rest,
+                None => cmd,
+            };
+            let a = Backend::Module.value(cm, &keyed(cmd, &pm));
+            let b = side(j).value(cl, &keyed(cmd, &pl));
+            let slack = start.elapsed().as_millis() as i64 + 1;
+            if let Err(e) = &b {
+                assert!(!is_lua_runtime_error(e), "{cmd}: {e}");
+            }
+            assert!(
+                same_reply(&a, &b, slack),
+                "{cmd}\n module: {a:?}\n other:  {b:?}"
+            );
+        }
+        let slack_ns = (start.elapsed().as_millis() as i128 + 1) * 1_000_000;
+        if !states {
+            continue;
+        }
+        for k in ["1", "2", "3", "4", "5", "6"] {
+            let (sm, im) = state(cm, &format!("{pm}:{k}"));
+            let (sl, il) = state(cl, &format!("{pl}:{k}"));
+            assert_eq!(sm, sl, "scenario {i} key {k}");
+            for (x, y) in im.iter().zip(&il) {
+                assert!(
+                    (x - y).abs() <= slack_ns,
+                    "scenario {i} key {k}: {x} vs {y}"
+                );
+            }
+            let (em, el) = (
+                pexpiretime(cm, &format!("{pm}:{k}")),
+                pexpiretime(cl, &format!("{pl}:{k}")),
+            );
+            assert!(
+                (em - el).abs() <= slack_ns as i64 / 1_000_000,
+                "expiry {em} vs {el}"
+            );
+        }
+    }
+}
+
+/// The largest integer in a reply (0 for an error).
+fn largest(r: &Result<Value, String>) -> i64 {
+    fn walk(v: &Value) -> i64 {
+        match v {
+            Value::Int(i) => *i,
+            Value::Array(items) => items.iter().map(walk).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    r.as_ref().map_or(0, walk)
+}
+
+/// Random argument vectors: the library answers exactly the module's error, or
+/// like it succeeds; never a Lua runtime error.
+fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
+    const PALETTE: &[&str] = &[
+        "",
+        "-1",
+        "0",
+        "1",
+        "7",
+        "100",
+        "1000000000000",
+        "1000000000001",
+        "18446744073709551616",
+        "99999999999999999999999999",
+        "nan",
+        "1e3",
+        "1.5",
+        " 1",
+        "1s",
+        "1500ms",
+        "1m",
+        "24h",
+        "3650d",
+        "3651d",
+        "0ms",
+        "1ms",
+        "COST",
+        "cost",
+        "PEEK",
+        "peek",
+        "BURST",
+        "burst",
+        "REFUND",
+        "XYZ",
+        "\0",
+        "1\0",
+        "\u{ff}",
+        "\r\n",
+        "GCRA",
+        "FIXED",
+        "SLIDING",
+        "TOKENBUCKET",
+        "LEAKY",
+        "0000000000000000000000007",
+    ];
+    const COMMANDS: &[(&str, usize)] = &[
+        ("RL.GCRA", 2),
+        ("RL.TOKENBUCKET", 3),
+        ("RL.LEAKY", 3),
+        ("RL.SLIDING", 2),
+        ("RL.FIXED", 2),
+        ("CL.THROTTLE", 3),
+        ("RL.ALL", 0),
+        ("RL.SLIDINGLOG", 2),
+        ("RL.ACQUIRE", 3),
+        ("RL.RELEASE", 1),
+    ];
+    let current = module_is_current(c);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let _: () = run(c, "SET fz:m:str hello");
+    let _: () = run(c, "SET fz:l:str hello");
+    let _: () = run(c, "RPUSH fz:m:list x");
+    let _: () = run(c, "RPUSH fz:l:list x");
+    for n in 0..vectors {
+        let (command, positional) = *COMMANDS.choose(&mut rng).unwrap();
+        let mut words: Vec<String> = vec![command.to_string()];
+        let key = |side: &str, rng: &mut StdRng| match rng.random_range(0..10) {
+            0 => format!("fz:{side}:str"),
+            1 => format!("fz:{side}:list"),
+            _ => format!("fz:{side}:{n}"),
+        };
+        let pick = |rng: &mut StdRng| -> String {
+            if rng.random_bool(0.5) {
+                ["1", "7", "1000000000000", "1s", "1h", "3650d", "1ms", "0"]
+                    .choose(rng)
+                    .unwrap()
+                    .to_string()
+            } else {
+                PALETTE.choose(rng).unwrap().to_string()
+            }
+        };
+        let mut args: Vec<String> = vec![];
+        if command == "RL.ALL" {
+            let k = rng.random_range(1..=3);
+            args.push(k.to_string());
+            for i in 0..k {
+                args.push(format!("{{k}}{i}:{n}"));
+            }
+            for _ in 0..k {
+                let (algo, p) = *COMMANDS[..5].choose(&mut rng).unwrap();
+                args.push(algo[3..].to_string());
+                for _ in 0..p {
+                    args.push(pick(&mut rng));
+                }
+                if rng.random_bool(0.3) {
+                    args.push("COST".into());
+                    args.push(pick(&mut rng));
+                }
+            }
+        } else {
+            args.push(String::new()); // the key, per side
+            for _ in 0..positional {
+                args.push(pick(&mut rng));
+            }
+            for _ in 0..rng.random_range(0..4) {
+                args.push(pick(&mut rng));
+            }
+        }
+        if rng.random_bool(0.2) && args.len() > 1 {
+            let i = rng.random_range(1..args.len());
+            args.remove(i);
+        }
+        let side_args = |side: &str, rng: &mut StdRng| -> Vec<Vec<u8>> {
+            let mut v: Vec<Vec<u8>> = vec![command.as_bytes().to_vec()];
+            for (i, a) in args.iter().enumerate() {
+                if command != "RL.ALL" && i == 0 {
+                    v.push(key(side, rng).into_bytes());
+                } else if command == "RL.ALL" && a.starts_with("{k}") {
+                    v.push(format!("{{{side}}}{a}").into_bytes());
+                } else {
+                    v.push(a.as_bytes().to_vec());
+                }
+            }
+            v
+        };
+        let mut r2 = rng.clone();
+        let vm = side_args("m", &mut rng);
+        let vl = side_args("l", &mut r2);
+        words.extend(args.iter().cloned());
+        let pair = Instant::now();
+        let a = Backend::Module
+            .cmd_args(&vm)
+            .query::<Value>(c)
+            .map_err(|e| error_text(&e));
+        let b = Backend::Library
+            .cmd_args(&vl)
+            .query::<Value>(c)
+            .map_err(|e| error_text(&e));
+        if let Err(e) = &b {
+            assert!(!is_lua_runtime_error(e), "{vl:?}: {e}");
+            // FCALL's own refusals (numkeys) come before the library runs.
+            if e.contains("umber of keys") || e.contains("not an integer") {
+                continue;
+            }
+            // An older module admits rates above 1 per ns.
+            if !current && e.contains("at most 1 per nanosecond") {
+                continue;
+            }
+        }
+        // An older module does not cap waits at the expiry cap (10^15 ms).
+        if !current
+            && [&a, &b]
+                .into_iter()
+                .any(|r| largest(r) > 900_000_000_000_000)
+        {
+            continue;
+        }
+        assert!(
+            same_reply(&a, &b, pair.elapsed().as_millis() as i64 + 1),
+            "{:?}\n module: {a:?}\n library: {b:?}",
+            fcall_args(&vl)
+        );
+    }
+}
+
+server_tests! {
+    fn the_library_replies_and_stores_what_the_module_does(flavor) {
+        let s = Server::start_library(flavor, true);
+        let (cm, cl) = (&mut s.conn(), &mut s.conn());
+        conform(cm, cl, SCENARIOS, true, |_| Backend::Library);
+        let weighted = module_writes_weighted_logs(cm);
+        conform(cm, cl, ZSET_SCENARIOS, weighted, |_| Backend::Library);
+    }
+
+    fn without_the_module_the_library_replies_what_the_module_does(flavor) {
+        let m = Server::start(flavor);
+        let l = Server::start_library(flavor, false);
+        let (cm, cl) = (&mut m.conn(), &mut l.conn());
+        conform(cm, cl, SCENARIOS, true, |_| Backend::Library);
+        let weighted = module_writes_weighted_logs(cm);
+        conform(cm, cl, ZSET_SCENARIOS, weighted, |_| Backend::Library);
+        // The module's commands are absent there: the library is the only way in.
+        assert!(rl_err(cl, "RL.GCRA k 1 1s").contains("unknown command"));
+    }
+
+    fn a_key_driven_alternately_decides_as_if_one_had_done_it_all(flavor) {
+        let s = Server::start_library(flavor, true);
+        let (cm, cl) = (&mut s.conn(), &mut s.conn());
+        let weighted = module_writes_weighted_logs(cm);
+        for first in [Backend::Library, Backend::Module] {
+            let alternate = |j: usize| if j % 2 == 0 { first } else if first == Backend::Module { Backend::Library } else { Backend::Module };
+            conform(cm, cl, SCENARIOS, true, alternate);
+            if weighted {
+                conform(cm, cl, ZSET_SCENARIOS, true, alternate);
+            } else {
+                // The library decides on the module's older logs (one member per unit).
+                let module_then_library = |j: usize| if j < 3 { Backend::Module } else { Backend::Library };
+                conform(cm, cl, &ZSET_SCENARIOS[..1], false, module_then_library);
+            }
+        }
+    }
+
+    fn foreign_values_get_the_modules_errors_and_stay_byte_identical(flavor) {
+        let s = Server::start_library(flavor, true);
+        let c = &mut s.conn();
+        let current = module_is_current(c);
+        let values = [
+            "SET f:long bucket:1796047822884456000",
+            "SET f:longtag gcra:not-a-number-but-long-enough",
+            "SET f:int 42",
+            "SET f:text hello",
+            "SET f:tagged gcra:xyz",
+            "SET f:other bucket:5",
+            "SET f:cell 1764489600123456789",
+            "RPUSH f:list a",
+            "HSET f:hash a 1",
+            "SADD f:set a",
+            "ZADD f:zset 1 a",
+            "ZADD f:lease 1 lease:x",
+            "ZADD f:log 1764489600123456 1764489600123456789",
+        ];
+        // Each value twice: `m:` keys for the module, `l:` keys for the library.
+        let mut keys = vec![];
+        for words in values {
+            for side in ["m:", "l:"] {
+                let _: Value = run(c, &words.replacen(" f:", &format!(" {side}f:"), 1));
+            }
+            keys.push(words.split(' ').nth(1).unwrap().to_string());
+        }
+        let dump = |c: &mut redis::Connection| -> Vec<(Value, i64)> {
+            keys.iter()
+                .flat_map(|k| [format!("m:{k}"), format!("l:{k}")])
+                .map(|k| (redis::cmd("DUMP").arg(&k).query(c).unwrap(), pexpiretime(c, &k)))
+                .collect()
+        };
+        let before = dump(c);
+        for k in &keys {
+            // Short strings (at most 20 bytes) are never read by a current module.
+            if !current && ["f:tagged", "f:other"].contains(&k.as_str()) {
+                continue;
+            }
+            for cmd in [
+                "RL.GCRA {k} 1 1h",
+                "RL.TOKENBUCKET {k} 1 1 1h",
+                "RL.LEAKY {k} 1 1 1h COST 0",
+                "RL.SLIDING {k} 1 1h",
+                "RL.SLIDINGLOG {k} 1 1h",
+                "RL.FIXED {k} 1 1h PEEK",
+                "RL.ACQUIRE {k} 1 1h id",
+                "RL.RELEASE {k} x",
+                "RL.ALL 1 {k} GCRA 1 1h",
+            ] {
+                let words = cmd.replace("{k}", &format!("m:{k}"));
+                let a = Backend::Module.value(c, &words);
+                let b = Backend::Library.value(c, &cmd.replace("{k}", &format!("l:{k}")));
+                if let Err(e) = &b {
+                    assert!(!is_lua_runtime_error(e), "{words}: {e}");
+                }
+                // A module-written value (the legacy log, the lease) may decide: then
+                // both decide alike, and the key was written by both.
+                assert!(same_reply(&a, &b, 1_000), "{words}\n module: {a:?}\n library: {b:?}");
+            }
+        }
+        // Foreign values stay byte-identical; the values the commands recognise
+        // (a token-bucket state, a TAT, a lease set, a legacy log) were decided on.
+        let after = dump(c);
+        let keys2: Vec<&String> = keys.iter().flat_map(|k| [k, k]).collect();
+        for ((k, b), a) in keys2.iter().zip(&before).zip(&after) {
+            if !["f:long", "f:other", "f:cell", "f:lease", "f:log"].contains(&k.as_str()) {
+                assert_eq!(b, a, "{k} changed");
+            }
+        }
+    }
+
+    fn random_vectors_get_the_modules_errors_never_a_lua_error(flavor) {
+        let s = Server::start_library(flavor, true);
+        // RL_FUZZ_VECTORS and RL_FUZZ_SEED run a longer or another campaign.
+        let env = |name: &str, default: u64| {
+            std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+        };
+        fuzz(&mut s.conn(), env("RL_FUZZ_SEED", 7), env("RL_FUZZ_VECTORS", 3_000) as usize);
+    }
+
+    fn peek_through_fcall_ro_decides_and_writes_nothing(flavor) {
+        let s = Server::start_library(flavor, true);
+        let c = &mut s.conn();
+        assert_eq!(rl(c, "FCALL rl_gcra 1 p 1 1h BURST 3 COST 2")[..3], [1, 3, 1]);
+        let dirty_before = dirty(c);
+        let peek = rl(c, "FCALL_RO rl_peek 1 p GCRA 1 1h BURST 3 COST 2");
+        assert_eq!(peek[..3], [0, 3, 1]);
+        assert_eq!(rl(c, "FCALL_RO rl_peek 1 p gcra 1 1h BURST 3")[..3], [1, 3, 0]);
+        assert_eq!(rl(c, "FCALL_RO rl_peek 1 q FIXED 3 1h COST 3")[..4], [1, 3, 0, 0]);
+        assert_eq!(dirty(c), dirty_before);
+        assert_eq!(run::<i64>(c, "EXISTS q"), 0);
+        assert_eq!(
+            rl_err(c, "FCALL_RO rl_gcra 1 p 1 1h"),
+            "ERR Can not execute a script with write flag using *_ro command."
+        );
+        assert!(rl_err(c, "FCALL_RO rl_peek 1 p NOPE 1 1h").starts_with("ERR unknown algorithm 'NOPE'"));
+        // BLOCK is accepted and decides at once.
+        assert_eq!(rl(c, "FCALL rl_fixed 1 b 1 1h BLOCK 100")[..3], [1, 1, 0]);
+        assert_eq!(rl(c, "FCALL rl_fixed 1 b 1 1h BLOCK 0")[..3], [0, 1, 0]);
+        assert_eq!(
+            rl_err(c, "FCALL rl_fixed 1 b 1 1h BLOCK -1"),
+            "ERR BLOCK must be an integer from 0 to 315360000000"
+        );
+        assert_eq!(
+            rl_err(c, "FCALL rl_fixed 2 b c 1 1h"),
+            "ERR rl_fixed takes exactly one key: FCALL rl_fixed 1 key ..."
+        );
+    }
+
+    fn an_acl_user_needs_fcall_and_the_commands_the_library_calls(flavor) {
+        let s = Server::start_library(flavor, false);
+        let c = &mut s.conn();
+        let _: () = run(c, "ACL SETUSER lim on >pw ~rl:* resetchannels -@all +fcall +fcall_ro");
+        let u = &mut s.conn();
+        let _: () = run(u, "AUTH lim pw");
+        // Scripts run their commands with the caller's ACL: refused, with Redis's error.
+        let refused = rl_err(u, "FCALL rl_gcra 1 rl:a 1 1h");
+        assert!(refused.starts_with("ERR ") && refused.contains("command"), "{refused}");
+        assert!(!is_lua_runtime_error(&refused), "{refused}");
+        let _: () = run(c, &format!("ACL SETUSER lim {LIBRARY_ACL}"));
+        for cmd in [
+            "FCALL rl_gcra 1 rl:a 1 1h",
+            "FCALL rl_slidinglog 1 rl:b 2 1h",
+            "FCALL rl_acquire 1 rl:c 2 1h x",
+            "FCALL rl_all 2 rl:{d}1 rl:{d}2 FIXED 2 1h SLIDINGLOG 2 1h",
+            "FCALL cl_throttle 1 rl:e 1 1 60",
+            "FCALL_RO rl_peek 1 rl:a GCRA 1 1h",
+        ] {
+            assert!(command(cmd).query::<Value>(u).is_ok(), "{cmd}");
+        }
+        assert_eq!(run::<i64>(u, "FCALL rl_release 1 rl:c x"), 1);
+        assert!(rl_err(u, "FCALL rl_gcra 1 other 1 1h").starts_with("NOPERM"));
+    }
+
+    fn out_of_memory_refuses_what_the_module_refuses(flavor) {
+        let s = Server::start_library(flavor, true);
+        let c = &mut s.conn();
+        for backend in BACKENDS {
+            backend.value(c, &format!("RL.ACQUIRE oom:{backend:?} 5 1h job")).unwrap();
+        }
+        let _: () = run(c, "CONFIG SET maxmemory 1");
+        for backend in BACKENDS {
+            // Decisions are refused (deny-oom) with Redis's own error, read-only peeks are not,
+            // and releases go through (they only free).
+            let refused = backend.err(c, "RL.GCRA oom:g 1 1h");
+            assert!(refused.starts_with("OOM "), "{backend:?}: {refused}");
+            let released = backend.value(c, &format!("RL.RELEASE oom:{backend:?} job"));
+            assert_eq!(released, Ok(Value::Int(1)), "{backend:?}");
+        }
+        assert_eq!(
+            Backend::Module.err(c, "RL.GCRA oom:g 1 1h"),
+            Backend::Library.err(c, "RL.GCRA oom:g 1 1h")
+        );
+        assert_eq!(rl(c, "FCALL_RO rl_peek 1 oom:g GCRA 1 1h")[..3], [1, 1, 0]);
+        let _: () = run(c, "CONFIG SET maxmemory 0");
+    }
+
+    fn concurrent_clients_get_exactly_the_limit_through_the_library(flavor) {
+        let s = Server::start_library(flavor, false);
+        for (cmd, limit) in [
+            ("FCALL rl_gcra 1 hot 1 1h BURST 100", 100),
+            ("FCALL rl_fixed 1 hot2 100 1h", 100),
+            ("FCALL rl_sliding 1 hot3 100 1h", 100),
+            ("FCALL cl_throttle 1 hot4 99 1 3600", 100),
+        ] {
+            let admitted: i64 = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..8)
+                    .map(|_| {
+                        let mut c = s.conn();
+                        scope.spawn(move || {
+                            let mut n = 0;
+                            for _ in 0..60 {
+                                let r: Vec<i64> = command(cmd).query(&mut c).unwrap();
+                                n += if cmd.contains("cl_throttle") { 1 - r[0] } else { r[0] };
+                            }
+                            n
+                        })
+                    })
+                    .collect();
+                workers.into_iter().map(|w| w.join().unwrap()).sum()
+            });
+            assert_eq!(admitted, limit, "{cmd}");
+        }
+    }
+
+    fn the_library_tracks_real_time(flavor) {
+        let s = Server::start_library(flavor, false);
+        let c = &mut s.conn();
+        for (cmd, burst, rate) in [
+            ("FCALL rl_gcra 1 rt1 100 1s BURST 10", 10.0, 100.0),
+            ("FCALL rl_tokenbucket 1 rt2 20 200 1s", 20.0, 200.0),
+        ] {
+            let mut pipe = redis::pipe();
+            for _ in 0..10 {
+                pipe.add_command(command(cmd));
+            }
+            let (mut admitted, mut calls) = (0u64, 0u64);
+            let start = Instant::now();
+            while start.elapsed() < std::time::Duration::from_millis(1_500) {
+                let replies: Vec<Vec<i64>> = pipe.query(c).unwrap();
+                admitted += replies.iter().map(|r| r[0] as u64).sum::<u64>();
+                calls += replies.len() as u64;
+            }
+            let expected = burst + rate * start.elapsed().as_secs_f64();
+            let error = (admitted as f64 - expected).abs() / expected;
+            assert!(error <= 0.02, "{cmd}: admitted {admitted} of {calls}, expected {expected:.0}");
+            assert!(calls as f64 > expected * 2.0, "the limiter was not saturated");
+        }
+    }
+
+    fn writes_replicate_byte_identical_to_a_module_less_replica(flavor) {
+        let master = Server::start_with(flavor, &["--repl-diskless-sync-delay", "0"]);
+        load_library(&mut master.conn());
+        let replica = master.replica(false);
+        let (c, r) = (&mut master.conn(), &mut replica.conn());
+        for backend in BACKENDS {
+            let p = format!("{backend:?}");
+            for cmd in [
+                "RL.GCRA K 1 1h BURST 5 COST 2",
+                "RL.TOKENBUCKET K2 5 1 1h COST 3",
+                "RL.LEAKY K3 5 1 1h",
+                "RL.GCRA K 1 1h BURST 5 REFUND 9",
+                "RL.FIXED K2x 3 1h COST 2",
+                "RL.SLIDING K3x 3 1h COST 2",
+                "RL.ALL 2 K4 K5 GCRA 1 1h BURST 2 FIXED 2 1h",
+                "CL.THROTTLE K6 4 1 3600 2",
+                "RL.SLIDINGLOG K7 5 1h COST 2",
+                "RL.SLIDINGLOG K7 5 1h COST 1",
+                "RL.SLIDINGLOG K7 5 1h REFUND 2",
+                "RL.ACQUIRE K8 2 1h a",
+                "RL.ACQUIRE K8 2 1h b",
+                "RL.RELEASE K8 a",
+            ] {
+                let words = cmd.replace(" K", &format!(" {{{p}}}K"));
+                backend.value(c, &words).unwrap();
+            }
+        }
+        let offset: i64 = run(c, "WAIT 1 5000");
+        assert_eq!(offset, 1);
+        // The replica has the library too, and decides read-only calls on its copy.
+        let peek = "FCALL_RO rl_peek 1 {Module}K2x FIXED 3 1h COST 0";
+        let on_replica: Vec<i64> = run(r, peek);
+        assert_eq!(on_replica[..3], [1, 3, 1]);
+        assert_eq!(run::<Vec<i64>>(c, peek)[..3], on_replica[..3]);
+        let keys: Vec<String> = run(c, "KEYS *");
+        assert!(keys.len() >= 18, "{keys:?}");
+        for k in keys {
+            let dump = |c: &mut redis::Connection| -> (Value, i64) {
+                (redis::cmd("DUMP").arg(&k).query(c).unwrap(), pexpiretime(c, &k))
+            };
+            assert_eq!(dump(c), dump(r), "{k}");
+        }
+    }
+
+    fn library_state_survives_an_aof_restart(flavor) {
+        let mut s = Server::start_with(flavor, &["--no-module", "--appendonly", "yes", "--appendfsync", "always"]);
+        load_library(&mut s.conn());
+        let c = &mut s.conn();
+        assert_eq!(Backend::Library.rl(c, "RL.GCRA g 1 1h BURST 2 COST 2")[..3], [1, 2, 0]);
+        assert_eq!(Backend::Library.rl(c, "RL.FIXED f 1 1h")[..3], [1, 1, 0]);
+        let before: Vec<(Value, i64)> = ["g", "f"]
+            .iter()
+            .map(|k| (redis::cmd("DUMP").arg(k).query(c).unwrap(), pexpiretime(c, k)))
+            .collect();
+        s.restart();
+        let c = &mut s.conn();
+        let after: Vec<(Value, i64)> = ["g", "f"]
+            .iter()
+            .map(|k| (redis::cmd("DUMP").arg(k).query(c).unwrap(), pexpiretime(c, k)))
+            .collect();
+        assert_eq!(before, after);
+        // The functions persist too, and the limiters are still exhausted.
+        assert_eq!(Backend::Library.rl(c, "RL.GCRA g 1 1h BURST 2")[..3], [0, 2, 0]);
+        assert_eq!(Backend::Library.rl(c, "RL.FIXED f 1 1h")[..3], [0, 1, 0]);
+    }
+}

@@ -1,0 +1,427 @@
+//! The library's exact arithmetic: at chosen nanoseconds (a test copy of
+//! `functions/rl.lua` reads its clock from the key `rl-test:now` instead of
+//! `TIME`), every reply, stored value and expiry must equal what the module's
+//! own algorithms (`src/algorithm`, compiled into this test) give, on random
+//! parameters across the grammar's whole range (counts to 10^12, periods to
+//! 3650 days, instants past 2^63 ns), clocks stepping backwards and refunds.
+
+#[allow(dead_code, unused_imports, clippy::all)]
+#[path = "../src/algorithm/mod.rs"]
+mod algorithm;
+mod common;
+
+use algorithm::cell::{self, Cell};
+use algorithm::fixed::{self, Fixed, FixedState};
+use algorithm::gcra::Gcra;
+use algorithm::leaky::Leaky;
+use algorithm::schedule::InstantLimiter;
+use algorithm::sliding::{self, Sliding, SlidingState};
+use algorithm::token_bucket::TokenBucket;
+use algorithm::{expire_ms, Decision};
+use common::backend::library_source;
+use common::*;
+use rand::rngs::StdRng;
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+
+const MS: u64 = 1_000_000;
+const COUNTS: [u64; 9] = [
+    1,
+    2,
+    3,
+    7,
+    10,
+    1_000,
+    1_000_000,
+    999_999_937,
+    1_000_000_000_000,
+];
+const DURATIONS_MS: [u64; 8] = [
+    1,
+    7,
+    1_000,
+    1_500,
+    60_000,
+    3_600_000,
+    86_400_000,
+    315_360_000_000,
+];
+const STEPS: usize = 400;
+
+/// A server without the module, with the library reading its clock from `rl-test:now`.
+fn clocked_library(flavor: Flavor) -> Server {
+    let s = Server::start_with(flavor, &["--no-module"]);
+    // A test-only function over the library's exact integers:
+    // FCALL rl_test_int 0 op a b -> the result(s) in decimal.
+    let source = library_source()
+        + "\nredis.register_function('rl_test_int', function(_, a)\n\
+           api = api or build()\n\
+           local i = api.ints\n\
+           local x, y = i.big(a[2]), i.big(a[3])\n\
+           if a[1] == 'divmod' then local q, r = i.divmod(x, y) return { i.str(q), i.str(r) } end\n\
+           if a[1] == 'cmp' then return i.cmp(x, y) end\n\
+           return i.str(i[a[1]](x, y))\n\
+           end)\n";
+    let time =
+        "local t = redis.call('TIME')\n    return ns_of_time(tonumber(t[1]), tonumber(t[2]))";
+    let patched = source.replace(time, "return big(redis.call('GET', 'rl-test:now'))");
+    assert_ne!(
+        source, patched,
+        "now_ns() in functions/rl.lua changed: update this test"
+    );
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(patched)
+        .query(&mut s.conn())
+        .unwrap();
+    s
+}
+
+/// Instants start a century after the real clock, so that no absolute expiry
+/// the library sets can pass during the test.
+fn start_ns(rng: &mut StdRng) -> u64 {
+    let real = now_ms() as u64 * MS;
+    match rng.random_range(0..4) {
+        0 => u64::MAX - rng.random_range(0..(u64::MAX - real) / 4),
+        _ => real + 3_155_760_000 * 1_000_000_000 + rng.random_range(0..1u64 << 60),
+    }
+}
+
+/// The next instant: often close (within a few emission intervals), sometimes
+/// far ahead, sometimes backwards, never before `floor` nor past u64.
+fn next_now(rng: &mut StdRng, now: u64, floor: u64, unit_ns: u64) -> u64 {
+    let step = match rng.random_range(0..10) {
+        0 => 0,
+        1 => 1,
+        2 => rng.random_range(0..=1_000_000_000_000),
+        3 => {
+            return now
+                .saturating_sub(rng.random_range(0..=unit_ns.saturating_mul(3)))
+                .max(floor)
+        }
+        _ => rng.random_range(0..=unit_ns.saturating_mul(3).max(1)),
+    };
+    now.saturating_add(step).min(u64::MAX - 1)
+}
+
+fn set_now(c: &mut redis::Connection, now: u64) {
+    let _: () = redis::cmd("SET")
+        .arg("rl-test:now")
+        .arg(now.to_string())
+        .query(c)
+        .unwrap();
+}
+
+/// The decision as the module's decision layer replies it: waits capped at the
+/// expiry cap (`Decision::within_expiry_cap` in decision.rs, applied to every
+/// decision command; restated here so the test builds on either side of it).
+fn capped(mut d: Decision, now: u64) -> [i64; 5] {
+    let horizon = (algorithm::MAX_EXPIRE_MS as u128 * MS as u128).saturating_sub(now as u128);
+    d.reset_after_ns = d.reset_after_ns.min(horizon);
+    if let algorithm::Wait::After(ns) = d.retry_after {
+        d.retry_after = algorithm::Wait::After(ns.min(horizon));
+    }
+    d.reply()
+}
+
+/// Integer replies compared; beyond 2^53 (Lua numbers are doubles) to 1 part in 10^12.
+fn assert_reply(got: &[i64], want: [i64; 5], what: &str) {
+    let same = got.len() == 5
+        && got.iter().zip(want).all(|(&g, w)| {
+            if g >= 1 << 53 || w >= 1 << 53 {
+                ((g as f64 - w as f64) / w as f64).abs() < 1e-12
+            } else {
+                g == w
+            }
+        });
+    assert!(same, "{what}: library {got:?}, module {want:?}");
+}
+
+fn assert_stored(
+    c: &mut redis::Connection,
+    key: &str,
+    value: Option<String>,
+    expire: Option<u64>,
+    what: &str,
+) {
+    let got: Option<String> = run(c, &format!("GET {key}"));
+    assert_eq!(got, value, "{what}: stored value");
+    if let Some(ms) = expire {
+        assert_eq!(pexpiretime(c, key), ms as i64, "{what}: expiry");
+    }
+}
+
+/// A cost (or refund, or quantity) within the grammar: 0 to 10^12.
+fn cost(rng: &mut StdRng, most: u64) -> u64 {
+    let most = most.min(1_000_000_000_000);
+    match rng.random_range(0..8) {
+        0 => 0,
+        1 => most,
+        2 => (most + 1).min(1_000_000_000_000),
+        3 => 1_000_000_000_000,
+        _ => rng.random_range(1..=most.clamp(1, 5)),
+    }
+}
+
+/// GCRA, token bucket, leaky bucket: one stored instant.
+fn instant_sequences(flavor: Flavor, seed: u64) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let mut rng = StdRng::seed_from_u64(seed);
+    for round in 0..24 {
+        let (a, b) = (
+            *COUNTS.choose(&mut rng).unwrap(),
+            *COUNTS.choose(&mut rng).unwrap(),
+        );
+        let period_ms = *DURATIONS_MS.choose(&mut rng).unwrap();
+        let period_ns = period_ms * MS;
+        let (name, limiter, burst): (&str, Box<dyn InstantLimiter>, u64) = match round % 3 {
+            0 => (
+                "RL.GCRA",
+                Box::new(Gcra {
+                    limit: a,
+                    period_ns,
+                    burst: b,
+                }),
+                b,
+            ),
+            1 => (
+                "RL.TOKENBUCKET",
+                Box::new(TokenBucket {
+                    capacity: b,
+                    refill: a,
+                    period_ns,
+                }),
+                b,
+            ),
+            _ => (
+                "RL.LEAKY",
+                Box::new(Leaky {
+                    capacity: b,
+                    leak: a,
+                    period_ns,
+                }),
+                b,
+            ),
+        };
+        let params = match name {
+            "RL.GCRA" => format!("{a} {period_ms}ms BURST {b}"),
+            _ => format!("{b} {a} {period_ms}ms"),
+        };
+        let tag = &name[3..].to_lowercase().replace("tokenbucket", "bucket");
+        let key = format!("i{round}");
+        // One unit must cost at least 1 ns (args.rs check_rate).
+        if a > period_ns {
+            let e = Backend::Library.err(c, &format!("{name} {key} {params}"));
+            assert!(e.contains("must be at most 1 per nanosecond"), "{e}");
+            continue;
+        }
+        let unit = (period_ns / a).max(1);
+        let mut now = start_ns(&mut rng);
+        let floor = now;
+        let mut at: u128 = 0;
+        for _ in 0..STEPS {
+            now = next_now(&mut rng, now, floor, unit);
+            set_now(c, now);
+            let n = cost(&mut rng, burst);
+            let refund = rng.random_bool(0.1);
+            let words = if refund {
+                format!("{name} {key} {params} REFUND {n}")
+            } else {
+                format!("{name} {key} {params} COST {n}")
+            };
+            let out = if refund {
+                limiter.refund(at, now as u128, n)
+            } else {
+                limiter.decide(at, now as u128, n)
+            };
+            let what = format!("{words} at {now}");
+            assert_reply(
+                &Backend::Library.rl(c, &words),
+                capped(out.decision, now),
+                &what,
+            );
+            if let Some(t) = out.write {
+                at = if t <= now as u128 { 0 } else { t };
+            }
+            let value = (at > 0).then(|| format!("{tag}:{at}"));
+            let expire = (at > 0).then(|| expire_ms(at));
+            assert_stored(c, &key, value, expire, &what);
+        }
+    }
+}
+
+/// Fixed and sliding windows: counts in the stored window.
+fn window_sequences(flavor: Flavor, seed: u64) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let mut rng = StdRng::seed_from_u64(seed);
+    for round in 0..24 {
+        let limit = *COUNTS.choose(&mut rng).unwrap();
+        let window_ms = *DURATIONS_MS.choose(&mut rng).unwrap();
+        let window_ns = window_ms * MS;
+        let key = format!("w{round}");
+        let mut now = start_ns(&mut rng);
+        let floor = now;
+        let (mut fx, mut sw): (Option<FixedState>, Option<SlidingState>) = (None, None);
+        let fixed = round % 2 == 0;
+        let name = if fixed { "RL.FIXED" } else { "RL.SLIDING" };
+        for _ in 0..STEPS {
+            now = next_now(&mut rng, now, floor, (window_ns / limit).max(1));
+            set_now(c, now);
+            let n = cost(&mut rng, limit);
+            let refund = rng.random_bool(0.1);
+            let option = if refund { "REFUND" } else { "COST" };
+            let words = format!("{name} {key} {limit} {window_ms}ms {option} {n}");
+            let what = format!("{words} at {now}");
+            let got = Backend::Library.rl(c, &words);
+            let (decision, value, expire): (Decision, Option<String>, Option<u64>);
+            if fixed {
+                let f = Fixed { limit, window_ns };
+                let out = if refund {
+                    f.refund(fx, now, n)
+                } else {
+                    f.decide(fx, now, n)
+                };
+                decision = out.decision;
+                if let Some(st) = out.write {
+                    fx = (st.count > 0).then_some(st);
+                }
+                value = fx.map(|s| format!("fixed:{}:{}", s.start_ms, s.count));
+                expire = fx.map(|s| expire_ms(fixed::idle_at_ns(&s, window_ns)));
+            } else {
+                let w = Sliding { limit, window_ns };
+                let out = if refund {
+                    w.refund(sw, now, n)
+                } else {
+                    w.decide(sw, now, n)
+                };
+                decision = out.decision;
+                if let Some(st) = out.write {
+                    sw = (st.previous > 0 || st.current > 0).then_some(st);
+                }
+                value = sw.map(|s| format!("sliding:{}:{}:{}", s.start_ms, s.previous, s.current));
+                expire = sw.map(|s| expire_ms(sliding::idle_at_ns(&s, window_ns)));
+            }
+            assert_reply(&got, capped(decision, now), &what);
+            assert_stored(c, &key, value, expire, &what);
+        }
+    }
+}
+
+/// CL.THROTTLE: redis-cell's rules, including its float emission interval.
+fn throttle_sequences(flavor: Flavor, seed: u64) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rounds = 0;
+    while rounds < 24 {
+        let max_burst = *[0, 1, 4, 15, 999, 1_000_000_000_000]
+            .choose(&mut rng)
+            .unwrap();
+        let count = *COUNTS.choose(&mut rng).unwrap();
+        let period = *[1u64, 7, 60, 3_600, 86_400, 315_360_000]
+            .choose(&mut rng)
+            .unwrap();
+        let Ok(cell) = Cell::new(max_burst, count, period) else {
+            continue;
+        };
+        rounds += 1;
+        let key = format!("t{rounds}");
+        let mut now = start_ns(&mut rng);
+        let floor = now;
+        let mut stored: Option<u64> = None;
+        for _ in 0..STEPS {
+            now = next_now(&mut rng, now, floor, cell.emission_ns);
+            set_now(c, now);
+            let q = cost(&mut rng, cell.limit);
+            let words = format!("CL.THROTTLE {key} {max_burst} {count} {period} {q}");
+            let out = cell::decide(&cell, stored, now, q);
+            let what = format!("{words} at {now}");
+            assert_reply(&Backend::Library.rl(c, &words), out.reply(), &what);
+            if let Some(t) = out.new_tat_ns {
+                stored = Some(t);
+            }
+            let expire = stored.map(|t| expire_ms(t.into()));
+            assert_stored(c, &key, stored.map(|t| t.to_string()), expire, &what);
+        }
+    }
+}
+
+/// A random u128 of a random number of decimal digits (so every limb count and
+/// both representations, Lua number and limb table, come up).
+fn random_u128(rng: &mut StdRng, max_digits: u32) -> u128 {
+    let digits = rng.random_range(1..=max_digits);
+    let v = rng.random::<u128>() % 10u128.pow(digits);
+    match rng.random_range(0..6) {
+        0 => 10u128.pow(digits - 1),
+        1 => 10u128.pow(digits) - 1,
+        2 => (1u128 << 53) - rng.random_range(0..3),
+        3 => 10_000_000 * v.min(10u128.pow(30)),
+        _ => v,
+    }
+}
+
+/// The library's integers against Rust's u128: add, sub, mul, divmod and cmp.
+fn integers(flavor: Flavor, seed: u64) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let mut rng = StdRng::seed_from_u64(seed);
+    for _ in 0..3_000 {
+        let (a, b) = (random_u128(&mut rng, 38), random_u128(&mut rng, 38));
+        let (a, b) = (a.max(b), a.min(b));
+        let call = |c: &mut redis::Connection, op: &str, x: u128, y: u128| -> Value {
+            redis::cmd("FCALL")
+                .arg(["rl_test_int", "0", op, &x.to_string(), &y.to_string()].as_slice())
+                .query(c)
+                .unwrap_or_else(|e| panic!("{op} {x} {y}: {e}"))
+        };
+        let text = |v: Value| -> String { redis::from_redis_value(v).unwrap() };
+        if let Some(sum) = a.checked_add(b) {
+            assert_eq!(text(call(c, "add", a, b)), sum.to_string(), "{a} + {b}");
+        }
+        assert_eq!(text(call(c, "sub", a, b)), (a - b).to_string(), "{a} - {b}");
+        let (x, y) = (random_u128(&mut rng, 19), random_u128(&mut rng, 19));
+        if let Some(product) = x.checked_mul(y) {
+            assert_eq!(text(call(c, "mul", x, y)), product.to_string(), "{x} * {y}");
+        }
+        if b > 0 {
+            let got: Vec<String> = redis::from_redis_value(call(c, "divmod", a, b)).unwrap();
+            assert_eq!(
+                got,
+                vec![(a / b).to_string(), (a % b).to_string()],
+                "{a} / {b}"
+            );
+        }
+        let ord: i64 = redis::from_redis_value(call(c, "cmp", b, a)).unwrap();
+        assert_eq!(ord, b.cmp(&a) as i64, "cmp {b} {a}");
+    }
+}
+
+/// The test's seed plus `RL_EXACT_SEED` (0 by default: another value runs another campaign).
+fn seed(base: u64) -> u64 {
+    let extra: u64 = std::env::var("RL_EXACT_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    base + extra * 100
+}
+
+server_tests! {
+    fn exact_integers_equal_u128_arithmetic(flavor) {
+        integers(flavor, seed(14));
+    }
+
+    fn gcra_token_and_leaky_buckets_are_exact_at_chosen_instants(flavor) {
+        instant_sequences(flavor, seed(11));
+    }
+
+    fn fixed_and_sliding_windows_are_exact_at_chosen_instants(flavor) {
+        window_sequences(flavor, seed(12));
+    }
+
+    fn cl_throttle_is_exact_at_chosen_instants(flavor) {
+        throttle_sequences(flavor, seed(13));
+    }
+}
