@@ -20,6 +20,10 @@ pub struct Tally {
     pub errors: u64,
     pub cost_admitted: u64,
     pub cost_denied: u64,
+    /// Calls that waited (`BLOCK`) and were admitted.
+    pub waits_admitted: u64,
+    /// Calls that waited and were not admitted (their time ran out, or `CLIENT UNBLOCK`).
+    pub waits_timed_out: u64,
 }
 
 /// How one call ended.
@@ -31,6 +35,21 @@ pub enum Outcome {
     Decided { allowed: bool, cost: u64 },
     /// Answered without a decision (`RL.RELEASE`).
     Answered,
+    /// A decision after waiting (`BLOCK`), on a server that counts a blocked
+    /// call when it is answered (Redis 7.2+, Valkey).
+    Waited { allowed: bool, cost: u64 },
+    /// A call that started waiting, on a server that counts a blocked call
+    /// when it blocks (Redis 7.0): counted now, decided later ([`Outcome::Late`]).
+    Blocked,
+    /// The decision of a [`Outcome::Blocked`] call: not a call of its own.
+    Late { allowed: bool, cost: u64 },
+}
+
+impl Outcome {
+    /// True unless the outcome completes a call recorded earlier.
+    fn is_call(self) -> bool {
+        !matches!(self, Outcome::Late { .. })
+    }
 }
 
 /// One call of the command at index `command` (its row in the table).
@@ -48,10 +67,14 @@ impl Tally {
         errors: 0,
         cost_admitted: 0,
         cost_denied: 0,
+        waits_admitted: 0,
+        waits_timed_out: 0,
     };
 
     fn add(&mut self, outcome: Outcome) {
-        self.calls = self.calls.wrapping_add(1);
+        if outcome.is_call() {
+            self.calls = self.calls.wrapping_add(1);
+        }
         match outcome {
             Outcome::Error => self.errors = self.errors.wrapping_add(1),
             Outcome::Decided { allowed, cost } => {
@@ -64,6 +87,16 @@ impl Tally {
                 *total = total.wrapping_add(cost);
             }
             Outcome::Answered => {}
+            Outcome::Waited { allowed, cost } | Outcome::Late { allowed, cost } => {
+                self.calls = self.calls.wrapping_sub(1);
+                self.add(Outcome::Decided { allowed, cost });
+                let n = match allowed {
+                    true => &mut self.waits_admitted,
+                    false => &mut self.waits_timed_out,
+                };
+                *n = n.wrapping_add(1);
+            }
+            Outcome::Blocked => {}
         }
     }
 }
@@ -107,7 +140,7 @@ impl<const N: usize> Ledger<N> {
     /// `redis_calls` calls.
     pub fn settle(&mut self, redis_calls: [u64; N]) {
         let mut recorded = [0u64; N];
-        for call in &self.recent {
+        for call in self.recent.iter().filter(|c| c.outcome.is_call()) {
             recorded[call.command as usize] += 1;
         }
         // Per command, how many of its oldest recent calls came before a reset.
@@ -122,9 +155,11 @@ impl<const N: usize> Ledger<N> {
         }
         for call in &self.recent {
             let command = call.command as usize;
-            match before_reset[command] {
-                0 => self.settled[command].add(call.outcome),
-                _ => before_reset[command] -= 1,
+            match (before_reset[command], call.outcome.is_call()) {
+                (0, _) => self.settled[command].add(call.outcome),
+                (_, true) => before_reset[command] -= 1,
+                // The decision of a call made before the reset.
+                (_, false) => {}
             }
         }
         self.recent.clear();
@@ -208,6 +243,36 @@ mod tests {
             (0..3).for_each(|_| t.add(ADMIT));
             t
         });
+    }
+
+    #[test]
+    fn a_blocked_call_counts_once_and_its_late_decision_is_not_a_call() {
+        let mut l = Ledger::<2>::new();
+        l.record(0, Outcome::Blocked);
+        l.settle([1, 0]);
+        l.record(
+            0,
+            Outcome::Late {
+                allowed: true,
+                cost: 2,
+            },
+        );
+        l.settle([1, 0]);
+        let t = l.tallies()[0];
+        assert_eq!(
+            (t.calls, t.admitted, t.cost_admitted, t.waits_admitted),
+            (1, 1, 2, 1)
+        );
+        l.record(
+            0,
+            Outcome::Waited {
+                allowed: false,
+                cost: 1,
+            },
+        );
+        l.settle([2, 0]);
+        let t = l.tallies()[0];
+        assert_eq!((t.calls, t.denied, t.waits_timed_out), (2, 1, 1));
     }
 
     #[test]
