@@ -784,8 +784,11 @@ struct Taken {
     name: Vec<u8>,
 }
 
-/// Removes the waiter of client `bc` (and its queue, if now empty).
-fn take_waiter(bc: *mut raw::RedisModuleBlockedClient) -> Option<Taken> {
+/// Removes the waiter of client `bc` (and its queue and timer, if now empty).
+fn take_waiter(
+    ctx: *mut raw::RedisModuleCtx,
+    bc: *mut raw::RedisModuleBlockedClient,
+) -> Option<Taken> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         let qid = s.by_client.remove(&(bc as usize))?;
@@ -795,6 +798,9 @@ fn take_waiter(bc: *mut raw::RedisModuleBlockedClient) -> Option<Taken> {
         let name = q.name.clone();
         let empty = q.waiters.is_empty();
         if empty {
+            if let Some((id, _)) = q.timer {
+                api!(RedisModule_StopTimer(ctx, id, std::ptr::null_mut()));
+            }
             remove_queue(&mut s, qid);
         }
         WAITING.with(|c| c.set(c.get().saturating_sub(1)));
@@ -826,7 +832,7 @@ extern "C" fn on_timeout(
         qid,
         was_head,
         name,
-    }) = take_waiter(bc)
+    }) = take_waiter(ctx, bc)
     else {
         return reply_error(ctx, &RlError::Syntax("wait ended"));
     };
@@ -872,7 +878,7 @@ extern "C" fn on_disconnect(ctx: *mut raw::RedisModuleCtx, bc: *mut raw::RedisMo
             qid,
             was_head: true,
             ..
-        }) = take_waiter(bc)
+        }) = take_waiter(ctx, bc)
         {
             schedule(ctx, qid, 0);
         }
