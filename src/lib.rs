@@ -117,6 +117,16 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             cron,
             Some(stats::on_cron),
         );
+        // A master that becomes a replica ends every wait (BLOCK).
+        let role = raw::RedisModuleEvent {
+            id: raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+            dataver: 1,
+        };
+        raw::RedisModule_SubscribeToServerEvent.expect("SubscribeToServerEvent")(
+            ctx.ctx,
+            role,
+            Some(wait::on_role_change),
+        );
     }
     // RL.PEEK <ALGO> key ...: read-only, its key at position 2.
     // SAFETY: as above.

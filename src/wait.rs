@@ -898,3 +898,35 @@ extern "C" fn on_keyspace(
     }
     raw::REDISMODULE_OK as c_int
 }
+
+/// The server became a replica (`REPLICAOF`, a cluster failover): every wait
+/// ends with `-UNBLOCKED`, nothing spent. (Some servers end them themselves
+/// first; those are gone from the queues by then.)
+pub extern "C" fn on_role_change(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut c_void,
+) {
+    if subevent != raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let queues = STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            s.index.clear();
+            s.by_client.clear();
+            std::mem::take(&mut s.queues)
+        });
+        for (_, q) in queues {
+            if let Some((id, _)) = q.timer {
+                api!(RedisModule_StopTimer(ctx, id, std::ptr::null_mut()));
+            }
+            for w in q.waiters {
+                let label = w.claim.label();
+                let cost = w.claim.cost();
+                finish(w.bc, label, Err(RlError::Unblocked), cost, false);
+            }
+        }
+    }));
+}
