@@ -43,12 +43,15 @@ pub enum Outcome {
     Blocked,
     /// The decision of a [`Outcome::Blocked`] call: not a call of its own.
     Late { allowed: bool, cost: u64 },
+    /// A [`Outcome::Blocked`] call that ends without a decision (its client
+    /// went away, or got an error): not a call of its own.
+    Abandoned,
 }
 
 impl Outcome {
     /// True unless the outcome completes a call recorded earlier.
     fn is_call(self) -> bool {
-        !matches!(self, Outcome::Late { .. })
+        !matches!(self, Outcome::Late { .. } | Outcome::Abandoned)
     }
 }
 
@@ -96,7 +99,7 @@ impl Tally {
                 };
                 *n = n.wrapping_add(1);
             }
-            Outcome::Blocked => {}
+            Outcome::Blocked | Outcome::Abandoned => {}
         }
     }
 }
@@ -109,6 +112,11 @@ pub struct Ledger<const N: usize> {
     baseline: [u64; N],
     /// Every call since the last `settle`, oldest first.
     recent: Vec<Call>,
+    /// Per command, blocked calls settled and not completed yet.
+    open: [u64; N],
+    /// Per command, blocked calls made before a reset and not completed yet:
+    /// their completions belong to no tally.
+    stale: [u64; N],
 }
 
 impl<const N: usize> Ledger<N> {
@@ -117,6 +125,8 @@ impl<const N: usize> Ledger<N> {
             settled: [Tally::ZERO; N],
             baseline: [0; N],
             recent: Vec::new(),
+            open: [0; N],
+            stale: [0; N],
         }
     }
 
@@ -150,16 +160,28 @@ impl<const N: usize> Ledger<N> {
             if now < base || now - base < recorded[command] {
                 self.settled[command] = Tally::ZERO;
                 before_reset[command] = recorded[command].saturating_sub(now);
+                // Blocked calls settled earlier were made before the reset.
+                self.stale[command] += std::mem::take(&mut self.open[command]);
             }
             self.baseline[command] = now;
         }
         for call in &self.recent {
             let command = call.command as usize;
-            match (before_reset[command], call.outcome.is_call()) {
-                (0, _) => self.settled[command].add(call.outcome),
-                (_, true) => before_reset[command] -= 1,
-                // The decision of a call made before the reset.
-                (_, false) => {}
+            let blocked = call.outcome == Outcome::Blocked;
+            if !call.outcome.is_call() {
+                // Completes a blocked call: one made before a reset belongs to no tally.
+                if self.stale[command] > 0 {
+                    self.stale[command] -= 1;
+                } else {
+                    self.open[command] = self.open[command].saturating_sub(1);
+                    self.settled[command].add(call.outcome);
+                }
+            } else if before_reset[command] > 0 {
+                before_reset[command] -= 1;
+                self.stale[command] += blocked as u64;
+            } else {
+                self.open[command] += blocked as u64;
+                self.settled[command].add(call.outcome);
             }
         }
         self.recent.clear();
@@ -270,6 +292,42 @@ mod tests {
                 cost: 1,
             },
         );
+        l.settle([2, 0]);
+        let t = l.tallies()[0];
+        assert_eq!((t.calls, t.denied, t.waits_timed_out), (2, 1, 1));
+    }
+
+    #[test]
+    fn a_wait_across_a_reset_counts_in_neither_tally() {
+        let late = Outcome::Late {
+            allowed: false,
+            cost: 1,
+        };
+        // Blocked, then reset, then its decision and one call: Redis says 1.
+        let mut l = Ledger::<2>::new();
+        l.record(0, Outcome::Blocked);
+        l.record(0, late);
+        l.record(0, ADMIT);
+        l.settle([1, 0]);
+        assert_eq!(l.tallies()[0], {
+            let mut t = Tally::ZERO;
+            t.add(ADMIT);
+            t
+        });
+        // Blocked and settled, then reset, then its decision: nothing counts.
+        let mut l = Ledger::<2>::new();
+        l.record(0, ADMIT);
+        l.record(0, Outcome::Blocked);
+        l.settle([2, 0]);
+        l.record(0, late);
+        l.settle([0, 0]);
+        assert_eq!(l.tallies()[0], Tally::ZERO);
+        // An abandoned wait completes its call without a decision.
+        l.record(0, Outcome::Blocked);
+        l.record(0, Outcome::Abandoned);
+        l.record(0, Outcome::Blocked);
+        l.settle([2, 0]);
+        l.record(0, late);
         l.settle([2, 0]);
         let t = l.tallies()[0];
         assert_eq!((t.calls, t.denied, t.waits_timed_out), (2, 1, 1));

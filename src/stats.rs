@@ -92,6 +92,15 @@ fn counts_at_block() -> bool {
     }
 }
 
+/// A waiting call of `label` ended without a reply (its client went away).
+pub fn abandoned(label: &str) {
+    if counts_at_block() {
+        if let Some(i) = index(label) {
+            state().ledger.record(i, Outcome::Abandoned);
+        }
+    }
+}
+
 /// A call of `label` started waiting (`BLOCK`); it is recorded now if the
 /// server counts it now, else when it is answered.
 pub fn blocked(label: &str) {
@@ -119,7 +128,7 @@ pub fn call(label: &str, failed: bool) {
     if let Some(i) = index(label) {
         let outcome = match (failed, decided) {
             // A blocked call the server counted when it blocked (`blocked`).
-            (true, _) if waited && counts_at_block() => return,
+            (true, _) if waited && counts_at_block() => Outcome::Abandoned,
             (false, Some((allowed, cost))) if waited && counts_at_block() => {
                 Outcome::Late { allowed, cost }
             }

@@ -498,7 +498,9 @@ fn enqueue(
             s.subscribed = true;
             api!(RedisModule_SubscribeToKeyspaceEvents(
                 ctx,
-                raw::REDISMODULE_NOTIFY_GENERIC as c_int,
+                (raw::REDISMODULE_NOTIFY_GENERIC
+                    | raw::REDISMODULE_NOTIFY_EXPIRED
+                    | raw::REDISMODULE_NOTIFY_EVICTED) as c_int,
                 Some(on_keyspace)
             ));
         }
@@ -874,19 +876,17 @@ extern "C" fn on_timeout(
 /// the wait): it loses its place and spends nothing.
 extern "C" fn on_disconnect(ctx: *mut raw::RedisModuleCtx, bc: *mut raw::RedisModuleBlockedClient) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        if let Some(Taken {
-            qid,
-            was_head: true,
-            ..
-        }) = take_waiter(ctx, bc)
-        {
-            schedule(ctx, qid, 0);
+        if let Some(taken) = take_waiter(ctx, bc) {
+            stats::abandoned(taken.waiter.claim.label());
+            if taken.was_head {
+                schedule(ctx, taken.qid, 0);
+            }
         }
     }));
 }
 
-/// A generic keyspace event (`del`, `expire`, `rename`, ...) on a key with
-/// waiters: look at its queue now.
+/// A generic keyspace event (`del`, `expire`, `rename`, ...), an expiry or an
+/// eviction of a key with waiters: look at its queue now.
 extern "C" fn on_keyspace(
     ctx: *mut raw::RedisModuleCtx,
     _type: c_int,

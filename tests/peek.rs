@@ -81,8 +81,20 @@ server_tests! {
         assert!(rl_err(c, "RL.PEEK FIXED k 1 1s BLOCK 10").starts_with("ERR unknown option 'BLOCK'"));
         let _: () = run(c, "SET str hello-this-is-not-a-limiter-state");
         assert!(rl_err(c, "RL.PEEK GCRA str 1 1s").starts_with("ERR key holds a value"));
-        let _: () = run(c, "LPUSH list a");
+        let _: i64 = run(c, "LPUSH list a");
         assert!(rl_err(c, "RL.PEEK FIXED list 1 1s").starts_with("WRONGTYPE"));
+    }
+
+    fn a_user_with_read_only_key_access_may_peek(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        let _: () = run(c, "ACL SETUSER peeker on >pw %R~rl:* resetchannels -@all +rl.peek +rl.gcra");
+        assert_eq!(rl(c, "RL.GCRA rl:a 1 1h")[0], 1);
+        let u = &mut s.conn();
+        let _: () = run(u, "AUTH peeker pw");
+        assert_eq!(rl(u, "RL.PEEK GCRA rl:a 1 1h")[..3], [0, 1, 0]);
+        assert!(rl_err(u, "RL.GCRA rl:a 1 1h PEEK").starts_with("NOPERM"));
+        assert!(rl_err(u, "RL.PEEK GCRA other 1 1h").starts_with("NOPERM"));
     }
 
     fn peek_runs_on_a_replica_in_read_only_scripts_and_out_of_memory(flavor) {

@@ -91,6 +91,7 @@ server_tests! {
         let s = Server::start(flavor);
         let c = &mut s.conn();
         // 10 per second, no burst: one admission every 100 ms.
+        let t0 = Instant::now();
         assert_eq!(rl(c, "RL.GCRA g 10 1s")[0], 1);
         let n = 6;
         let clients: Vec<Client> = (1..=n)
@@ -101,17 +102,20 @@ server_tests! {
         for (r, _) in &outcomes {
             assert_eq!(r.as_ref().unwrap()[..4], [1, 1, 0, 0], "{r:?}");
         }
-        // Replies come in arrival order, each about 100 ms after the previous
-        // (the server admits exactly 100 ms apart; the tolerance covers a
-        // loaded machine's scheduling of the client threads).
+        // Replies come in arrival order, about 100 ms apart: the server admits
+        // exactly 100 ms apart; the tolerances cover a loaded 2-core machine
+        // scheduling the client threads (and the server) late.
         let times: Vec<Instant> = outcomes.iter().map(|o| o.1).collect();
         for pair in times.windows(2) {
-            let gap = pair[1].saturating_duration_since(pair[0]).as_millis() as i64;
-            assert!(pair[1] >= pair[0], "replies out of arrival order");
-            within(gap, 30, 400);
+            assert!(pair[1] > pair[0], "replies out of arrival order");
+            let gap = pair[1].duration_since(pair[0]).as_millis() as i64;
+            within(gap, 1, 1000);
         }
         let span = times[times.len() - 1].duration_since(times[0]).as_millis() as i64;
-        within(span, (n as i64 - 1) * 100 - 40, (n as i64 - 1) * 100 + 600);
+        within(span, (n as i64 - 1) * 80, (n as i64 - 1) * 100 + 1500);
+        // Never early: the last of the 6 waiters is admitted 600 ms after the first call.
+        let last = times[times.len() - 1].duration_since(t0).as_millis() as i64;
+        assert!(last >= n as i64 * 100 - 5, "the last waiter was admitted after {last} ms");
         assert!(start.elapsed() < Duration::from_secs(5));
         assert_eq!(waits(c), (0, n, 0));
     }
@@ -235,7 +239,7 @@ server_tests! {
         let b = enqueue(&s, c, "RL.GCRA g 1 1h BLOCK 0", 1);
         assert_eq!(run::<i64>(c, &format!("CLIENT UNBLOCK {} ERROR", b.id)), 1);
         let err = b.join().0.unwrap_err();
-        assert!(err.starts_with("UNBLOCKED"), "{err}");
+        assert_eq!(err, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
         assert_eq!(state(c, "g"), before);
         assert_eq!(waits(c).0, 0);
     }
@@ -264,7 +268,14 @@ server_tests! {
         let w = enqueue(&s, c, "RL.FIXED f 1 1h BLOCK 0", 1);
         let _: i64 = run(c, "DEL f");
         assert_eq!(w.reply()[..3], [1, 1, 0]);
-        assert_eq!(waits(c), (0, 3, 0));
+        // So do UNLINK and a shorter expiry.
+        let w = enqueue(&s, c, "RL.FIXED f 1 1h BLOCK 0", 1);
+        let _: i64 = run(c, "UNLINK f");
+        assert_eq!(w.reply()[0], 1);
+        let w = enqueue(&s, c, "RL.FIXED f 1 1h BLOCK 0", 1);
+        let _: i64 = run(c, "PEXPIRE f 1");
+        assert_eq!(w.reply()[0], 1);
+        assert_eq!(waits(c), (0, 5, 0));
     }
 
     fn a_module_less_replica_holds_what_the_master_holds_after_waits(flavor) {
@@ -342,6 +353,28 @@ server_tests! {
         assert_eq!(r[..3], [0, 1, 0]);
         assert_eq!(run::<i64>(c, &format!("CLIENT UNBLOCK {}", first.id)), 1);
         assert_eq!(first.reply()[0], 0);
+        // 0 turns waiting off.
+        let _: () = run(c, "CONFIG SET rl.max-waiters 0");
+        let t = Instant::now();
+        assert_eq!(rl(c, "RL.FIXED f 1 1h BLOCK 0")[0], 0);
+        assert!(t.elapsed() < Duration::from_millis(1000));
+        assert_eq!(waits(c).0, 0);
+    }
+
+    fn nobody_is_admitted_while_clients_are_paused_and_replicas_refuse_block(flavor) {
+        let master = Server::start_master(flavor);
+        let replica = master.replica(true);
+        let c = &mut master.conn();
+        assert_eq!(rl(c, "RL.GCRA g 10 1s")[0], 1);
+        let w = enqueue(&master, c, "RL.GCRA g 10 1s BLOCK 5000", 1);
+        let paused = Instant::now();
+        let _: () = run(c, "CLIENT PAUSE 500 WRITE");
+        let (r, at) = w.join();
+        assert_eq!(r.unwrap()[0], 1);
+        let after = at.duration_since(paused).as_millis() as i64;
+        assert!(after >= 450, "admitted {after} ms into a 500 ms pause");
+        let rc = &mut replica.conn();
+        assert!(rl_err(rc, "RL.GCRA g 10 1s BLOCK 1000").starts_with("READONLY"));
     }
 
     fn info_rl_counts_waits_like_commandstats(flavor) {
