@@ -65,10 +65,18 @@ fn send(s: &Server, words: &str) -> Client {
     Client { id, handle }
 }
 
-/// Sends `words` and waits until it waits (the `n`-th waiter).
-fn enqueue(s: &Server, c: &mut redis::Connection, words: &str, n: u64) -> Client {
+/// Sends `words` and waits until it has joined its queue (it may already have
+/// been admitted or timed out: a loaded machine can be slower than a limiter),
+/// so that calls sent one after the other arrive in that order. `_n` is the
+/// number of waiters expected on an idle machine.
+fn enqueue(s: &Server, c: &mut redis::Connection, words: &str, _n: u64) -> Client {
+    let entered = |c: &mut redis::Connection| {
+        let (w, a, t) = waits(c);
+        w + a + t
+    };
+    let before = entered(c);
     let client = send(s, words);
-    until_waiting(c, n);
+    wait_for("the call to wait", || entered(c) > before);
     client
 }
 
