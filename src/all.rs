@@ -13,7 +13,7 @@ use crate::command::{args, guarded, with_bytes, Reply};
 use crate::decision::{self, Pending};
 use crate::error::RlError;
 use crate::store::{arg_bytes, Key};
-use crate::{clock, config, stats};
+use crate::{clock, config, stats, wait};
 
 /// At most this many layers in one call.
 pub const MAX_LAYERS: u64 = 64;
@@ -86,6 +86,23 @@ fn run(
         .zip(&clauses)
         .map(|(key, (kind, req))| decision::decide(key, *kind, req, now))
         .collect::<Result<_, _>>()?;
+    if wait::active() {
+        // Waiters (`BLOCK`) on a layer's key come first there.
+        for ((layer, (kind, req)), (key, &name)) in
+            layers.iter_mut().zip(&clauses).zip(keys.iter().zip(names))
+        {
+            let claim = wait::Claim::Decision {
+                kind: *kind,
+                request: *req,
+            };
+            if let Some(d) = wait::queued(ctx, name, key, &claim, &layer.decision, now)? {
+                *layer = Pending {
+                    decision: d,
+                    write: None,
+                };
+            }
+        }
+    }
 
     let all_admit = layers.iter().all(|l| l.decision.allowed);
     if all_admit && !peek {

@@ -79,8 +79,8 @@ impl Kind {
 
     fn expected_options(self, clause: bool) -> &'static str {
         match (self, clause) {
-            (Kind::Gcra, false) => "BURST, COST, REFUND or PEEK",
-            (_, false) => "COST, REFUND or PEEK",
+            (Kind::Gcra, false) => "BURST, COST, REFUND, PEEK or BLOCK",
+            (_, false) => "COST, REFUND, PEEK or BLOCK",
             (Kind::Gcra, true) => "BURST or COST",
             (_, true) => "COST",
         }

@@ -12,7 +12,7 @@ use redis_module::raw;
 use crate::args::{self, Kind, Request};
 use crate::error::RlError;
 use crate::store::{arg_bytes, Key};
-use crate::{clock, config, decision, stats};
+use crate::{clock, config, decision, stats, wait};
 
 /// Arguments beyond this many are only ever errors; they are parsed from the heap.
 const STACK_ARGS: usize = 16;
@@ -92,8 +92,12 @@ pub fn dispatch(
     argc: c_int,
     kind: Kind,
 ) -> c_int {
+    let argv = args(argv, argc);
+    if wait::wants_block(argv, kind.min_argc()) {
+        return wait::dispatch(ctx, argv, wait::Target::Decision(kind));
+    }
     guarded(ctx, kind.label(), || {
-        run(ctx, args(argv, argc), kind).map(Reply::Decision)
+        run(ctx, argv, kind).map(Reply::Decision)
     })
 }
 
@@ -108,16 +112,32 @@ fn run(
     let request = parse_params(&argv[2..], kind)?;
     let now = clock::now_ns();
     let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(kind.label()))?;
-    let pending = decision::decide(&key, kind, &request, now)?;
+    let mut pending = decision::decide(&key, kind, &request, now)?;
+    if wait::active() {
+        let claim = wait::Claim::Decision { kind, request };
+        if let Some(d) = wait::queued(ctx, argv[1], &key, &claim, &pending.decision, now)? {
+            pending = decision::Pending {
+                decision: d,
+                write: None,
+            };
+        }
+    }
     if let (false, Some(write)) = (request.peek, &pending.write) {
         decision::commit(&key, write);
+        if request.refund && wait::active() {
+            drop(key);
+            wait::wake(ctx, argv[1]);
+        }
     }
     let counted = if request.refund { 0 } else { request.cost };
     stats::decision(kind.label(), pending.decision.allowed, counted);
     Ok(pending.decision.reply())
 }
 
-fn parse_params(params: &[*mut raw::RedisModuleString], kind: Kind) -> Result<Request, RlError> {
+pub fn parse_params(
+    params: &[*mut raw::RedisModuleString],
+    kind: Kind,
+) -> Result<Request, RlError> {
     with_bytes(params, |slices| args::parse(kind, slices, config::caps()))
 }
 
@@ -135,7 +155,7 @@ pub fn with_bytes<T>(params: &[*mut raw::RedisModuleString], f: impl FnOnce(&[&[
     }
 }
 
-fn reply_integers(ctx: *mut raw::RedisModuleCtx, values: &[i64]) -> c_int {
+pub fn reply_integers(ctx: *mut raw::RedisModuleCtx, values: &[i64]) -> c_int {
     // SAFETY: `ctx` is the live context of the current command.
     unsafe {
         raw::RedisModule_ReplyWithArray.expect("ReplyWithArray")(ctx, values.len() as _);
@@ -146,7 +166,7 @@ fn reply_integers(ctx: *mut raw::RedisModuleCtx, values: &[i64]) -> c_int {
     raw::REDISMODULE_OK as c_int
 }
 
-fn reply_error(ctx: *mut raw::RedisModuleCtx, err: &RlError) -> c_int {
+pub fn reply_error(ctx: *mut raw::RedisModuleCtx, err: &RlError) -> c_int {
     // Messages never hold NUL bytes (client bytes are sanitized); fall back if one did.
     let text = CString::new(err.to_string()).unwrap_or_else(|_| c"ERR invalid request".into());
     // SAFETY: `ctx` is the live context of the current command.

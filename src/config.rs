@@ -11,6 +11,17 @@ use crate::args::{Caps, DEFAULT_SLIDING_LOG_MAX};
 pub static SLIDING_LOG_MAX_LIMIT: AtomicI64 = AtomicI64::new(DEFAULT_SLIDING_LOG_MAX as i64);
 pub const SLIDING_LOG_MAX_RANGE: (i64, i64) = (1, 100_000_000);
 
+/// `rl.max-waiters`: the most clients waiting (`BLOCK`) at once; beyond it,
+/// `BLOCK` decides at once. `0` turns waiting off.
+pub static MAX_WAITERS: AtomicI64 = AtomicI64::new(DEFAULT_MAX_WAITERS);
+pub const DEFAULT_MAX_WAITERS: i64 = 10_000;
+pub const MAX_WAITERS_RANGE: (i64, i64) = (0, 1_000_000);
+
+/// `rl.max-waiters` in force.
+pub fn max_waiters() -> usize {
+    MAX_WAITERS.load(Ordering::Relaxed).max(0) as usize
+}
+
 /// The caps in force for this call.
 pub fn caps() -> Caps {
     Caps {
@@ -19,7 +30,10 @@ pub fn caps() -> Caps {
 }
 
 /// The settings `loadmodule` accepts, with their valid ranges.
-const SETTINGS: [(&str, (i64, i64)); 1] = [("sliding-log-max-limit", SLIDING_LOG_MAX_RANGE)];
+const SETTINGS: [(&str, (i64, i64)); 2] = [
+    ("sliding-log-max-limit", SLIDING_LOG_MAX_RANGE),
+    ("max-waiters", MAX_WAITERS_RANGE),
+];
 
 /// Checks `loadmodule librl.so <name> <value> ...` before the module loads: an
 /// unknown name, a missing value or an out-of-range value refuses the load
@@ -32,7 +46,9 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
             .iter()
             .find(|(known, _)| pair[0].eq_ignore_ascii_case(known.as_bytes()))
             .ok_or_else(|| {
-                format!("unknown module argument '{name}' (known: sliding-log-max-limit)")
+                format!(
+                    "unknown module argument '{name}' (known: sliding-log-max-limit, max-waiters)"
+                )
             })?;
         let value = pair
             .get(1)

@@ -152,6 +152,8 @@ pub struct Doc {
     pub arity: c_int,
     /// `Some(numkeys index)` for a command whose keys follow a count (RL.ALL).
     pub numkeys_at: Option<c_int>,
+    /// `Some(index)` for a read-only command with one key at `index` (RL.PEEK).
+    pub read_key_at: Option<c_int>,
     pub args: Vec<Arg>,
     /// The ACL categories of a core command with the same flags (`write` plus
     /// `fast` or `slow`), declared where the server supports it (Redis 7.2+,
@@ -182,6 +184,19 @@ pub fn declare(ctx: *mut raw::RedisModuleCtx, doc: &Doc) {
         spec.fk.keynum.keynumidx = 0;
         spec.fk.keynum.firstkey = 1;
         spec.fk.keynum.keystep = 1;
+        key_specs.push(spec);
+        key_specs.push(unsafe { std::mem::zeroed() });
+    }
+    if let Some(index) = doc.read_key_at {
+        // SAFETY: zeroed is a valid key spec (and the list terminator).
+        let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
+        spec.flags = (raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS) as u64;
+        spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+        spec.bs.index.pos = index;
+        spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+        spec.fk.range.lastkey = 0;
+        spec.fk.range.keystep = 1;
+        spec.fk.range.limit = 0;
         key_specs.push(spec);
         key_specs.push(unsafe { std::mem::zeroed() });
     }
@@ -240,6 +255,7 @@ fn decision_options() -> Vec<Arg> {
             vec![option(c"COST", c"cost"), option(c"REFUND", c"refund")],
         ),
         flag(c"PEEK", c"peek"),
+        option(c"BLOCK", c"ms"),
     ]
 }
 
@@ -255,6 +271,7 @@ pub fn all_docs() -> Vec<Doc> {
             complexity: c"O(1)",
             arity,
             numkeys_at: None,
+            read_key_at: None,
             args,
             acl: c"write fast",
         }
@@ -307,7 +324,8 @@ pub fn all_docs() -> Vec<Doc> {
         complexity: c"O(log N), N the leases stored; a write also removes up to 64 lapsed leases",
         arity: -5,
         numkeys_at: None,
-        args: vec![key(), integer(c"limit"), string(c"timeout"), string(c"lease_id"), flag(c"PEEK", c"peek")],
+        read_key_at: None,
+        args: vec![key(), integer(c"limit"), string(c"timeout"), string(c"lease_id"), flag(c"PEEK", c"peek"), option(c"BLOCK", c"ms")],
         acl: c"write fast",
     });
     docs.push(Doc {
@@ -316,6 +334,7 @@ pub fn all_docs() -> Vec<Doc> {
         complexity: c"O(log N), N the leases stored; a write also removes up to 64 lapsed leases",
         arity: 3,
         numkeys_at: None,
+        read_key_at: None,
         args: vec![key(), string(c"lease_id")],
         acl: c"write fast",
     });
@@ -325,6 +344,7 @@ pub fn all_docs() -> Vec<Doc> {
         complexity: c"O(1)",
         arity: -5,
         numkeys_at: None,
+        read_key_at: None,
         args: vec![
             key(),
             integer(c"max_burst"),
@@ -335,11 +355,26 @@ pub fn all_docs() -> Vec<Doc> {
         acl: c"write fast",
     });
     docs.push(Doc {
+        name: c"rl.peek",
+        summary: c"Read-only: replies what RL.<ALGO> key params ... PEEK replies, writing nothing (works on replicas and in read-only scripts)",
+        complexity: c"O(1) (RL.SLIDINGLOG and ACQUIRE: O(log N))",
+        arity: -5,
+        numkeys_at: None,
+        read_key_at: Some(2),
+        args: vec![
+            string(c"algorithm"),
+            key(),
+            many(string(c"param")),
+        ],
+        acl: c"read fast",
+    });
+    docs.push(Doc {
         name: c"rl.all",
         summary: c"Several limiters decided as one: writes only if every layer admits",
         complexity: c"O(K) for K layers, plus each layer's own cost",
         arity: -6,
         numkeys_at: Some(1),
+        read_key_at: None,
         args: vec![
             integer(c"numkeys"),
             many(key()),

@@ -46,6 +46,9 @@ pub enum RlError {
     },
     #[error("ERR key holds a value that {0} did not write: use another key or DEL it")]
     ForeignValue(&'static str),
+    /// A wait (`BLOCK`) ended because the server stopped being a master.
+    #[error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)")]
+    Unblocked,
     #[error("ERR internal error in {0}: the request was not applied")]
     Internal(&'static str),
 }

@@ -11,12 +11,15 @@ use std::os::raw::c_int;
 use redis_module::raw;
 
 use crate::algorithm::expire_ms;
-use crate::algorithm::lease::{lapse_ns, release, Lease, LeaseView, ReleaseWrite};
+use crate::algorithm::lease::{
+    lapse_ns, release, us_of, Lease, LeaseView, LeaseWrite, ReleaseWrite,
+};
+use crate::algorithm::Outcome;
 use crate::args::{parse_count, parse_duration, Caps, MAX_COUNT};
 use crate::command::{args, guarded, with_bytes, Reply};
 use crate::error::{sanitize, RlError};
 use crate::store::{arg_bytes, lease_member, Held, Key};
-use crate::{clock, config, stats};
+use crate::{clock, config, stats, wait};
 
 /// Lease ids are 1 to this many bytes (any bytes).
 pub const MAX_LEASE_ID: usize = 256;
@@ -49,7 +52,7 @@ pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {
             return Err(RlError::UnknownOption {
                 option: sanitize(option),
                 command: "rl.acquire",
-                expected: "PEEK",
+                expected: "PEEK or BLOCK",
             });
         }
         if peek {
@@ -74,9 +77,11 @@ pub extern "C" fn acquire(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    guarded(ctx, ACQUIRE, || {
-        run_acquire(ctx, args(argv, argc)).map(Reply::Decision)
-    })
+    let argv = args(argv, argc);
+    if wait::wants_block(argv, 5) {
+        return wait::dispatch(ctx, argv, wait::Target::Acquire);
+    }
+    guarded(ctx, ACQUIRE, || run_acquire(ctx, argv).map(Reply::Decision))
 }
 
 /// The `RL.RELEASE` handler.
@@ -101,12 +106,44 @@ fn run_acquire(
     let member = lease_member(arg_bytes(argv[4]));
     let now = clock::now_ns();
     let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(ACQUIRE))?;
-    let out = with_leases(&key, |view| request.lease.acquire(view, now, &member))?;
+    let mut out = decide_acquire(&key, &request.lease, &member, now)?;
+    if wait::active() {
+        wait::queue_ahead(
+            ctx,
+            argv[1],
+            &key,
+            &wait::Claim::acquire(request.lease, &member),
+            now,
+            &mut out,
+        )?;
+    }
     if let (false, Some(write)) = (request.peek, &out.write) {
-        key.write_lease(&member, write, expire_ms(lapse_ns(write.latest_us)));
+        commit_acquire(&key, &member, write);
     }
     stats::decision(ACQUIRE, out.decision.allowed, 1);
     Ok(out.decision.reply())
+}
+
+/// Decides acquiring lease `member` (prefixed) on `key` at `now`, writing nothing.
+pub fn decide_acquire(
+    key: &Key,
+    lease: &Lease,
+    member: &[u8],
+    now: u64,
+) -> Result<Outcome<LeaseWrite>, RlError> {
+    with_leases(key, |view| lease.acquire(view, now, member))
+}
+
+/// True if lease `member` is held at `now` (acquiring it again is a renewal).
+pub fn is_held(key: &Key, member: &[u8], now: u64) -> Result<bool, RlError> {
+    with_leases(key, |view| {
+        view.lapse_of(member).is_some_and(|l| l > us_of(now))
+    })
+}
+
+/// Applies an admitted acquisition, replicating its effect.
+pub fn commit_acquire(key: &Key, member: &[u8], write: &LeaseWrite) {
+    key.write_lease(member, write, expire_ms(lapse_ns(write.latest_us)));
 }
 
 fn run_release(
@@ -129,6 +166,9 @@ fn run_release(
             cutoff_us,
             latest_us,
         }) => key.release_lease(&member, cutoff_us, expire_ms(lapse_ns(latest_us))),
+    }
+    if released.write.is_some() && wait::active() {
+        wait::wake(ctx, argv[1]);
     }
     Ok(released.held as i64)
 }
@@ -231,7 +271,7 @@ mod tests {
             p(&[b"1", b"1s", b"a", b"COST", b"2"]),
             Err(RlError::UnknownOption {
                 command: "rl.acquire",
-                expected: "PEEK",
+                expected: "PEEK or BLOCK",
                 ..
             })
         ));

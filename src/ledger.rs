@@ -20,6 +20,10 @@ pub struct Tally {
     pub errors: u64,
     pub cost_admitted: u64,
     pub cost_denied: u64,
+    /// Calls that waited (`BLOCK`) and were admitted.
+    pub waits_admitted: u64,
+    /// Calls that waited and were not admitted (their time ran out, or `CLIENT UNBLOCK`).
+    pub waits_timed_out: u64,
 }
 
 /// How one call ended.
@@ -31,6 +35,24 @@ pub enum Outcome {
     Decided { allowed: bool, cost: u64 },
     /// Answered without a decision (`RL.RELEASE`).
     Answered,
+    /// A decision after waiting (`BLOCK`), on a server that counts a blocked
+    /// call when it is answered (Redis 7.2+, Valkey).
+    Waited { allowed: bool, cost: u64 },
+    /// A call that started waiting, on a server that counts a blocked call
+    /// when it blocks (Redis 7.0): counted now, decided later ([`Outcome::Late`]).
+    Blocked,
+    /// The decision of a [`Outcome::Blocked`] call: not a call of its own.
+    Late { allowed: bool, cost: u64 },
+    /// A [`Outcome::Blocked`] call that ends without a decision (its client
+    /// went away, or got an error): not a call of its own.
+    Abandoned,
+}
+
+impl Outcome {
+    /// True unless the outcome completes a call recorded earlier.
+    fn is_call(self) -> bool {
+        !matches!(self, Outcome::Late { .. } | Outcome::Abandoned)
+    }
 }
 
 /// One call of the command at index `command` (its row in the table).
@@ -48,10 +70,14 @@ impl Tally {
         errors: 0,
         cost_admitted: 0,
         cost_denied: 0,
+        waits_admitted: 0,
+        waits_timed_out: 0,
     };
 
     fn add(&mut self, outcome: Outcome) {
-        self.calls = self.calls.wrapping_add(1);
+        if outcome.is_call() {
+            self.calls = self.calls.wrapping_add(1);
+        }
         match outcome {
             Outcome::Error => self.errors = self.errors.wrapping_add(1),
             Outcome::Decided { allowed, cost } => {
@@ -64,6 +90,16 @@ impl Tally {
                 *total = total.wrapping_add(cost);
             }
             Outcome::Answered => {}
+            Outcome::Waited { allowed, cost } | Outcome::Late { allowed, cost } => {
+                self.calls = self.calls.wrapping_sub(1);
+                self.add(Outcome::Decided { allowed, cost });
+                let n = match allowed {
+                    true => &mut self.waits_admitted,
+                    false => &mut self.waits_timed_out,
+                };
+                *n = n.wrapping_add(1);
+            }
+            Outcome::Blocked | Outcome::Abandoned => {}
         }
     }
 }
@@ -76,6 +112,11 @@ pub struct Ledger<const N: usize> {
     baseline: [u64; N],
     /// Every call since the last `settle`, oldest first.
     recent: Vec<Call>,
+    /// Per command, blocked calls settled and not completed yet.
+    open: [u64; N],
+    /// Per command, blocked calls made before a reset and not completed yet:
+    /// their completions belong to no tally.
+    stale: [u64; N],
 }
 
 impl<const N: usize> Ledger<N> {
@@ -84,6 +125,8 @@ impl<const N: usize> Ledger<N> {
             settled: [Tally::ZERO; N],
             baseline: [0; N],
             recent: Vec::new(),
+            open: [0; N],
+            stale: [0; N],
         }
     }
 
@@ -107,7 +150,7 @@ impl<const N: usize> Ledger<N> {
     /// `redis_calls` calls.
     pub fn settle(&mut self, redis_calls: [u64; N]) {
         let mut recorded = [0u64; N];
-        for call in &self.recent {
+        for call in self.recent.iter().filter(|c| c.outcome.is_call()) {
             recorded[call.command as usize] += 1;
         }
         // Per command, how many of its oldest recent calls came before a reset.
@@ -117,14 +160,28 @@ impl<const N: usize> Ledger<N> {
             if now < base || now - base < recorded[command] {
                 self.settled[command] = Tally::ZERO;
                 before_reset[command] = recorded[command].saturating_sub(now);
+                // Blocked calls settled earlier were made before the reset.
+                self.stale[command] += std::mem::take(&mut self.open[command]);
             }
             self.baseline[command] = now;
         }
         for call in &self.recent {
             let command = call.command as usize;
-            match before_reset[command] {
-                0 => self.settled[command].add(call.outcome),
-                _ => before_reset[command] -= 1,
+            let blocked = call.outcome == Outcome::Blocked;
+            if !call.outcome.is_call() {
+                // Completes a blocked call: one made before a reset belongs to no tally.
+                if self.stale[command] > 0 {
+                    self.stale[command] -= 1;
+                } else {
+                    self.open[command] = self.open[command].saturating_sub(1);
+                    self.settled[command].add(call.outcome);
+                }
+            } else if before_reset[command] > 0 {
+                before_reset[command] -= 1;
+                self.stale[command] += blocked as u64;
+            } else {
+                self.open[command] += blocked as u64;
+                self.settled[command].add(call.outcome);
             }
         }
         self.recent.clear();
@@ -208,6 +265,72 @@ mod tests {
             (0..3).for_each(|_| t.add(ADMIT));
             t
         });
+    }
+
+    #[test]
+    fn a_blocked_call_counts_once_and_its_late_decision_is_not_a_call() {
+        let mut l = Ledger::<2>::new();
+        l.record(0, Outcome::Blocked);
+        l.settle([1, 0]);
+        l.record(
+            0,
+            Outcome::Late {
+                allowed: true,
+                cost: 2,
+            },
+        );
+        l.settle([1, 0]);
+        let t = l.tallies()[0];
+        assert_eq!(
+            (t.calls, t.admitted, t.cost_admitted, t.waits_admitted),
+            (1, 1, 2, 1)
+        );
+        l.record(
+            0,
+            Outcome::Waited {
+                allowed: false,
+                cost: 1,
+            },
+        );
+        l.settle([2, 0]);
+        let t = l.tallies()[0];
+        assert_eq!((t.calls, t.denied, t.waits_timed_out), (2, 1, 1));
+    }
+
+    #[test]
+    fn a_wait_across_a_reset_counts_in_neither_tally() {
+        let late = Outcome::Late {
+            allowed: false,
+            cost: 1,
+        };
+        // Blocked, then reset, then its decision and one call: Redis says 1.
+        let mut l = Ledger::<2>::new();
+        l.record(0, Outcome::Blocked);
+        l.record(0, late);
+        l.record(0, ADMIT);
+        l.settle([1, 0]);
+        assert_eq!(l.tallies()[0], {
+            let mut t = Tally::ZERO;
+            t.add(ADMIT);
+            t
+        });
+        // Blocked and settled, then reset, then its decision: nothing counts.
+        let mut l = Ledger::<2>::new();
+        l.record(0, ADMIT);
+        l.record(0, Outcome::Blocked);
+        l.settle([2, 0]);
+        l.record(0, late);
+        l.settle([0, 0]);
+        assert_eq!(l.tallies()[0], Tally::ZERO);
+        // An abandoned wait completes its call without a decision.
+        l.record(0, Outcome::Blocked);
+        l.record(0, Outcome::Abandoned);
+        l.record(0, Outcome::Blocked);
+        l.settle([2, 0]);
+        l.record(0, late);
+        l.settle([2, 0]);
+        let t = l.tallies()[0];
+        assert_eq!((t.calls, t.denied, t.waits_timed_out), (2, 1, 1));
     }
 
     #[test]

@@ -19,9 +19,11 @@ mod error;
 mod fuzz;
 mod lease;
 mod ledger;
+mod peek;
 mod stats;
 mod store;
 mod throttle;
+mod wait;
 
 use std::os::raw::c_int;
 
@@ -116,6 +118,33 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             cron,
             Some(stats::on_cron),
         );
+        // A master that becomes a replica ends every wait (BLOCK).
+        let role = raw::RedisModuleEvent {
+            id: raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+            dataver: 1,
+        };
+        raw::RedisModule_SubscribeToServerEvent.expect("SubscribeToServerEvent")(
+            ctx.ctx,
+            role,
+            Some(wait::on_role_change),
+        );
+    }
+    // RL.PEEK <ALGO> key ...: read-only, its key at position 2.
+    // SAFETY: as above.
+    let status = unsafe {
+        raw::RedisModule_CreateCommand.expect("CreateCommand")(
+            ctx.ctx,
+            c"rl.peek".as_ptr(),
+            Some(peek::command),
+            c"readonly fast".as_ptr(),
+            2,
+            2,
+            1,
+        )
+    };
+    if status != raw::REDISMODULE_OK as c_int {
+        ctx.log_warning("rl: could not register rl.peek");
+        return Status::Err;
     }
     // RL.ALL's keys move with numkeys: Redis asks the handler for their positions.
     // SAFETY: as above.
@@ -184,6 +213,15 @@ redis_module::redis_module! {
                 args::DEFAULT_SLIDING_LOG_MAX as i64,
                 config::SLIDING_LOG_MAX_RANGE.0,
                 config::SLIDING_LOG_MAX_RANGE.1,
+                redis_module::configuration::ConfigurationFlags::DEFAULT,
+                None
+            ],
+            [
+                "max-waiters",
+                &config::MAX_WAITERS,
+                config::DEFAULT_MAX_WAITERS,
+                config::MAX_WAITERS_RANGE.0,
+                config::MAX_WAITERS_RANGE.1,
                 redis_module::configuration::ConfigurationFlags::DEFAULT,
                 None
             ],

@@ -16,7 +16,7 @@ use crate::ledger::{Ledger, Outcome, Tally};
 
 /// Each counted command: its label (as in error messages), its name in
 /// `INFO commandstats`, its `INFO rl` field name.
-const TABLE: [(&str, &CStr, &CStr); 10] = [
+const TABLE: [(&str, &CStr, &CStr); 11] = [
     ("RL.GCRA", c"cmdstat_rl.gcra", c"gcra"),
     ("RL.TOKENBUCKET", c"cmdstat_rl.tokenbucket", c"tokenbucket"),
     ("RL.LEAKY", c"cmdstat_rl.leaky", c"leaky"),
@@ -27,6 +27,7 @@ const TABLE: [(&str, &CStr, &CStr); 10] = [
     ("RL.ACQUIRE", c"cmdstat_rl.acquire", c"acquire"),
     ("RL.RELEASE", c"cmdstat_rl.release", c"release"),
     ("CL.THROTTLE", c"cmdstat_cl.throttle", c"throttle"),
+    ("RL.PEEK", c"cmdstat_rl.peek", c"peek"),
 ];
 const N: usize = TABLE.len();
 
@@ -43,11 +44,14 @@ struct State {
     ledger: Ledger<N>,
     /// The decision of the call in progress, if it made one.
     decided: Option<(bool, u64)>,
+    /// The call in progress waited (`BLOCK`) before its decision.
+    waited: bool,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     ledger: Ledger::new(),
     decided: None,
+    waited: false,
 });
 
 fn state() -> MutexGuard<'static, State> {
@@ -65,10 +69,57 @@ pub fn decision(_label: &str, allowed: bool, cost: u64) {
     state().decided = Some((allowed, cost));
 }
 
+/// The call in progress waited (`BLOCK`) before its decision.
+pub fn waited() {
+    state().waited = true;
+}
+
+/// True where the server counts a blocked call when it blocks (Redis before
+/// 7.2), not when it is answered (Redis 7.2+, Valkey).
+fn counts_at_block() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static AT_BLOCK: AtomicU8 = AtomicU8::new(0);
+    match AT_BLOCK.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            // SAFETY: available on every supported server (Redis 6.0.9+).
+            let version = unsafe { raw::RedisModule_GetServerVersion.expect("GetServerVersion")() };
+            let at_block = version < 0x00_07_02_00;
+            AT_BLOCK.store(if at_block { 1 } else { 2 }, Ordering::Relaxed);
+            at_block
+        }
+    }
+}
+
+/// A waiting call of `label` ended without a reply (its client went away).
+pub fn abandoned(label: &str) {
+    if counts_at_block() {
+        if let Some(i) = index(label) {
+            state().ledger.record(i, Outcome::Abandoned);
+        }
+    }
+}
+
+/// A call of `label` started waiting (`BLOCK`); it is recorded now if the
+/// server counts it now, else when it is answered.
+pub fn blocked(label: &str) {
+    if counts_at_block() {
+        if let Some(i) = index(label) {
+            let mut state = state();
+            if state.ledger.recent() >= MAX_RECENT {
+                settle(&mut state);
+            }
+            state.ledger.record(i, Outcome::Blocked);
+        }
+    }
+}
+
 /// A call finished: with an error, or with a reply.
 pub fn call(label: &str, failed: bool) {
     let mut state = state();
     let decided = state.decided.take();
+    let waited = std::mem::take(&mut state.waited);
     if state.ledger.recent() >= MAX_RECENT {
         // Every call recorded so far has returned, so Redis has counted it; this
         // one is not recorded yet.
@@ -76,7 +127,13 @@ pub fn call(label: &str, failed: bool) {
     }
     if let Some(i) = index(label) {
         let outcome = match (failed, decided) {
+            // A blocked call the server counted when it blocked (`blocked`).
+            (true, _) if waited && counts_at_block() => Outcome::Abandoned,
+            (false, Some((allowed, cost))) if waited && counts_at_block() => {
+                Outcome::Late { allowed, cost }
+            }
             (true, _) => Outcome::Error,
+            (false, Some((allowed, cost))) if waited => Outcome::Waited { allowed, cost },
             (false, Some((allowed, cost))) => Outcome::Decided { allowed, cost },
             (false, None) => Outcome::Answered,
         };
@@ -176,6 +233,22 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
             }
             raw::RedisModule_InfoEndDictField.expect("InfoEndDictField")(ctx);
         }
+        // Waiting (`BLOCK`): the clients waiting now (a gauge), and the waits
+        // that ended admitted or not (counters, cleared with commandstats).
+        let sum = |f: fn(&Tally) -> u64| tallies.iter().map(f).fold(0u64, u64::wrapping_add);
+        raw::RedisModule_InfoBeginDictField.expect("InfoBeginDictField")(ctx, c"waits".as_ptr());
+        for (field, value) in [
+            (c"waiting", crate::wait::waiting() as u64),
+            (c"admitted", sum(|t| t.waits_admitted)),
+            (c"timed_out", sum(|t| t.waits_timed_out)),
+        ] {
+            raw::RedisModule_InfoAddFieldULongLong.expect("InfoAddFieldULongLong")(
+                ctx,
+                field.as_ptr(),
+                value,
+            );
+        }
+        raw::RedisModule_InfoEndDictField.expect("InfoEndDictField")(ctx);
     }
 }
 

@@ -346,4 +346,55 @@ server_tests! {
             );
         }
     }
+
+    fn block_answers_moved_before_waiting_and_a_failover_ends_waits_unspent(flavor) {
+        let cluster = Cluster::start(flavor);
+        let (master, replica) = cluster.pairs()[0];
+        let key = keys_on(&cluster, master, "wait", 1).remove(0);
+        let node = &mut cluster.conn(master);
+        let words = format!("RL.FIXED {key} 1 3650d");
+        assert_eq!(call::<Vec<i64>>(node, &words)[0], 1);
+        // A node that does not serve the slot redirects at once.
+        let other = cluster.masters().into_iter().find(|&p| p != master).unwrap();
+        let started = std::time::Instant::now();
+        let moved = redis::cmd("RL.FIXED")
+            .arg(&key)
+            .arg(&["1", "3650d", "BLOCK", "0"][..])
+            .query::<Vec<i64>>(&mut cluster.conn(other))
+            .unwrap_err();
+        assert_eq!(moved.code(), Some("MOVED"), "{moved}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // A waiter on the master; the replica takes over.
+        let acks: i64 = call(node, "WAIT 1 5000");
+        assert_eq!(acks, 1);
+        let before = snapshot(node, &key);
+        let mut waiter = cluster.conn(master);
+        let blocked = format!("{words} BLOCK 0");
+        let handle = std::thread::spawn(move || call_result(&mut waiter, &blocked));
+        wait_until(Duration::from_secs(10), "the client waits", || {
+            let info: String = call(node, "INFO rl");
+            info.contains("rl_waits:waiting=1,")
+        });
+        let replica_node = &mut cluster.conn(replica);
+        let ok: String = call(replica_node, "CLUSTER FAILOVER");
+        assert_eq!(ok, "OK");
+        let ended = handle.join().unwrap().unwrap_err();
+        let ended = ended.to_uppercase();
+        assert!(ended.contains("UNBLOCKED") || ended.contains("MOVED"), "{ended}");
+        wait_until(Duration::from_secs(20), "the replica becomes master", || {
+            cluster.master_port(replica).is_none()
+        });
+        cluster.wait_settled(Duration::from_secs(20));
+        assert_eq!(snapshot(&mut cluster.conn(replica), &key), before);
+        let info: String = call(node, "INFO rl");
+        assert!(info.contains("rl_waits:waiting=0,"), "{info}");
+    }
+}
+
+fn call_result(c: &mut redis::Connection, words: &str) -> Result<Vec<i64>, String> {
+    let v: Vec<&str> = words.split_whitespace().collect();
+    redis::cmd(v[0])
+        .arg(&v[1..])
+        .query(c)
+        .map_err(|e| e.to_string())
 }

@@ -199,7 +199,7 @@ server_tests! {
             ("RL.ACQUIRE k 1 0 a", "ERR timeout must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)"),
             ("RL.ACQUIRE k 1 3651d a", "ERR timeout must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)"),
             ("RL.ACQUIRE k 1 1s a PEEK PEEK", "ERR option PEEK given more than once"),
-            ("RL.ACQUIRE k 1 1s a COST 2", "ERR unknown option 'COST' for 'rl.acquire' (expected PEEK)"),
+            ("RL.ACQUIRE k 1 1s a COST 2", "ERR unknown option 'COST' for 'rl.acquire' (expected PEEK or BLOCK)"),
         ] {
             assert_eq!(rl_err(c, cmd), expected, "{cmd}");
         }

@@ -107,6 +107,30 @@ impl Key {
         })
     }
 
+    /// Opens `name` for reading only (`RL.PEEK`: works on replicas and in
+    /// read-only scripts, and never signals the key). A missing key, which the
+    /// read mode does not open, is opened empty in write mode: nothing is ever
+    /// written through it, so it is never created or signalled.
+    pub fn open_read(
+        ctx: *mut raw::RedisModuleCtx,
+        name: *mut raw::RedisModuleString,
+    ) -> Option<Key> {
+        let read = api!(RedisModule_OpenKey(
+            ctx,
+            name,
+            raw::REDISMODULE_READ as c_int
+        ));
+        match NonNull::new(read) {
+            Some(key) => Some(Key {
+                ctx,
+                name,
+                key,
+                written: Cell::new(false),
+            }),
+            None => Key::open(ctx, name),
+        }
+    }
+
     fn ptr(&self) -> *mut raw::RedisModuleKey {
         self.key.as_ptr()
     }
