@@ -522,7 +522,7 @@ local function build()
         cost = count_from('COST', once(cost, 'COST'), 0, MAX_COST)
       elseif command and up == 'REFUND' then
         refund = count_from('REFUND', once(refund, 'REFUND'), 0, MAX_COST)
-      elseif form ~= 'clause' and up == 'PEEK' then
+      elseif command and up == 'PEEK' then
         if peek then fail('ERR option PEEK given more than once') end
         peek = true
       elseif command and up == 'BLOCK' then
@@ -532,10 +532,11 @@ local function build()
         burst = count_from('BURST', once(burst, 'BURST'), 1, MAX_COUNT)
       else
         local expected
-        if form == 'clause' then
+        if form == 'command' then
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, PEEK or BLOCK'
+            or 'COST, REFUND, PEEK or BLOCK'
+        else -- an RL.ALL clause, or rl_peek: BURST and COST only
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
-        else
-          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND or PEEK' or 'COST, REFUND or PEEK'
         end
         fail(fmt("ERR unknown option '%s' for '%s' (expected %s)", sanitize(option),
           form == 'peek' and 'rl.peek' or kind.command, expected))
@@ -942,7 +943,7 @@ local function build()
       end
       local kind = KINDS[upper(args[1])]
       if not kind then
-        fail(fmt("ERR unknown algorithm '%s' for 'rl.peek' (expected GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE)", sanitize(args[1])))
+        fail('ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE')
       end
       local req = parse(kind, args, 2, #args, 'peek')
       return reply((decide(key, req, now_ns())))
@@ -1517,7 +1518,7 @@ local function build()
         i = i + 1
         block = count_from('BLOCK', args[i], 0, MAX_DURATION_MS)
       else
-        fail(fmt("ERR unknown option '%s' for 'rl.acquire' (expected PEEK)", sanitize(args[i])))
+        fail(fmt("ERR unknown option '%s' for 'rl.acquire' (expected PEEK or BLOCK)", sanitize(args[i])))
       end
       i = i + 1
     end

@@ -120,6 +120,8 @@ pub struct Request {
 pub enum Form {
     Command,
     Clause,
+    /// `RL.PEEK ALGO key params`: the parameters, `BURST` and `COST` only.
+    Peek,
 }
 
 /// Limits that operators may configure.
@@ -153,6 +155,7 @@ pub fn parse_form(
         return Err(match form {
             Form::Command => RlError::WrongArity(kind.command()),
             Form::Clause => RlError::ClauseArity(kind.tag_upper()),
+            Form::Peek => RlError::WrongArity("rl.peek"),
         });
     }
     let (positional, options) = params.split_at(names.len());
@@ -186,7 +189,11 @@ pub fn parse_form(
         } else {
             return Err(RlError::UnknownOption {
                 option: sanitize(option),
-                command: kind.command(),
+                command: if form == Form::Peek {
+                    "rl.peek"
+                } else {
+                    kind.command()
+                },
                 expected: kind.expected_options(!command),
             });
         }

@@ -10,8 +10,8 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use crate::args::Kind;
-use crate::command::{args, guarded, parse_params, with_bytes, Reply};
+use crate::args::{self as grammar, Kind};
+use crate::command::{args, guarded, with_bytes, Reply};
 use crate::error::RlError;
 use crate::lease;
 use crate::store::{arg_bytes, lease_member, Key};
@@ -68,7 +68,9 @@ fn run(
         .ok_or(RlError::Syntax(
             "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE",
         ))?;
-    let request = parse_params(&rest[1..], kind).map_err(arity)?;
+    let request = with_bytes(&rest[1..], |p| {
+        grammar::parse_form(kind, p, config::caps(), grammar::Form::Peek)
+    })?;
     let key = Key::open_read(ctx, name).ok_or(RlError::Internal(LABEL))?;
     let mut pending = decision::decide(&key, kind, &request, now)?;
     if wait::active() {

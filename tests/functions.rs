@@ -719,7 +719,7 @@ server_tests! {
             rl_err(c, "FCALL_RO rl_gcra 1 p 1 1h"),
             "ERR Can not execute a script with write flag using *_ro command."
         );
-        assert!(rl_err(c, "FCALL_RO rl_peek 1 p NOPE 1 1h").starts_with("ERR unknown algorithm 'NOPE'"));
+        assert!(rl_err(c, "FCALL_RO rl_peek 1 p NOPE 1 1h").starts_with("ERR RL.PEEK expects an algorithm"));
         // BLOCK is accepted and decides at once.
         assert_eq!(rl(c, "FCALL rl_fixed 1 b 1 1h BLOCK 100")[..3], [1, 1, 0]);
         assert_eq!(rl(c, "FCALL rl_fixed 1 b 1 1h BLOCK 0")[..3], [0, 1, 0]);

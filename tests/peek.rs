@@ -29,12 +29,13 @@ fn footprint(c: &mut redis::Connection, key: &str) -> (Option<Vec<u8>>, i64, u64
     (dump, pexpiretime(c, key), dirty(c), run(c, "DBSIZE"))
 }
 
-/// Times in replies may differ by the time between two calls: compare the
-/// first three integers exactly and the two times within 5 ms.
+/// Times in replies may differ by the time between two calls (on a loaded
+/// machine, up to a second): compare the first three integers exactly and the
+/// two times within 1,000 ms.
 fn same_reply(a: &[i64], b: &[i64]) {
     assert_eq!(a[..3], b[..3], "{a:?} vs {b:?}");
     for i in 3..5 {
-        assert!((a[i] - b[i]).abs() <= 5, "{a:?} vs {b:?}");
+        assert!((a[i] - b[i]).abs() <= 1_000, "{a:?} vs {b:?}");
     }
 }
 
@@ -78,7 +79,17 @@ server_tests! {
         assert_eq!(rl_err(c, "RL.PEEK GCRA k 1"), "ERR wrong number of arguments for 'rl.peek' command");
         assert_eq!(rl_err(c, "RL.PEEK ACQUIRE k 1 1s"), "ERR wrong number of arguments for 'rl.peek' command");
         assert_eq!(rl_err(c, "RL.PEEK GCRA"), "ERR wrong number of arguments for 'rl.peek' command");
-        assert!(rl_err(c, "RL.PEEK FIXED k 1 1s BLOCK 10").starts_with("ERR unknown option 'BLOCK'"));
+        // RL.PEEK takes the parameters, BURST and COST only.
+        for (words, expected) in [
+            ("FIXED k 1 1s BLOCK 10", "'BLOCK' for 'rl.peek' (expected COST)"),
+            ("FIXED k 1 1s PEEK", "'PEEK' for 'rl.peek' (expected COST)"),
+            ("GCRA k 1 1s REFUND 1", "'REFUND' for 'rl.peek' (expected BURST or COST)"),
+        ] {
+            assert_eq!(
+                rl_err(c, &format!("RL.PEEK {words}")),
+                format!("ERR unknown option {expected}")
+            );
+        }
         let _: () = run(c, "SET str hello-this-is-not-a-limiter-state");
         assert!(rl_err(c, "RL.PEEK GCRA str 1 1s").starts_with("ERR key holds a value"));
         let _: i64 = run(c, "LPUSH list a");
