@@ -332,7 +332,14 @@ server_tests! {
             assert!(p.join().0.is_err());
         }
         let c = &mut s.conn();
-        assert_eq!((state(c, "g"), state(c, "f")), before);
+        // `g` lapses 200 ms after its second admission: a slow restart may outlive it.
+        let g = state(c, "g");
+        if g.0 == "none" {
+            assert!(before.0 .2 <= now_ms(), "g vanished before its expiry: {before:?}");
+        } else {
+            assert_eq!(g, before.0);
+        }
+        assert_eq!(state(c, "f"), before.1);
         assert_eq!(waits(c).0, 0);
     }
 
