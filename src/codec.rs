@@ -30,23 +30,93 @@ impl Kind {
     }
 }
 
-/// A stored value being built on the stack (no allocation on the hot path).
+/// Two decimal digits for each value below 100: `00`, `01`, ..., `99`.
+const PAIRS: [u8; 200] = {
+    let mut pairs = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        pairs[2 * i] = b'0' + (i / 10) as u8;
+        pairs[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    pairs
+};
+
+/// The decimal digits of a `u64`, written on the stack two at a time.
+pub struct Decimal {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Decimal {
+    pub fn new(value: u64) -> Decimal {
+        Decimal::padded(value, 1)
+    }
+
+    /// At least `min_digits` (at most 20) digits, zero-padded on the left.
+    pub fn padded(mut value: u64, min_digits: usize) -> Decimal {
+        let mut buf = [b'0'; 20];
+        let mut start = 20;
+        let mut put_pair = |start: usize, pair: u64| {
+            let pair = pair as usize * 2;
+            buf[start] = PAIRS[pair];
+            buf[start + 1] = PAIRS[pair + 1];
+        };
+        // Four digits per division, then two, then one: a 19-digit instant
+        // takes five divisions instead of nineteen.
+        while value >= 10_000 {
+            let four = value % 10_000;
+            value /= 10_000;
+            start -= 4;
+            put_pair(start, four / 100);
+            put_pair(start + 2, four % 100);
+        }
+        if value >= 100 {
+            start -= 2;
+            put_pair(start, value % 100);
+            value /= 100;
+        }
+        if value >= 10 {
+            start -= 2;
+            put_pair(start, value);
+        } else {
+            start -= 1;
+            buf[start] = b'0' + value as u8;
+        }
+        // The buffer is all zeros to the left of the digits.
+        Decimal {
+            buf,
+            start: start.min(20 - min_digits.min(20)),
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+/// A stored value (or sorted-set member) being built on the stack (no
+/// allocation on the hot path).
 pub struct Text {
     buf: [u8; 136],
     len: usize,
 }
 
 impl Text {
-    fn new(kind: Kind) -> Text {
-        let mut t = Text {
+    pub fn empty() -> Text {
+        Text {
             buf: [0; 136],
             len: 0,
-        };
+        }
+    }
+
+    fn new(kind: Kind) -> Text {
+        let mut t = Text::empty();
         t.push(kind.tag().as_bytes());
         t
     }
 
-    fn push(&mut self, bytes: &[u8]) {
+    pub fn push(&mut self, bytes: &[u8]) {
         self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
         self.len += bytes.len();
     }
@@ -70,15 +140,8 @@ impl Text {
     }
 
     /// At least `min_digits` digits, zero-padded on the left.
-    fn push_u64(&mut self, mut v: u64, min_digits: usize) {
-        let mut digits = [b'0'; 20];
-        let mut i = digits.len();
-        while v > 0 || digits.len() - i < min_digits {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-        self.push(&digits[i..]);
+    pub fn push_u64(&mut self, v: u64, min_digits: usize) {
+        self.push(Decimal::padded(v, min_digits).as_bytes());
     }
 
     pub fn as_bytes(&self) -> &[u8] {
@@ -98,27 +161,36 @@ pub fn encode<const N: usize>(kind: Kind, fields: [u128; N]) -> Text {
 
 /// Decodes a value that `kind` must have written into its `N` fields.
 pub fn decode<const N: usize>(kind: Kind, bytes: &[u8]) -> Result<[u128; N], RlError> {
-    let mut parts = bytes.split(|&b| b == b':');
-    let tag = parts.next().unwrap_or_default();
-    if tag != kind.tag().as_bytes() {
-        return Err(match Kind::ALL.iter().find(|k| k.tag().as_bytes() == tag) {
-            Some(found) => RlError::OtherAlgorithm {
-                found: found.label(),
-                expected: kind.label(),
-            },
-            None => RlError::ForeignValue(kind.label()),
-        });
-    }
+    let foreign = || RlError::ForeignValue(kind.label());
+    let Some(mut rest) = bytes
+        .strip_prefix(kind.tag().as_bytes())
+        .and_then(|rest| rest.strip_prefix(b":"))
+    else {
+        return Err(misfiled(kind, bytes));
+    };
     let mut fields = [0u128; N];
-    for slot in fields.iter_mut() {
-        *slot = parts
-            .next()
-            .and_then(parse_decimal)
-            .ok_or(RlError::ForeignValue(kind.label()))?;
+    for (i, slot) in fields.iter_mut().enumerate() {
+        // The last field runs to the end: a further `:` is not a digit.
+        let end = match i + 1 == N {
+            true => rest.len(),
+            false => rest.iter().position(|&b| b == b':').ok_or_else(foreign)?,
+        };
+        *slot = parse_decimal(&rest[..end]).ok_or_else(foreign)?;
+        rest = rest.get(end + 1..).unwrap_or_default();
     }
-    match parts.next() {
-        None => Ok(fields),
-        Some(_) => Err(RlError::ForeignValue(kind.label())),
+    Ok(fields)
+}
+
+/// Why a value not starting with `<kind's tag>:` cannot be decoded: another
+/// algorithm's state, or not a state at all.
+fn misfiled(kind: Kind, bytes: &[u8]) -> RlError {
+    let tag = bytes.split(|&b| b == b':').next().unwrap_or_default();
+    match Kind::ALL.iter().find(|k| k.tag().as_bytes() == tag) {
+        Some(&found) if found != kind => RlError::OtherAlgorithm {
+            found: found.label(),
+            expected: kind.label(),
+        },
+        _ => RlError::ForeignValue(kind.label()),
     }
 }
 
@@ -214,7 +286,26 @@ mod tests {
 
 #[cfg(test)]
 mod decimal_tests {
-    use super::parse_decimal;
+    use super::{parse_decimal, Decimal};
+
+    #[test]
+    fn decimal_writes_every_width_and_padding() {
+        let mut v = 1u64;
+        let mut widths = vec![0, 9, 10, 99, 100, 101, 1_796_045_952_663, u64::MAX];
+        while let Some(next) = v.checked_mul(10) {
+            widths.extend([v - 1, v, v + 1]);
+            v = next;
+        }
+        for v in widths {
+            assert_eq!(Decimal::new(v).as_bytes(), v.to_string().as_bytes());
+            for pad in [0, 1, 3, 19, 20] {
+                assert_eq!(
+                    Decimal::padded(v, pad).as_bytes(),
+                    format!("{v:0pad$}").as_bytes()
+                );
+            }
+        }
+    }
 
     #[test]
     fn parse_decimal_agrees_with_the_standard_parser() {

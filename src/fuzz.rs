@@ -149,7 +149,10 @@ fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
                 assert_eq!(out.decision, naive_log(&p, &log, now, cost));
                 if let Some(w) = out.write {
                     let e = w.entry;
-                    assert_eq!(Entry::parse(&e.member(), e.score() as f64), Some(e));
+                    assert_eq!(
+                        Entry::parse(e.member().as_bytes(), e.score() as f64),
+                        Some(e)
+                    );
                     expire_ms(p.idle_at_ns(&w));
                     log.apply(&w);
                 }

@@ -16,6 +16,7 @@
 //! `18446744073709551615`, a sum at `u64::MAX`) is [`Corrupt`], never merged.
 
 use super::{Decision, Outcome, Wait, NANOS_PER_MS, NANOS_PER_US};
+use crate::codec::Text;
 
 /// At most this many lapsed entries are removed by one write (oldest first).
 pub const TRIM_MAX: usize = 64;
@@ -69,11 +70,19 @@ impl Entry {
     /// The sorted-set member: `<ns>:<cost>:<sum>` with `ns` zero-padded to 19
     /// digits (so members of one score sort by time), or the bare `<ns>` of a
     /// legacy entry.
-    pub fn member(&self) -> Vec<u8> {
+    pub fn member(&self) -> Text {
+        let mut member = Text::empty();
         match self.sum {
-            Some(sum) => format!("{:019}:{}:{}", self.ns, self.cost, sum).into_bytes(),
-            None => self.ns.to_string().into_bytes(),
+            Some(sum) => {
+                member.push_u64(self.ns, 19);
+                member.push(b":");
+                member.push_u64(self.cost, 1);
+                member.push(b":");
+                member.push_u64(sum, 1);
+            }
+            None => member.push_u64(self.ns, 1),
         }
+        member
     }
 
     /// Parses a stored member and checks its score; `None` if the module did not
@@ -788,19 +797,24 @@ mod tests {
     #[test]
     fn members_round_trip_and_foreign_ones_are_refused() {
         let e = Entry::weighted(1_700_000_000_123_456_789, 100_000, 7_100_000);
-        assert_eq!(e.member(), b"1700000000123456789:100000:7100000");
-        assert_eq!(Entry::parse(&e.member(), e.score() as f64), Some(e));
+        assert_eq!(e.member().as_bytes(), b"1700000000123456789:100000:7100000");
+        assert_eq!(
+            Entry::parse(e.member().as_bytes(), e.score() as f64),
+            Some(e)
+        );
         let early = Entry::weighted(5_000, 1, 1);
-        assert_eq!(early.member(), b"0000000000000005000:1:1");
-        assert_eq!(Entry::parse(&early.member(), 5.0), Some(early));
+        assert_eq!(early.member().as_bytes(), b"0000000000000005000:1:1");
+        assert_eq!(Entry::parse(early.member().as_bytes(), 5.0), Some(early));
         let legacy = Entry::legacy(1_700_000_000_123_456_789);
-        assert_eq!(legacy.member(), b"1700000000123456789");
+        assert_eq!(legacy.member().as_bytes(), b"1700000000123456789");
         assert_eq!(
             Entry::parse(b"1700000000123456789", 1_700_000_000_123_456.0),
             Some(legacy)
         );
         // Members sort by time within a score.
-        assert!(Entry::legacy(1_700_000_000_123_456_788).member() < e.member());
+        assert!(
+            Entry::legacy(1_700_000_000_123_456_788).member().as_bytes() < e.member().as_bytes()
+        );
         for (bad, score) in [
             (&b"1700000000123456789:0:5"[..], 1_700_000_000_123_456.0),
             (b"1700000000123456789:6:5", 1_700_000_000_123_456.0),

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use redis_module::raw;
 
 use super::Key;
+use crate::codec::Decimal;
 
 /// One replicated command, applied to the key before `effect` is called.
 pub enum Effect<'a> {
@@ -19,10 +20,11 @@ pub enum Effect<'a> {
     Set { value: &'a [u8], expire_ms: u64 },
     /// `DEL key`: `del`.
     Del,
-    /// `ZADD key score member [score member ...]`: `zadd` if a member was added
-    /// or its score changed (`changed`), as `ZADD` publishes nothing otherwise.
+    /// `ZADD key score member`: `zadd` if the member was added or its score
+    /// changed (`changed`), as `ZADD` publishes nothing otherwise.
     Zadd {
-        args: &'a [*mut raw::RedisModuleString],
+        score: u64,
+        member: *mut raw::RedisModuleString,
         changed: bool,
     },
     /// `ZREM key member [member ...]`: `zrem`, then `del` if the set is now empty.
@@ -47,20 +49,6 @@ pub fn init() {
     PXAT.store(pxat, Ordering::Relaxed);
 }
 
-/// `value` in decimal, in `buf`: the bytes replicated for a number (`'b'`),
-/// with no object built for it.
-fn decimal(mut value: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            return &buf[i..];
-        }
-    }
-}
-
 const STRING: c_int = raw::REDISMODULE_NOTIFY_STRING as c_int;
 const GENERIC: c_int = raw::REDISMODULE_NOTIFY_GENERIC as c_int;
 const ZSET: c_int = raw::REDISMODULE_NOTIFY_ZSET as c_int;
@@ -72,8 +60,8 @@ impl Key {
         let (ctx, name) = (self.ctx, self.name);
         match effect {
             Effect::Set { value, expire_ms } => {
-                let mut buf = [0u8; 20];
-                let ms = decimal(expire_ms, &mut buf);
+                let ms = Decimal::new(expire_ms);
+                let ms = ms.as_bytes();
                 api!(RedisModule_Replicate(
                     ctx,
                     c"SET".as_ptr(),
@@ -97,20 +85,34 @@ impl Key {
                 ));
                 self.notify(GENERIC, c"del");
             }
-            Effect::Zadd { args, changed } => {
-                self.replicate_members(c"ZADD", args);
+            Effect::Zadd {
+                score,
+                member,
+                changed,
+            } => {
+                let score = Decimal::new(score);
+                let score = score.as_bytes();
+                api!(RedisModule_Replicate(
+                    ctx,
+                    c"ZADD".as_ptr(),
+                    c"sbs".as_ptr(),
+                    name,
+                    score.as_ptr(),
+                    score.len(),
+                    member,
+                ));
                 if changed {
                     self.notify(ZSET, c"zadd");
                 }
             }
             Effect::Zrem(members) => {
-                self.replicate_members(c"ZREM", members);
+                self.replicate_zrem(members);
                 self.notify(ZSET, c"zrem");
                 self.notify_del_if_emptied();
             }
             Effect::PexpireAt(expire_ms) => {
-                let mut buf = [0u8; 20];
-                let ms = decimal(expire_ms, &mut buf);
+                let ms = Decimal::new(expire_ms);
+                let ms = ms.as_bytes();
                 api!(RedisModule_Replicate(
                     ctx,
                     c"PEXPIREAT".as_ptr(),
@@ -127,15 +129,15 @@ impl Key {
         self.written.set(true);
     }
 
-    /// Replicates `command key args...`.
-    fn replicate_members(&self, command: &CStr, args: &[*mut raw::RedisModuleString]) {
+    /// Replicates `ZREM key members...`.
+    fn replicate_zrem(&self, members: &[*mut raw::RedisModuleString]) {
         api!(RedisModule_Replicate(
             self.ctx,
-            command.as_ptr(),
+            c"ZREM".as_ptr(),
             c"sv".as_ptr(),
             self.name,
-            args.as_ptr(),
-            args.len(),
+            members.as_ptr(),
+            members.len(),
         ));
     }
 
@@ -157,18 +159,5 @@ impl Key {
 
     fn is_empty(&self) -> bool {
         api!(RedisModule_KeyType(self.ptr())) as isize == raw::REDISMODULE_KEYTYPE_EMPTY
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decimal;
-
-    #[test]
-    fn decimal_formats_every_width() {
-        let mut buf = [0u8; 20];
-        for v in [0, 7, 10, 99, 1_796_045_952_663, u64::MAX] {
-            assert_eq!(decimal(v, &mut buf), v.to_string().as_bytes());
-        }
     }
 }

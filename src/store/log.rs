@@ -79,7 +79,7 @@ impl Key {
 
     /// Adds one entry and replicates `ZADD key <score> <member>`.
     fn add_entry(&self, entry: &Entry) {
-        self.zset_add(entry.score(), &entry.member());
+        self.zset_add(entry.score(), entry.member().as_bytes());
     }
 
     /// Drops up to [`TRIM_MAX`] lapsed entries, adds the write's entry, sets the

@@ -269,9 +269,9 @@ impl Key {
             member.ptr,
             &mut flags
         ));
-        let score = OwnedString::new(self.ctx, score.to_string().as_bytes());
         self.effect(Effect::Zadd {
-            args: &[score.ptr, member.ptr],
+            score,
+            member: member.ptr,
             changed: flags & (raw::REDISMODULE_ZADD_ADDED | raw::REDISMODULE_ZADD_UPDATED) as c_int
                 != 0,
         });
