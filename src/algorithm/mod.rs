@@ -6,6 +6,7 @@
 //! far into the future, such as a theoretical arrival time with a huge burst).
 
 pub mod cell;
+pub mod decimal;
 pub mod fixed;
 pub mod gcra;
 pub mod leaky;

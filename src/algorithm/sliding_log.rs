@@ -15,8 +15,8 @@
 //! Stored arithmetic is checked: a member that would overflow (a hand-written
 //! `18446744073709551615`, a sum at `u64::MAX`) is [`Corrupt`], never merged.
 
+use super::decimal::Decimal;
 use super::{Decision, Outcome, Wait, NANOS_PER_MS, NANOS_PER_US};
-use crate::codec::Text;
 
 /// At most this many lapsed entries are removed by one write (oldest first).
 pub const TRIM_MAX: usize = 64;
@@ -70,17 +70,20 @@ impl Entry {
     /// The sorted-set member: `<ns>:<cost>:<sum>` with `ns` zero-padded to 19
     /// digits (so members of one score sort by time), or the bare `<ns>` of a
     /// legacy entry.
-    pub fn member(&self) -> Text {
-        let mut member = Text::empty();
+    pub fn member(&self) -> Member {
+        let mut member = Member {
+            buf: [0; 61],
+            len: 0,
+        };
         match self.sum {
             Some(sum) => {
-                member.push_u64(self.ns, 19);
+                member.push(Decimal::padded(self.ns, 19).as_bytes());
                 member.push(b":");
-                member.push_u64(self.cost, 1);
+                member.push(Decimal::new(self.cost).as_bytes());
                 member.push(b":");
-                member.push_u64(sum, 1);
+                member.push(Decimal::new(sum).as_bytes());
             }
-            None => member.push_u64(self.ns, 1),
+            None => member.push(Decimal::new(self.ns).as_bytes()),
         }
         member
     }
@@ -169,6 +172,23 @@ pub struct LogRefund {
     pub remove: u64,
     pub rewrite: Option<(Entry, Entry)>,
     pub newest_left_ns: Option<u64>,
+}
+
+/// A sorted-set member built on the stack: at most 19 + 1 + 20 + 1 + 20 bytes.
+pub struct Member {
+    buf: [u8; 61],
+    len: usize,
+}
+
+impl Member {
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
 }
 
 /// The score of an entry at nanosecond `ns`.

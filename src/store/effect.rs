@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use redis_module::raw;
 
 use super::Key;
-use crate::codec::Decimal;
+use crate::algorithm::decimal::Decimal;
 
 /// One replicated command, applied to the key before `effect` is called.
 pub enum Effect<'a> {
