@@ -91,31 +91,37 @@ impl Entry {
     /// Parses a stored member and checks its score; `None` if the module did not
     /// write it (a weighted entry has `1 <= cost <= sum`).
     pub fn parse(member: &[u8], score: f64) -> Option<Entry> {
-        let mut fields = member.split(|&b| b == b':');
-        let ns = digits(fields.next()?)?;
-        let entry = match (fields.next(), fields.next(), fields.next()) {
-            (None, _, _) => Entry::legacy(ns),
-            (Some(cost), Some(sum), None) => {
-                let (cost, sum) = (digits(cost)?, digits(sum)?);
+        // One pass over up to three fields of 1 to 20 digits, separated by `:`.
+        let mut fields = [0u64; 3];
+        let (mut field, mut len) = (0, 0);
+        for &b in member {
+            if b == b':' {
+                if len == 0 || field == 2 {
+                    return None;
+                }
+                (field, len) = (field + 1, 0);
+            } else {
+                let digit = b.wrapping_sub(b'0');
+                if digit > 9 || len == 20 {
+                    return None;
+                }
+                fields[field] = fields[field].checked_mul(10)?.checked_add(digit.into())?;
+                len += 1;
+            }
+        }
+        let entry = match (field, len) {
+            (_, 0) | (1, _) => return None,
+            (0, _) => Entry::legacy(fields[0]),
+            _ => {
+                let [ns, cost, sum] = fields;
                 if cost == 0 || sum < cost {
                     return None;
                 }
                 Entry::weighted(ns, cost, sum)
             }
-            _ => return None,
         };
         (score == entry.score() as f64).then_some(entry)
     }
-}
-
-/// A decimal `u64` of 1 to 20 ASCII digits.
-fn digits(bytes: &[u8]) -> Option<u64> {
-    if bytes.is_empty() || bytes.len() > 20 || !bytes.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    bytes.iter().try_fold(0u64, |acc, &b| {
-        acc.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-    })
 }
 
 /// Read access to the stored log (a sorted set in Redis, a vector in tests),
@@ -812,6 +818,76 @@ mod tests {
             Entry::weighted(T0 + 1, 1, 2),
         ]);
         assert_eq!(l.decide(&bad, T0 + 2, 1), Err(Corrupt));
+    }
+
+    /// The member grammar written the obvious way: fields split on `:`, each
+    /// of 1 to 20 digits.
+    fn reference_parse(member: &[u8], score: f64) -> Option<Entry> {
+        let digits = |b: &[u8]| {
+            if b.is_empty() || b.len() > 20 || !b.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            b.iter().try_fold(0u64, |acc, &d| {
+                acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            })
+        };
+        let fields: Vec<&[u8]> = member.split(|&b| b == b':').collect();
+        let entry = match fields[..] {
+            [ns] => Entry::legacy(digits(ns)?),
+            [ns, cost, sum] => {
+                let (ns, cost, sum) = (digits(ns)?, digits(cost)?, digits(sum)?);
+                if cost == 0 || sum < cost {
+                    return None;
+                }
+                Entry::weighted(ns, cost, sum)
+            }
+            _ => return None,
+        };
+        (score == entry.score() as f64).then_some(entry)
+    }
+
+    #[test]
+    fn parse_agrees_with_the_obvious_grammar() {
+        let pieces: [&[u8]; 12] = [
+            b"",
+            b":",
+            b"0",
+            b"1",
+            b"5",
+            b"9",
+            b"00",
+            b"x",
+            b"18446744073709551615",
+            b"18446744073709551616",
+            b"00000000000000000001",
+            b"1700000000123456789",
+        ];
+        // Every member of up to four pieces: separators, digits, overflow, junk.
+        let mut members = vec![Vec::new()];
+        for _ in 0..4 {
+            let longer: Vec<Vec<u8>> = members
+                .iter()
+                .flat_map(|m| pieces.iter().map(move |p| [&m[..], p].concat()))
+                .collect();
+            members.extend(longer);
+            members.dedup();
+        }
+        for member in &members {
+            // The score the first field implies, and two others.
+            let first = member.split(|&b| b == b':').next().unwrap_or_default();
+            let implied = std::str::from_utf8(first)
+                .ok()
+                .and_then(|f| f.parse::<u64>().ok())
+                .map_or(0.5, |ns| score_of(ns) as f64);
+            for score in [implied, 0.0, 1.0] {
+                assert_eq!(
+                    Entry::parse(member, score),
+                    reference_parse(member, score),
+                    "{:?}",
+                    String::from_utf8_lossy(member)
+                );
+            }
+        }
     }
 
     #[test]
