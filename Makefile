@@ -41,7 +41,8 @@ test: deps build
 
 # Side-by-side benchmark (INCR, SET … PXAT, RL.*, the seed articles' Lua scripts, the
 # Functions library), with a replica, with an AOF, on Valkey; memory per key, scaling and
-# the worst calls. Prints Markdown tables. Not a test: figures are as measured.
+# the worst calls. Prints Markdown tables; the side-by-side ones give medians over 5 rounds,
+# every row measured once per round. Not a test: figures are as measured.
 bench: deps build
 	python3 scripts/bench.py --module $(MODULE)
 

@@ -5,18 +5,23 @@ and the same command through the Functions library (functions/rl.lua, FCALL).
 
 Starts its own redis-server with the module, drives it with redis-benchmark
 (pipelining 16, 50 clients; 100,000 random keys, then one hot key), and reads the
-server's own time per call from INFO commandstats. Also measures memory per key,
-how the cost of a call scales, and the worst single call (SLOWLOG) of the
-expensive shapes (COST at the cap, 100,000 lapsed entries, a 64-layer RL.ALL)
-with a module-less replica attached. Figures are as measured; nothing here is a test.
+server's own time per call from INFO commandstats. Each side-by-side table is
+measured in rounds, every row once per round, and shows the median over rounds of
+each figure and of each row's ratios to the same round's floor. Also measures
+memory per key, how the cost of a call scales, and the worst single call (SLOWLOG)
+of the expensive shapes (COST at the cap, 100,000 lapsed entries, a 64-layer
+RL.ALL) with a module-less replica attached. Figures are as measured; nothing here
+is a test.
 
-Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--quick] [--bounds-only]
+Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--rounds N]
+                       [--quick] [--valkey PATH] [--bounds-only]
 """
 
 import argparse
 import os
 import platform
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -187,9 +192,12 @@ class Server:
         return fields
 
     def usec_per_call(self, command):
+        """(µs per call, calls) from INFO commandstats: total usec ÷ calls, which is
+        finer than the usec_per_call field (two decimals)."""
         stat = self.info("commandstats").get("cmdstat_" + command, "")
         parts = dict(p.split("=") for p in stat.split(",") if "=" in p)
-        return float(parts.get("usec_per_call", "nan")), int(parts.get("calls", "0"))
+        calls = int(parts.get("calls", "0"))
+        return (int(parts["usec"]) / calls if calls else float("nan")), calls
 
     def cpu_seconds(self):
         cpu = self.info("cpu")
@@ -241,44 +249,90 @@ def function_name(command):
     return command.lower().replace(".", "_")
 
 
-def run_table(server, requests, shas, keyspace, label):
-    """One table: the floors (INCR, and SET … PXAT or, for the hot key, GET), each
-    command, and, when `shas` is given, its seed Lua script and the same command
-    through the Functions library (FCALL; the server must have it loaded)."""
-    rows = []
-    incr = measure(server, requests, keyspace, "incr", ["INCR", key_arg(keyspace)])
-    rows.append(("INCR", incr, None, None))
+def run_round(server, requests, shas, keyspace):
+    """One round: INCR, the floor (SET … PXAT or, for the hot key, GET), then each
+    command followed, when `shas` is given, by its seed Lua script (EVALSHA, with
+    requests // 2) and the same command through the Functions library (FCALL, with
+    requests // 4; the server must have it loaded). Returns one row per line of the
+    table, (name, native, script, library), INCR first and the floor second; each
+    figure is measure()'s (req/s, µs/call, CPU µs/call) or None."""
+    key = key_arg(keyspace)
+    rows = [("INCR", measure(server, requests, keyspace, "incr", ["INCR", key]), None, None)]
     if keyspace:
-        floor_name = "SET … PXAT"
         floor = measure(server, requests, keyspace, "set",
-                        ["SET", key_arg(keyspace), "gcra:1796045952663730620", "PXAT", PXAT])
+                        ["SET", key, "gcra:1796045952663730620", "PXAT", PXAT])
+        rows.append(("SET … PXAT", floor, None, None))
     else:
-        floor_name = "GET"
-        server.cli("FLUSHALL")
-        floor = measure(server, requests, keyspace, "get", ["GET", key_arg(keyspace)])
-    rows.append((floor_name, floor, None, None))
+        rows.append(("GET", measure(server, requests, keyspace, "get", ["GET", key]), None, None))
     for name, stat, args, lua, lua_args in CASES:
-        native = measure(server, requests, keyspace, stat, [name, key_arg(keyspace), *args])
+        native = measure(server, requests, keyspace, stat, [name, key, *args])
         script = library = None
         if shas:
             script = measure(server, requests // 2, keyspace, "evalsha",
-                             ["EVALSHA", shas[lua], "1", key_arg(keyspace), *lua_args])
+                             ["EVALSHA", shas[lua], "1", key, *lua_args])
             library = measure(server, requests // 4, keyspace, "fcall",
-                              ["FCALL", function_name(name), "1", key_arg(keyspace), *args])
+                              ["FCALL", function_name(name), "1", key, *args])
         rows.append((name, native, script, library))
-    title = f"{keyspace:,} random keys" if keyspace else "one hot key"
-    print(f"\n#### {title}, {label} (redis-benchmark -P 16 -c 50)\n")
+    return rows
+
+
+def row_figures(row, incr, floor):
+    """One row's figures in one round; the ratios are against that round's INCR and
+    floor: µs/call ÷ floor µs/call, CPU µs/call ÷ floor CPU µs/call, µs/call ÷ INCR
+    µs/call, Lua µs/call ÷ module µs/call, library µs/call ÷ module µs/call."""
+    _name, (rps, usec, cpu), script, library = row
+    f = {"rps": rps, "usec": usec, "cpu": cpu, "x_floor": usec / floor[1],
+         "cpu_x_floor": cpu / floor[2], "x_incr": usec / incr[1]}
+    if script:
+        f["lua"], f["lua_x"] = script[1], script[1] / usec
+    if library:
+        f["lib"], f["lib_x"] = library[1], library[1] / usec
+    return f
+
+
+def print_table(rounds, title):
+    """Prints the rounds of run_round() as one table: each figure is the median over
+    the rounds (ratios: the median of the per-round ratios), and the × floor and
+    CPU × floor cells give the lowest–highest per-round ratio in brackets."""
+    floor_name = rounds[0][1][0]
+    print(f"\n#### {title}\n")
     print(f"| command | req/s | µs/call | × {floor_name} | CPU µs/call | CPU × {floor_name} "
           "| × INCR | Lua µs/call | speed-up vs Lua | library µs/call | library ÷ module |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, (rps, usec, cpu), script, library in rows:
-        lua_cells = f"{script[1]:.2f} | {script[1] / usec:.1f}×" if script else " | "
-        lib_cells = f"{library[1]:.2f} | {library[1] / usec:.1f}×" if library else " | "
-        print(f"| {name} | {rps:,.0f} | {usec:.2f} | {usec / floor[1]:.2f} | {cpu:.2f} | "
-              f"{cpu / floor[2]:.2f} | {usec / incr[1]:.2f} | {lua_cells} | {lib_cells} |")
+    for i, row in enumerate(rounds[0]):
+        figures = [row_figures(r[i], r[0][1], r[1][1]) for r in rounds]
+
+        def med(k):
+            return statistics.median(f[k] for f in figures)
+
+        def spread(k):
+            values = [f[k] for f in figures]
+            return f"{med(k):.2f} ({min(values):.2f}–{max(values):.2f})"
+
+        lua_cells = f"{med('lua'):.2f} | {med('lua_x'):.1f}×" if "lua" in figures[0] else " | "
+        lib_cells = f"{med('lib'):.2f} | {med('lib_x'):.1f}×" if "lib" in figures[0] else " | "
+        print(f"| {row[0]} | {med('rps'):,.0f} | {med('usec'):.2f} | {spread('x_floor')} | "
+              f"{med('cpu'):.2f} | {spread('cpu_x_floor')} | {med('x_incr'):.2f} | "
+              f"{lua_cells} | {lib_cells} |")
+    print(f"\nEach figure is the median over {len(rounds)} rounds; a round measures every row "
+          "once, in this order, and each ratio is the median of the per-round ratios to that "
+          f"round's {floor_name}, INCR or module call. In brackets: the lowest and highest "
+          "per-round ratio.")
 
 
-def deployment_tables(module, requests):
+def run_table(server, requests, shas, keyspace, label, rounds):
+    """One table from `rounds` interleaved rounds of run_round(), each with
+    `requests` requests per command (see run_round for the Lua and library)."""
+    results = [run_round(server, requests, shas, keyspace) for _ in range(rounds)]
+    keys = f"{keyspace:,} random keys" if keyspace else "one hot key"
+    per_round = f"{requests:,} requests per command"
+    if shas:
+        per_round += f", Lua {requests // 2:,}, library {requests // 4:,}"
+    print_table(results, f"{keys}, {label} (redis-benchmark -P 16 -c 50; "
+                         f"{rounds} rounds of {per_round})")
+
+
+def deployment_tables(module, requests, rounds):
     """The random-key table with a module-less replica attached, and with an
     append-only file (everysec): propagation is outside commandstats, so read the
     CPU columns there."""
@@ -289,13 +343,13 @@ def deployment_tables(module, requests):
             if replica.info("replication").get("master_link_status") == "up":
                 break
             time.sleep(0.05)
-        run_table(master, requests, None, 100_000, "one module-less replica attached")
+        run_table(master, requests, None, 100_000, "one module-less replica attached", rounds)
     finally:
         replica.stop()
         master.stop()
     aof = Server(module, ["--appendonly", "yes", "--appendfsync", "everysec"])
     try:
-        run_table(aof, requests, None, 100_000, "appendonly yes, appendfsync everysec")
+        run_table(aof, requests, None, 100_000, "appendonly yes, appendfsync everysec", rounds)
     finally:
         aof.stop()
 
@@ -487,20 +541,32 @@ def machine():
             cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.split()
-    redis_v = next((w[2:] for w in version if w.startswith("v=")), "?")
+    redis_v = server_version("redis-server")
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, Redis {redis_v}"
+
+
+def server_version(binary):
+    """The version a redis-server or valkey-server binary reports (v=X.Y.Z)."""
+    words = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.split()
+    return next((w[2:] for w in words if w.startswith("v=")), "?")
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--module", default=os.path.join(ROOT, "target/release/librl.so"))
     p.add_argument("--library", default=os.path.join(ROOT, "functions/rl.lua"))
-    p.add_argument("--requests", type=int, default=400_000)
-    p.add_argument("--quick", action="store_true", help="fewer requests, no scaling tables")
+    p.add_argument("--requests", type=int,
+                   help="requests per command over all rounds (default 400,000; --quick 100,000)")
+    p.add_argument("--rounds", type=int,
+                   help="rounds per side-by-side table (default 5; --quick 3)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer requests and rounds, no scaling tables")
+    p.add_argument("--valkey", default=VALKEY, help="valkey-server for the Valkey tables")
     p.add_argument("--bounds-only", action="store_true", help="only the worst-call table")
     a = p.parse_args()
-    requests = 100_000 if a.quick else a.requests
+    requests = a.requests or (100_000 if a.quick else 400_000)
+    rounds = max(a.rounds or (3 if a.quick else 5), 1)
+    per_round = max(requests // rounds, 20_000)
     if a.bounds_only:
         print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
         bounds_table(a.module, os.path.basename(a.module))
@@ -513,22 +579,23 @@ def main():
         if loaded != "rl":
             sys.exit("FUNCTION LOAD of the library failed: " + loaded)
         print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
-        run_table(server, requests, shas, 100_000, "Redis")
-        run_table(server, requests, shas, 0, "Redis")
+        run_table(server, per_round, shas, 100_000, "Redis", rounds)
+        run_table(server, per_round, shas, 0, "Redis", rounds)
         memory_table(server, 100_000)
         if not a.quick:
             scaling_table(server, requests)
     finally:
         server.stop()
-    deployment_tables(a.module, requests)
-    if os.path.exists(VALKEY):
-        valkey = Server(a.module, binary=VALKEY)
+    deployment_tables(a.module, per_round, rounds)
+    if os.path.exists(a.valkey):
+        label = "Valkey " + server_version(a.valkey).rsplit(".", 1)[0]
+        valkey = Server(a.module, binary=a.valkey)
         try:
             shas = {name: valkey.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
             with open(a.library) as f:
                 valkey.cli("-x", "FUNCTION", "LOAD", "REPLACE", stdin=f.read())
-            run_table(valkey, requests, shas, 100_000, "Valkey 9.1")
-            run_table(valkey, requests, shas, 0, "Valkey 9.1")
+            run_table(valkey, per_round, shas, 100_000, label, rounds)
+            run_table(valkey, per_round, shas, 0, label, rounds)
         finally:
             valkey.stop()
     bounds_table(a.module, "this build")
