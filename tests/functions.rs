@@ -37,25 +37,25 @@ const SCENARIOS: &[&[&str]] = &[
         "RL.GCRA K 7 1h BURST 3 cost 2",
         "RL.GCRA K 7 1h BURST 3",
         "RL.GCRA K 7 1h",
-        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 1000000000000",
-        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 0",
-        "!RL.GCRA K2 1000000000000 1ms",
-        "!RL.TOKENBUCKET K2 1 1000001 1ms",
-        "!RL.LEAKY K2 1 1000001 1ms",
-        "!RL.ALL 1 K2 GCRA 1000001 1ms",
+        "RL.GCRA K 1 3650d BURST 1000000000000 COST 1000000000000",
+        "RL.GCRA K 1 3650d BURST 1000000000000 COST 0",
+        "RL.GCRA K2 1000000000000 1ms",
+        "RL.TOKENBUCKET K2 1 1000001 1ms",
+        "RL.LEAKY K2 1 1000001 1ms",
+        "RL.ALL 1 K2 GCRA 1000001 1ms",
         "RL.TOKENBUCKET K2 5 1000000 1ms COST 0",
     ],
     &[
-        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 999999999999",
-        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 5",
-        "!RL.GCRA K 1 3650d BURST 1000000000000 COST 1",
-        "!RL.GCRA K 1 1h BURST 3",
-        "!RL.GCRA K 1 3650d BURST 1000000000000 REFUND 999999999999",
-        "!RL.GCRA K 1 3650d BURST 1000000000000 REFUND 1",
-        "!RL.TOKENBUCKET K2 1000000000000 1 3650d COST 1000000000000",
-        "!RL.TOKENBUCKET K2 1000000000000 1 3650d COST 0",
-        "!RL.LEAKY K3 1000000000000 1 3650d COST 1000000000000",
-        "!RL.LEAKY K3 1000000000000 1 3650d COST 0",
+        "RL.GCRA K 1 3650d BURST 1000000000000 COST 999999999999",
+        "RL.GCRA K 1 3650d BURST 1000000000000 COST 5",
+        "RL.GCRA K 1 3650d BURST 1000000000000 COST 1",
+        "RL.GCRA K 1 1h BURST 3",
+        "RL.GCRA K 1 3650d BURST 1000000000000 REFUND 999999999999",
+        "RL.GCRA K 1 3650d BURST 1000000000000 REFUND 1",
+        "RL.TOKENBUCKET K2 1000000000000 1 3650d COST 1000000000000",
+        "RL.TOKENBUCKET K2 1000000000000 1 3650d COST 0",
+        "RL.LEAKY K3 1000000000000 1 3650d COST 1000000000000",
+        "RL.LEAKY K3 1000000000000 1 3650d COST 0",
     ],
     &[
         "RL.TOKENBUCKET K 3 1 1h COST 2",
@@ -228,26 +228,6 @@ const ZSET_SCENARIOS: &[&[&str]] = &[
     ],
 ];
 
-/// True if the module has the decision layer the library follows (main after
-/// issues 8-10): rates above 1 per ns refused, waits capped at the expiry cap,
-/// short strings never read. Scenario lines marked `!` run only against it; an
-/// older module differs there, and only there.
-fn module_is_current(c: &mut redis::Connection) -> bool {
-    command("RL.GCRA probe:rate 1000000000000 1ms PEEK")
-        .query::<Value>(c)
-        .is_err()
-}
-
-/// True if the module stores the sliding log as weighted entries
-/// (`<ns>:<cost>:<sum>`, which the library writes), so that states compare
-/// and one key can be driven by both. A module with the older format (one bare
-/// `<ns>` member per unit) still decides the same; the library reads its logs.
-fn module_writes_weighted_logs(c: &mut redis::Connection) -> bool {
-    let _: Value = run(c, "RL.SLIDINGLOG probe:log 5 1s");
-    let members: Vec<String> = run(c, "ZRANGE probe:log 0 -1");
-    members.iter().all(|m| m.contains(':'))
-}
-
 /// The ACL rules a user needs for the library, as the README gives them.
 const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpireat +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrange +zrevrangebyscore";
 
@@ -355,10 +335,8 @@ fn conform(
     cm: &mut redis::Connection,
     cl: &mut redis::Connection,
     scenarios: &[&[&str]],
-    states: bool,
     side: impl Fn(usize) -> Backend,
 ) {
-    let current = module_is_current(cm);
     let tag: String = run::<String>(cm, "INCR conform:run");
     for (i, scenario) in scenarios.iter().enumerate() {
         let (pm, pl) = (format!("m{tag}.{i}"), format!("l{tag}.{i}"));
@@ -367,11 +345,6 @@ fn conform(
         prepare_foreign(cl, &pl, now_ns);
         let start = Instant::now();
         for (j, cmd) in scenario.iter().enumerate() {
-            let cmd = match cmd.strip_prefix('!') {
-                Some(_) if !current => continue,
-                Some(rest) => rest,
-                None => cmd,
-            };
             let a = Backend::Module.value(cm, &keyed(cmd, &pm));
             let b = side(j).value(cl, &keyed(cmd, &pl));
             let slack = start.elapsed().as_millis() as i64 + 1;
@@ -384,9 +357,6 @@ fn conform(
             );
         }
         let slack_ns = (start.elapsed().as_millis() as i128 + 1) * 1_000_000;
-        if !states {
-            continue;
-        }
         for k in ["1", "2", "3", "4", "5", "6"] {
             let (sm, im) = state(cm, &format!("{pm}:{k}"));
             let (sl, il) = state(cl, &format!("{pl}:{k}"));
@@ -407,18 +377,6 @@ fn conform(
             );
         }
     }
-}
-
-/// The largest integer in a reply (0 for an error).
-fn largest(r: &Result<Value, String>) -> i64 {
-    fn walk(v: &Value) -> i64 {
-        match v {
-            Value::Int(i) => *i,
-            Value::Array(items) => items.iter().map(walk).max().unwrap_or(0),
-            _ => 0,
-        }
-    }
-    r.as_ref().map_or(0, walk)
 }
 
 /// Random argument vectors: the library answers exactly the module's error, or
@@ -478,7 +436,6 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
         ("RL.ACQUIRE", 3),
         ("RL.RELEASE", 1),
     ];
-    let current = module_is_current(c);
     let mut rng = StdRng::seed_from_u64(seed);
     let _: () = run(c, "SET fz:m:str hello");
     let _: () = run(c, "SET fz:l:str hello");
@@ -565,18 +522,6 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
             if e.contains("umber of keys") || e.contains("not an integer") {
                 continue;
             }
-            // An older module admits rates above 1 per ns.
-            if !current && e.contains("at most 1 per nanosecond") {
-                continue;
-            }
-        }
-        // An older module does not cap waits at the expiry cap (10^15 ms).
-        if !current
-            && [&a, &b]
-                .into_iter()
-                .any(|r| largest(r) > 900_000_000_000_000)
-        {
-            continue;
         }
         assert!(
             same_reply(&a, &b, pair.elapsed().as_millis() as i64 + 1),
@@ -590,18 +535,16 @@ server_tests! {
     fn the_library_replies_and_stores_what_the_module_does(flavor) {
         let s = Server::start_library(flavor, true);
         let (cm, cl) = (&mut s.conn(), &mut s.conn());
-        conform(cm, cl, SCENARIOS, true, |_| Backend::Library);
-        let weighted = module_writes_weighted_logs(cm);
-        conform(cm, cl, ZSET_SCENARIOS, weighted, |_| Backend::Library);
+        conform(cm, cl, SCENARIOS, |_| Backend::Library);
+        conform(cm, cl, ZSET_SCENARIOS, |_| Backend::Library);
     }
 
     fn without_the_module_the_library_replies_what_the_module_does(flavor) {
         let m = Server::start(flavor);
         let l = Server::start_library(flavor, false);
         let (cm, cl) = (&mut m.conn(), &mut l.conn());
-        conform(cm, cl, SCENARIOS, true, |_| Backend::Library);
-        let weighted = module_writes_weighted_logs(cm);
-        conform(cm, cl, ZSET_SCENARIOS, weighted, |_| Backend::Library);
+        conform(cm, cl, SCENARIOS, |_| Backend::Library);
+        conform(cm, cl, ZSET_SCENARIOS, |_| Backend::Library);
         // The module's commands are absent there: the library is the only way in.
         assert!(rl_err(cl, "RL.GCRA k 1 1s").contains("unknown command"));
     }
@@ -609,25 +552,17 @@ server_tests! {
     fn a_key_driven_alternately_decides_as_if_one_had_done_it_all(flavor) {
         let s = Server::start_library(flavor, true);
         let (cm, cl) = (&mut s.conn(), &mut s.conn());
-        let weighted = module_writes_weighted_logs(cm);
         for first in [Backend::Library, Backend::Module] {
             let alternate = |j: usize| if j % 2 == 0 { first } else if first == Backend::Module { Backend::Library } else { Backend::Module };
-            conform(cm, cl, SCENARIOS, true, alternate);
-            if weighted {
-                conform(cm, cl, ZSET_SCENARIOS, true, alternate);
-            } else {
-                // The library decides on the module's older logs (one member per unit).
-                let module_then_library = |j: usize| if j < 3 { Backend::Module } else { Backend::Library };
-                conform(cm, cl, &ZSET_SCENARIOS[..1], false, module_then_library);
-            }
+            conform(cm, cl, SCENARIOS, alternate);
+            conform(cm, cl, ZSET_SCENARIOS, alternate);
         }
     }
 
     fn foreign_values_get_the_modules_errors_and_stay_byte_identical(flavor) {
         let s = Server::start_library(flavor, true);
         let c = &mut s.conn();
-        let current = module_is_current(c);
-        let values = [
+            let values = [
             "SET f:long bucket:1796047822884456000",
             "SET f:longtag gcra:not-a-number-but-long-enough",
             "SET f:int 42",
@@ -658,10 +593,6 @@ server_tests! {
         };
         let before = dump(c);
         for k in &keys {
-            // Short strings (at most 20 bytes) are never read by a current module.
-            if !current && ["f:tagged", "f:other"].contains(&k.as_str()) {
-                continue;
-            }
             for cmd in [
                 "RL.GCRA {k} 1 1h",
                 "RL.TOKENBUCKET {k} 1 1 1h",
