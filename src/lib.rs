@@ -56,23 +56,31 @@ handlers! {
 type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
+/// Where a command's keys are: first, last, step (as `RedisModule_CreateCommand` takes them).
+type KeySpec = (c_int, c_int, c_int);
+/// One key, at position 1.
+const KEY_1: KeySpec = (1, 1, 1);
+
 /// The registration table: name (lowercase, like Redis's own commands, so
-/// `COMMAND` and `INFO commandstats` list `rl.gcra`), handler, flags. Every
-/// command has exactly one key, at position 1 (first key 1, last key 1, step 1).
-const COMMANDS: [(&std::ffi::CStr, Handler, &std::ffi::CStr); 9] = [
-    (c"rl.gcra", gcra, c"write deny-oom fast"),
-    (c"rl.tokenbucket", token_bucket, c"write deny-oom fast"),
-    (c"rl.leaky", leaky, c"write deny-oom fast"),
-    (c"rl.sliding", sliding, c"write deny-oom fast"),
+/// `COMMAND` and `INFO commandstats` list `rl.gcra`), handler, flags, keys.
+const COMMANDS: [(&std::ffi::CStr, Handler, &std::ffi::CStr, KeySpec); 11] = [
+    (c"rl.gcra", gcra, c"write deny-oom fast", KEY_1),
+    (c"rl.tokenbucket", token_bucket, c"write deny-oom fast", KEY_1),
+    (c"rl.leaky", leaky, c"write deny-oom fast", KEY_1),
+    (c"rl.sliding", sliding, c"write deny-oom fast", KEY_1),
     // Registered without `fast` as the contract has it (a call is O(log n), but a
     // write may also remove up to 64 lapsed entries, and REFUND amortises).
-    (c"rl.slidinglog", sliding_log, c"write deny-oom"),
-    (c"rl.fixed", fixed, c"write deny-oom fast"),
+    (c"rl.slidinglog", sliding_log, c"write deny-oom", KEY_1),
+    (c"rl.fixed", fixed, c"write deny-oom fast", KEY_1),
     // redis-cell's command, its replies and its stored state (src/throttle.rs).
-    (c"cl.throttle", throttle::command, c"write deny-oom fast"),
+    (c"cl.throttle", throttle::command, c"write deny-oom fast", KEY_1),
     // In-flight limits: O(lapsed leases) per call, memory capped like the sliding log.
-    (c"rl.acquire", lease::acquire, c"write deny-oom fast"),
-    (c"rl.release", lease::release_command, c"write fast"),
+    (c"rl.acquire", lease::acquire, c"write deny-oom fast", KEY_1),
+    (c"rl.release", lease::release_command, c"write fast", KEY_1),
+    // RL.PEEK <ALGO> key ...: read-only, its key at position 2.
+    (c"rl.peek", peek::command, c"readonly fast", (2, 2, 1)),
+    // RL.ALL's keys move with numkeys: Redis asks the handler for their positions.
+    (c"rl.all", all::command, c"write deny-oom getkeys-api", (0, 0, 0)),
 ];
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
@@ -82,7 +90,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         return Status::Err;
     }
     store::init_effects();
-    for (name, handler, flags) in COMMANDS {
+    for (name, handler, flags, (first, last, step)) in COMMANDS {
         // SAFETY: called from RedisModule_OnLoad with a live context.
         let status = unsafe {
             raw::RedisModule_CreateCommand.expect("CreateCommand")(
@@ -90,9 +98,9 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
                 name.as_ptr(),
                 Some(handler),
                 flags.as_ptr(),
-                1,
-                1,
-                1,
+                first,
+                last,
+                step,
             )
         };
         if status != raw::REDISMODULE_OK as c_int {
@@ -128,40 +136,6 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             role,
             Some(wait::on_role_change),
         );
-    }
-    // RL.PEEK <ALGO> key ...: read-only, its key at position 2.
-    // SAFETY: as above.
-    let status = unsafe {
-        raw::RedisModule_CreateCommand.expect("CreateCommand")(
-            ctx.ctx,
-            c"rl.peek".as_ptr(),
-            Some(peek::command),
-            c"readonly fast".as_ptr(),
-            2,
-            2,
-            1,
-        )
-    };
-    if status != raw::REDISMODULE_OK as c_int {
-        ctx.log_warning("rl: could not register rl.peek");
-        return Status::Err;
-    }
-    // RL.ALL's keys move with numkeys: Redis asks the handler for their positions.
-    // SAFETY: as above.
-    let status = unsafe {
-        raw::RedisModule_CreateCommand.expect("CreateCommand")(
-            ctx.ctx,
-            c"rl.all".as_ptr(),
-            Some(all::command),
-            c"write deny-oom getkeys-api".as_ptr(),
-            0,
-            0,
-            0,
-        )
-    };
-    if status != raw::REDISMODULE_OK as c_int {
-        ctx.log_warning("rl: could not register rl.all");
-        return Status::Err;
     }
     for doc in docs::all_docs() {
         docs::declare(ctx.ctx, &doc);
