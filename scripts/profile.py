@@ -7,7 +7,8 @@ keys, every call admitted), and dumps the counters. Instructions per call are th
 server's (event loop, parsing, the command, the reply, propagation) divided by the calls;
 the ratios are to `INCR` and to `SET key value PXAT ms`, the floor of an admitted call (a
 string written with an absolute expiry, replicated). With --breakdown, also prints where
-RL.GCRA's instructions go, by module API function (inclusive counts per call).
+RL.GCRA's instructions go, by module API function (inclusive counts per call), and
+what SET … PXAT's own command pays for the same ends.
 
 Usage: scripts/profile.py [--module PATH] [--calls N] [--keys N] [--breakdown]
 Figures are as measured; nothing here is a test.
@@ -38,6 +39,11 @@ COMMANDS = [
     ("RL.FIXED", ["RL.FIXED", "k:__rand_int__", "100", "1h"]),
     ("CL.THROTTLE", ["CL.THROTTLE", "k:__rand_int__", "99", "100", "3600"]),
 ]
+# What SET … PXAT's command does for the same ends (inclusive instructions): the
+# command (options, the key, the expiry, the events, `+OK`), and rewriting its own
+# argument vector into the `SET key value PXAT ms` it propagates.
+SET_PARTS = ["setCommand", "setKey", "setExpire", "rewriteClientCommandVector",
+             "createStringObjectFromLongLong", "notifyKeyspaceEvent", "addReply"]
 # The module API functions worth naming in RL.GCRA's breakdown (inclusive instructions);
 # the server names `RedisModule_X` internally `RM_X`.
 API = ["RedisModuleCommandDispatcher", "RedisModule_Replicate", "RedisModule_ReplyWithLongLong",
@@ -142,6 +148,14 @@ def main():
                     ir = found.get(fn.replace("RedisModule_", "RM_"))
                     if ir is not None:
                         print(f"| `{fn}` | {ir / args.calls:,.0f} |")
+                dump = next(d for n, _, d in rows if n == "SET … PXAT")
+                found = inclusive(dump, SET_PARTS)
+                print("\n#### What SET … PXAT's command pays for the same (inclusive, per call)\n")
+                print("| function | instructions/call |")
+                print("|---|---:|")
+                for fn in SET_PARTS:
+                    if fn in found:
+                        print(f"| `{fn}` | {found[fn] / args.calls:,.0f} |")
         finally:
             server.terminate()
             server.wait(timeout=120)
