@@ -60,27 +60,36 @@ type Handler =
 type KeySpec = (c_int, c_int, c_int);
 /// One key, at position 1.
 const KEY_1: KeySpec = (1, 1, 1);
+/// Keys found by asking the handler (`getkeys-api`).
+const ASKED: KeySpec = (0, 0, 0);
+/// The flags of a write command that runs in O(1).
+const WRITE_FAST: &std::ffi::CStr = c"write deny-oom fast";
 
 /// The registration table: name (lowercase, like Redis's own commands, so
 /// `COMMAND` and `INFO commandstats` list `rl.gcra`), handler, flags, keys.
 const COMMANDS: [(&std::ffi::CStr, Handler, &std::ffi::CStr, KeySpec); 11] = [
-    (c"rl.gcra", gcra, c"write deny-oom fast", KEY_1),
-    (c"rl.tokenbucket", token_bucket, c"write deny-oom fast", KEY_1),
-    (c"rl.leaky", leaky, c"write deny-oom fast", KEY_1),
-    (c"rl.sliding", sliding, c"write deny-oom fast", KEY_1),
+    (c"rl.gcra", gcra, WRITE_FAST, KEY_1),
+    (c"rl.tokenbucket", token_bucket, WRITE_FAST, KEY_1),
+    (c"rl.leaky", leaky, WRITE_FAST, KEY_1),
+    (c"rl.sliding", sliding, WRITE_FAST, KEY_1),
     // Registered without `fast` as the contract has it (a call is O(log n), but a
     // write may also remove up to 64 lapsed entries, and REFUND amortises).
     (c"rl.slidinglog", sliding_log, c"write deny-oom", KEY_1),
-    (c"rl.fixed", fixed, c"write deny-oom fast", KEY_1),
+    (c"rl.fixed", fixed, WRITE_FAST, KEY_1),
     // redis-cell's command, its replies and its stored state (src/throttle.rs).
-    (c"cl.throttle", throttle::command, c"write deny-oom fast", KEY_1),
+    (c"cl.throttle", throttle::command, WRITE_FAST, KEY_1),
     // In-flight limits: O(lapsed leases) per call, memory capped like the sliding log.
-    (c"rl.acquire", lease::acquire, c"write deny-oom fast", KEY_1),
+    (c"rl.acquire", lease::acquire, WRITE_FAST, KEY_1),
     (c"rl.release", lease::release_command, c"write fast", KEY_1),
     // RL.PEEK <ALGO> key ...: read-only, its key at position 2.
     (c"rl.peek", peek::command, c"readonly fast", (2, 2, 1)),
     // RL.ALL's keys move with numkeys: Redis asks the handler for their positions.
-    (c"rl.all", all::command, c"write deny-oom getkeys-api", (0, 0, 0)),
+    (
+        c"rl.all",
+        all::command,
+        c"write deny-oom getkeys-api",
+        ASKED,
+    ),
 ];
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
