@@ -16,6 +16,7 @@ use algorithm::gcra::Gcra;
 use algorithm::leaky::Leaky;
 use algorithm::schedule::InstantLimiter;
 use algorithm::sliding::{self, Sliding, SlidingState};
+use algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog, TRIM_MAX};
 use algorithm::token_bucket::TokenBucket;
 use algorithm::{expire_ms, Decision};
 use common::backend::library_source;
@@ -349,6 +350,196 @@ fn throttle_sequences(flavor: Flavor, seed: u64) {
     }
 }
 
+/// Sliding-log limits: the file's counts up to the command's cap (100,000).
+const LOG_LIMITS: [u64; 7] = [1, 2, 3, 7, 10, 1_000, 100_000];
+
+/// The log as the server's sorted set holds it, for `SlidingLog` to decide on:
+/// entries ordered by score, then member; scores are doubles (exact below 2^53
+/// us, the year 2255), so every score bound compares as a double, as the
+/// module's `store/log.rs` (and the library's `ZRANGEBYSCORE`) compare them.
+/// (`sliding_log::testing::VecLog` compares exact integers: the same below
+/// 2^53 us, not at the instants past 2^63 ns tested here.)
+#[derive(Default)]
+struct Zset(Vec<Entry>);
+
+fn double(us: u64) -> f64 {
+    us as f64
+}
+
+impl LogView for Zset {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn count_after(&self, cutoff_us: u64) -> Result<u64, Corrupt> {
+        let live = |e: &&Entry| double(e.score()) > double(cutoff_us);
+        Ok(self.0.iter().filter(live).count() as u64)
+    }
+    fn scan_after(
+        &self,
+        cutoff_us: u64,
+        visit: &mut dyn FnMut(Entry) -> bool,
+    ) -> Result<(), Corrupt> {
+        let live = |e: &&Entry| double(e.score()) > double(cutoff_us);
+        for e in self.0.iter().filter(live) {
+            if !visit(*e) {
+                break;
+            }
+        }
+        Ok(())
+    }
+    fn last_through(&self, score_us: u64) -> Result<Option<Entry>, Corrupt> {
+        let through = |e: &&Entry| double(e.score()) <= double(score_us);
+        Ok(self.0.iter().rev().find(through).copied())
+    }
+    fn scan_newest(&self, visit: &mut dyn FnMut(Entry) -> bool) -> Result<(), Corrupt> {
+        for e in self.0.iter().rev() {
+            if !visit(*e) {
+                break;
+            }
+        }
+        Ok(())
+    }
+    fn at_rank(&self, rank: u64) -> Result<Option<Entry>, Corrupt> {
+        Ok(self.0.get(rank as usize).copied())
+    }
+}
+
+impl Zset {
+    fn sort(&mut self) {
+        let order = |e: &Entry| (double(e.score()), e.member().as_bytes().to_vec());
+        self.0
+            .sort_by(|a, b| order(a).partial_cmp(&order(b)).unwrap());
+    }
+
+    /// `Key::write_log`: if an entry lapsed, remove at most `TRIM_MAX` entries
+    /// scored `<= cutoff_us`, oldest first; then add the entry.
+    fn apply(&mut self, w: &LogWrite) {
+        if w.lapsed {
+            let cutoff = double(w.cutoff_us);
+            let lapsed = self.0.iter().take(TRIM_MAX);
+            let n = lapsed.take_while(|e| double(e.score()) <= cutoff).count();
+            self.0.drain(..n);
+        }
+        self.0.push(w.entry);
+        self.sort();
+    }
+
+    /// `Key::refund_log` (or the key's deletion): remove the `remove` newest
+    /// entries and, if one is rewritten, the next one, then add its rewrite.
+    fn apply_refund(&mut self, r: &LogRefund) {
+        if r.newest_left_ns.is_none() {
+            self.0.clear();
+            return;
+        }
+        let take = r.remove as usize + usize::from(r.rewrite.is_some());
+        self.0.truncate(self.0.len() - take);
+        if let Some((_, new)) = r.rewrite {
+            self.0.push(new);
+            self.sort();
+        }
+    }
+}
+
+/// The stored log as `ZRANGE key 0 -1 WITHSCORES` replies it: members and scores.
+fn stored_log(c: &mut redis::Connection, key: &str) -> Vec<(String, f64)> {
+    let flat: Vec<String> = run(c, &format!("ZRANGE {key} 0 -1 WITHSCORES"));
+    flat.chunks(2)
+        .map(|p| (p[0].clone(), p[1].parse().expect("a score")))
+        .collect()
+}
+
+/// The sliding log: entries, one per admitted request, in a sorted set.
+fn log_sequences(flavor: Flavor, seed: u64) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let mut rng = StdRng::seed_from_u64(seed);
+    for round in 0..24 {
+        let limit = *LOG_LIMITS.choose(&mut rng).unwrap();
+        let window_ms = *DURATIONS_MS.choose(&mut rng).unwrap();
+        let window_ns = window_ms * MS;
+        let l = SlidingLog { limit, window_ns };
+        let key = format!("l{round}");
+        let mut now = start_ns(&mut rng);
+        let floor = now;
+        let mut log = Zset::default();
+        // The expected PEXPIRETIME: -2 while the key is absent.
+        let mut expire: i64 = -2;
+        // A third of the keys start with legacy entries (one unit each, bare
+        // nanosecond members) written before `now`, some lapsed (often more
+        // than a write trims), some live (possibly more than `limit`).
+        if round % 3 == 2 {
+            let count = rng.random_range(1..=200);
+            let mut at = now.saturating_sub(rng.random_range(0..=window_ns.saturating_mul(2)));
+            let mut ns = Vec::new();
+            for _ in 0..count {
+                at += rng.random_range(1..=(window_ns / count).max(1));
+                if at >= now {
+                    break;
+                }
+                ns.push(at);
+            }
+            log = Zset(ns.into_iter().map(Entry::legacy).collect());
+            for e in &log.0 {
+                let member = String::from_utf8_lossy(e.member().as_bytes()).into_owned();
+                let _: i64 = run(c, &format!("ZADD {key} {} {member}", e.score()));
+            }
+            if let Some(e) = log.0.last() {
+                expire = expire_ms(l.leaves_at_ns(e.ns)) as i64;
+                let _: i64 = run(c, &format!("PEXPIREAT {key} {expire}"));
+            }
+        }
+        for _ in 0..STEPS {
+            now = next_now(&mut rng, now, floor, (window_ns / limit).max(1));
+            set_now(c, now);
+            let n = cost(&mut rng, limit);
+            let refund = rng.random_bool(0.1);
+            let option = if refund { "REFUND" } else { "COST" };
+            let words = format!("RL.SLIDINGLOG {key} {limit} {window_ms}ms {option} {n}");
+            let what = format!("{words} at {now}");
+            // The module refuses a log it cannot extend (a nanosecond past u64).
+            let outcome = if refund {
+                l.refund(&log, now, n).map(|out| {
+                    if let Some(r) = out.write {
+                        log.apply_refund(&r);
+                        expire = r
+                            .newest_left_ns
+                            .map_or(-2, |ns| expire_ms(l.leaves_at_ns(ns)) as i64);
+                    }
+                    out.decision
+                })
+            } else {
+                l.decide(&log, now, n).map(|out| {
+                    if let Some(w) = out.write {
+                        log.apply(&w);
+                        expire = expire_ms(l.idle_at_ns(&w)) as i64;
+                    }
+                    out.decision
+                })
+            };
+            match outcome {
+                Ok(decision) => {
+                    let got = Backend::Library.rl(c, &words);
+                    assert_reply(&got, capped(decision, now), &what);
+                }
+                Err(_) => {
+                    let e = Backend::Library.err(c, &words);
+                    assert!(e.contains("did not write"), "{what}: {e}");
+                }
+            }
+            let want: Vec<(String, f64)> = log
+                .0
+                .iter()
+                .map(|e| {
+                    let member = String::from_utf8_lossy(e.member().as_bytes()).into_owned();
+                    (member, double(e.score()))
+                })
+                .collect();
+            assert_eq!(stored_log(c, &key), want, "{what}: stored log");
+            assert_eq!(pexpiretime(c, &key), expire, "{what}: expiry");
+        }
+    }
+}
+
 /// A random u128 of a random number of decimal digits (so every limb count and
 /// both representations, Lua number and limb table, come up).
 fn random_u128(rng: &mut StdRng, max_digits: u32) -> u128 {
@@ -423,5 +614,9 @@ server_tests! {
 
     fn cl_throttle_is_exact_at_chosen_instants(flavor) {
         throttle_sequences(flavor, seed(13));
+    }
+
+    fn sliding_log_is_exact_at_chosen_instants(flavor) {
+        log_sequences(flavor, seed(15));
     }
 }

@@ -395,6 +395,14 @@ impl SlidingLog {
         let target = c.base.checked_add(k - c.legacy).ok_or(Corrupt)?;
         let reaches = |e: &Entry| e.sum.is_some_and(|s| s >= target);
         let first = c.first_weighted.ok_or(Corrupt)?;
+        // The scan below visits `first` as its first weighted entry (the oldest
+        // live one): when it reaches the target, that is the answer, with no
+        // seek. Not only a shortcut: a sorted set's scores are doubles, and
+        // beyond 2^53 us `score - 1` can round to `first`'s own score, which the
+        // exclusive scan would then skip. `functions/rl.lua` answers the same way.
+        if reaches(&first) {
+            return Ok(first.score());
+        }
         let (mut found, mut seen, mut lo) = (None, 0, first.score());
         log.scan_after(first.score().saturating_sub(1), &mut |e| {
             if e.sum.is_none() {
