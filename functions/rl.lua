@@ -155,6 +155,15 @@ local function build()
     return r
   end
 
+  -- r with the limbs of a number carry >= 0 appended (the carry out of a sum or product).
+  local function append_carry(r, carry)
+    while carry > 0 do
+      local l = carry % BASE
+      r[#r + 1], carry = l, (carry - l) / BASE
+    end
+    return r
+  end
+
   -- a + x for a limb table a and a number x (no conversion of x to limbs).
   local function add_small(a, x)
     local r, carry = {}, x
@@ -167,11 +176,7 @@ local function build()
         r[i], carry = t, 0
       end
     end
-    while carry > 0 do
-      local l = carry % BASE
-      r[#r + 1], carry = l, (carry - l) / BASE
-    end
-    return r
+    return append_carry(r, carry)
   end
 
   local function add(a, b)
@@ -268,11 +273,7 @@ local function build()
       local l = t % BASE
       r[i], carry = l, (t - l) / BASE
     end
-    while carry > 0 do
-      local l = carry % BASE
-      r[#r + 1], carry = l, (carry - l) / BASE
-    end
-    return r
+    return append_carry(r, carry)
   end
 
   local function mul(a, b)

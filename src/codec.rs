@@ -13,7 +13,7 @@
 //! admitted request (legacy keys: a bare `<ns>` per unit), scored by the
 //! nanosecond's microsecond (see `algorithm::sliding_log`).
 
-use crate::algorithm::decimal::Decimal;
+use crate::algorithm::decimal::StackBytes;
 use crate::args::Kind;
 use crate::error::RlError;
 
@@ -31,61 +31,33 @@ impl Kind {
     }
 }
 
-/// A stored value being built on the stack (no allocation on the hot path).
-pub struct Text {
-    buf: [u8; 136],
-    len: usize,
-}
+/// A stored value: a tag and at most three fields of at most 41 digits.
+pub type Text = StackBytes<136>;
 
-impl Text {
-    fn new(kind: Kind) -> Text {
-        let mut t = Text {
-            buf: [0; 136],
-            len: 0,
-        };
-        t.push(kind.tag().as_bytes());
-        t
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
-    fn field(&mut self, value: u128) {
-        self.push(b":");
-        self.push_decimal(value);
-    }
-
-    /// Decimal digits; values above `u64` (rare: far-future instants) are split
-    /// into 19-digit chunks so the common case stays in cheap `u64` arithmetic.
-    fn push_decimal(&mut self, value: u128) {
-        const CHUNK: u128 = 10_000_000_000_000_000_000;
+/// `:` and `value` in decimal; values above `u64` (rare: far-future instants)
+/// are split into 19-digit chunks so the common case stays in `u64` arithmetic.
+fn push_field(text: &mut Text, value: u128) {
+    const CHUNK: u128 = 10_000_000_000_000_000_000;
+    fn digits(text: &mut Text, value: u128) {
         match u64::try_from(value) {
-            Ok(v) => self.push_u64(v, 1),
+            Ok(v) => text.push_u64(v, 1),
             Err(_) => {
-                self.push_decimal(value / CHUNK);
-                self.push_u64((value % CHUNK) as u64, 19);
+                digits(text, value / CHUNK);
+                text.push_u64((value % CHUNK) as u64, 19);
             }
         }
     }
-
-    /// At least `min_digits` digits, zero-padded on the left.
-    fn push_u64(&mut self, v: u64, min_digits: usize) {
-        self.push(Decimal::padded(v, min_digits).as_bytes());
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
+    text.push(b":");
+    digits(text, value);
 }
 
 /// Encodes a state of `N` fields (at most 3: a tag and three 41-byte fields fit the buffer).
 pub fn encode<const N: usize>(kind: Kind, fields: [u128; N]) -> Text {
     const { assert!(N <= 3) };
-    let mut text = Text::new(kind);
+    let mut text = Text::new();
+    text.push(kind.tag().as_bytes());
     for value in fields {
-        text.field(value);
+        push_field(&mut text, value);
     }
     text
 }

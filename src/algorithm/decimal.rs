@@ -66,6 +66,36 @@ impl Decimal {
     }
 }
 
+/// Bytes built on the stack, at most `N` of them (stored values and
+/// sliding-log members: no allocation on the hot path).
+pub struct StackBytes<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackBytes<N> {
+    pub fn new() -> Self {
+        StackBytes {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// At least `min_digits` decimal digits, zero-padded on the left.
+    pub fn push_u64(&mut self, value: u64, min_digits: usize) {
+        self.push(Decimal::padded(value, min_digits).as_bytes());
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Decimal;

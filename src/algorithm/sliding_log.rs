@@ -15,7 +15,7 @@
 //! Stored arithmetic is checked: a member that would overflow (a hand-written
 //! `18446744073709551615`, a sum at `u64::MAX`) is [`Corrupt`], never merged.
 
-use super::decimal::Decimal;
+use super::decimal::StackBytes;
 use super::{Decision, Outcome, Wait, NANOS_PER_MS, NANOS_PER_US};
 
 /// At most this many lapsed entries are removed by one write (oldest first).
@@ -71,19 +71,16 @@ impl Entry {
     /// digits (so members of one score sort by time), or the bare `<ns>` of a
     /// legacy entry.
     pub fn member(&self) -> Member {
-        let mut member = Member {
-            buf: [0; 61],
-            len: 0,
-        };
+        let mut member = Member::new();
         match self.sum {
             Some(sum) => {
-                member.push(Decimal::padded(self.ns, 19).as_bytes());
+                member.push_u64(self.ns, 19);
                 member.push(b":");
-                member.push(Decimal::new(self.cost).as_bytes());
+                member.push_u64(self.cost, 1);
                 member.push(b":");
-                member.push(Decimal::new(sum).as_bytes());
+                member.push_u64(sum, 1);
             }
-            None => member.push(Decimal::new(self.ns).as_bytes()),
+            None => member.push_u64(self.ns, 1),
         }
         member
     }
@@ -180,22 +177,8 @@ pub struct LogRefund {
     pub newest_left_ns: Option<u64>,
 }
 
-/// A sorted-set member built on the stack: at most 19 + 1 + 20 + 1 + 20 bytes.
-pub struct Member {
-    buf: [u8; 61],
-    len: usize,
-}
-
-impl Member {
-    fn push(&mut self, bytes: &[u8]) {
-        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
+/// A sorted-set member: at most 19 + 1 + 20 + 1 + 20 bytes.
+pub type Member = StackBytes<61>;
 
 /// The score of an entry at nanosecond `ns`.
 pub fn score_of(ns: u64) -> u64 {
