@@ -12,14 +12,27 @@ pub static SLIDING_LOG_MAX_LIMIT: AtomicI64 = AtomicI64::new(DEFAULT_SLIDING_LOG
 pub const SLIDING_LOG_MAX_RANGE: (i64, i64) = (1, 100_000_000);
 
 /// `rl.max-waiters`: the most clients waiting (`BLOCK`) at once; beyond it,
-/// `BLOCK` decides at once. `0` turns waiting off.
+/// `BLOCK` decides at once. `0` turns waiting off. A waiter costs the server
+/// about 35 KB (the reply buffer of its blocked-client handle), so the
+/// default is a budget of about 35 MB.
 pub static MAX_WAITERS: AtomicI64 = AtomicI64::new(DEFAULT_MAX_WAITERS);
-pub const DEFAULT_MAX_WAITERS: i64 = 10_000;
+pub const DEFAULT_MAX_WAITERS: i64 = 1_000;
 pub const MAX_WAITERS_RANGE: (i64, i64) = (0, 1_000_000);
+
+/// `rl.max-waiters-per-key`: the most clients waiting on one key (database
+/// and name), so that one key cannot take every slot of `rl.max-waiters`.
+pub static MAX_WAITERS_PER_KEY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_WAITERS_PER_KEY);
+pub const DEFAULT_MAX_WAITERS_PER_KEY: i64 = 100;
+pub const MAX_WAITERS_PER_KEY_RANGE: (i64, i64) = (0, 1_000_000);
 
 /// `rl.max-waiters` in force.
 pub fn max_waiters() -> usize {
     MAX_WAITERS.load(Ordering::Relaxed).max(0) as usize
+}
+
+/// `rl.max-waiters-per-key` in force.
+pub fn max_waiters_per_key() -> usize {
+    MAX_WAITERS_PER_KEY.load(Ordering::Relaxed).max(0) as usize
 }
 
 /// The caps in force for this call.
@@ -30,9 +43,10 @@ pub fn caps() -> Caps {
 }
 
 /// The settings `loadmodule` accepts, with their valid ranges.
-const SETTINGS: [(&str, (i64, i64)); 2] = [
+const SETTINGS: [(&str, (i64, i64)); 3] = [
     ("sliding-log-max-limit", SLIDING_LOG_MAX_RANGE),
     ("max-waiters", MAX_WAITERS_RANGE),
+    ("max-waiters-per-key", MAX_WAITERS_PER_KEY_RANGE),
 ];
 
 /// Checks `loadmodule librl.so <name> <value> ...` before the module loads: an
@@ -47,7 +61,7 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
             .find(|(known, _)| pair[0].eq_ignore_ascii_case(known.as_bytes()))
             .ok_or_else(|| {
                 format!(
-                    "unknown module argument '{name}' (known: sliding-log-max-limit, max-waiters)"
+                    "unknown module argument '{name}' (known: sliding-log-max-limit, max-waiters, max-waiters-per-key)"
                 )
             })?;
         let value = pair

@@ -5,7 +5,7 @@
 use crate::algorithm::fixed::FixedState;
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
-use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite};
+use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
 use crate::algorithm::{expire_ms, fixed, sliding, Decision};
 use crate::args::{Kind, Limiter, Request};
 use crate::codec::{decode, encode, Text};
@@ -86,45 +86,61 @@ pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending,
             }
         }
         Limiter::SlidingLog(p) => {
-            let log = match key.held() {
-                Held::Empty => None,
-                Held::Zset => Some(key.as_log().ok_or(RlError::ForeignValue(kind.label()))?),
-                Held::String(_) | Held::ShortString | Held::Other => {
-                    return Err(RlError::WrongType)
-                }
-            };
-            let view: &dyn LogView = match &log {
-                Some(log) => log,
-                None => &EmptyLog,
-            };
-            let corrupt = |_: Corrupt| RlError::ForeignValue(kind.label());
-            if refund {
-                let out = p.refund(view, now, n).map_err(corrupt)?;
-                Pending {
-                    decision: out.decision,
-                    write: out.write.map(|r| match r.newest_left_ns {
-                        None => Write::Delete,
-                        Some(ns) => Write::LogRefund {
-                            refund: r,
-                            expire_ms: expire_ms(p.leaves_at_ns(ns)),
-                        },
-                    }),
-                }
-            } else {
-                let out = p.decide(view, now, n).map_err(corrupt)?;
-                Pending {
-                    decision: out.decision,
-                    write: out.write.map(|w| Write::LogAdd {
-                        write: w,
-                        expire_ms: expire_ms(p.idle_at_ns(&w)),
-                    }),
-                }
+            // A legacy census may close the key around a server call; if the
+            // key vanished then, decide again on the now-absent key.
+            let once = decide_log(key, kind, &p, req, now);
+            match key.take_vanished() {
+                true => decide_log(key, kind, &p, req, now)?,
+                false => once?,
             }
         }
     };
     Ok(Pending {
         decision: pending.decision.within_expiry_cap(now.into()),
         ..pending
+    })
+}
+
+/// Decides with the sliding log on `key`.
+fn decide_log(
+    key: &Key,
+    kind: Kind,
+    p: &SlidingLog,
+    req: &Request,
+    now: u64,
+) -> Result<Pending, RlError> {
+    let (n, refund) = (req.cost, req.refund);
+    let log = match key.held() {
+        Held::Empty => None,
+        Held::Zset => Some(key.as_log().ok_or(RlError::ForeignValue(kind.label()))?),
+        Held::String(_) | Held::ShortString | Held::Other => return Err(RlError::WrongType),
+    };
+    let view: &dyn LogView = match &log {
+        Some(log) => log,
+        None => &EmptyLog,
+    };
+    let corrupt = |_: Corrupt| RlError::ForeignValue(kind.label());
+    Ok(if refund {
+        let out = p.refund(view, now, n).map_err(corrupt)?;
+        Pending {
+            decision: out.decision,
+            write: out.write.map(|r| match r.newest_left_ns {
+                None => Write::Delete,
+                Some(ns) => Write::LogRefund {
+                    refund: r,
+                    expire_ms: expire_ms(p.leaves_at_ns(ns)),
+                },
+            }),
+        }
+    } else {
+        let out = p.decide(view, now, n).map_err(corrupt)?;
+        Pending {
+            decision: out.decision,
+            write: out.write.map(|w| Write::LogAdd {
+                write: w,
+                expire_ms: expire_ms(p.idle_at_ns(&w)),
+            }),
+        }
     })
 }
 

@@ -4,7 +4,7 @@
 
 use thiserror::Error;
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum RlError {
     #[error("ERR wrong number of arguments for '{0}' command")]
     WrongArity(&'static str),
@@ -49,6 +49,12 @@ pub enum RlError {
     /// A wait (`BLOCK`) ended because the server stopped being a master.
     #[error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)")]
     Unblocked,
+    /// A waiter would be admitted while the server is out of memory (`noeviction`).
+    #[error("OOM command not allowed when used memory > 'maxmemory'.")]
+    Oom,
+    /// A wait (`BLOCK`) ended because the server is shutting down.
+    #[error("UNBLOCKED the server is shutting down")]
+    ShuttingDown,
     #[error("ERR internal error in {0}: the request was not applied")]
     Internal(&'static str),
 }

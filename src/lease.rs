@@ -174,8 +174,17 @@ fn run_release(
 }
 
 /// Runs `f` on the key's leases: none if it is empty; an error, leaving the key
-/// untouched, if it holds anything but a lease set.
-fn with_leases<T>(key: &Key, f: impl FnOnce(&dyn LeaseView) -> T) -> Result<T, RlError> {
+/// untouched, if it holds anything but a lease set. If the key vanished during
+/// a count (see `store::Key`), `f` runs again on the now-absent key.
+fn with_leases<T>(key: &Key, f: impl Fn(&dyn LeaseView) -> T) -> Result<T, RlError> {
+    let out = leases_once(key, &f);
+    match key.take_vanished() {
+        true => leases_once(key, &f),
+        false => out,
+    }
+}
+
+fn leases_once<T>(key: &Key, f: &impl Fn(&dyn LeaseView) -> T) -> Result<T, RlError> {
     match key.held() {
         Held::Empty => Ok(f(&NoLeases)),
         Held::Zset => {

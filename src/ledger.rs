@@ -11,6 +11,8 @@
 //! Invariant (the module counts each call exactly when Redis does): after
 //! `settle`, every tally covers exactly the calls since Redis's last reset.
 
+use std::collections::BTreeMap;
+
 /// What `INFO rl` shows for one command.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -39,19 +41,28 @@ pub enum Outcome {
     /// call when it is answered (Redis 7.2+, Valkey).
     Waited { allowed: bool, cost: u64 },
     /// A call that started waiting, on a server that counts a blocked call
-    /// when it blocks (Redis 7.0): counted now, decided later ([`Outcome::Late`]).
-    Blocked,
+    /// when it blocks (Redis 7.0): counted now, decided later ([`Outcome::Late`]
+    /// with the same [`Token`]).
+    Blocked(Token),
     /// The decision of a [`Outcome::Blocked`] call: not a call of its own.
-    Late { allowed: bool, cost: u64 },
+    Late {
+        allowed: bool,
+        cost: u64,
+        token: Token,
+    },
     /// A [`Outcome::Blocked`] call that ends without a decision (its client
     /// went away, or got an error): not a call of its own.
-    Abandoned,
+    Abandoned(Token),
 }
+
+/// Names one blocked call, so that its completion is matched to it whatever
+/// the order in which waits end. Unique among the waits not yet completed.
+pub type Token = u64;
 
 impl Outcome {
     /// True unless the outcome completes a call recorded earlier.
     fn is_call(self) -> bool {
-        !matches!(self, Outcome::Late { .. } | Outcome::Abandoned)
+        !matches!(self, Outcome::Late { .. } | Outcome::Abandoned(_))
     }
 }
 
@@ -90,7 +101,7 @@ impl Tally {
                 *total = total.wrapping_add(cost);
             }
             Outcome::Answered => {}
-            Outcome::Waited { allowed, cost } | Outcome::Late { allowed, cost } => {
+            Outcome::Waited { allowed, cost } | Outcome::Late { allowed, cost, .. } => {
                 self.calls = self.calls.wrapping_sub(1);
                 self.add(Outcome::Decided { allowed, cost });
                 let n = match allowed {
@@ -99,7 +110,7 @@ impl Tally {
                 };
                 *n = n.wrapping_add(1);
             }
-            Outcome::Blocked | Outcome::Abandoned => {}
+            Outcome::Blocked(_) | Outcome::Abandoned(_) => {}
         }
     }
 }
@@ -115,11 +126,9 @@ pub struct Ledger<const N: usize> {
     baseline: [u64; N],
     /// Every call since the last `settle`, oldest first.
     recent: Vec<Call>,
-    /// Per command, blocked calls settled and not completed yet.
-    open: [u64; N],
-    /// Per command, blocked calls made before a reset and not completed yet:
-    /// their completions belong to no tally.
-    stale: [u64; N],
+    /// Blocked calls settled and not completed yet: their command, and whether
+    /// they were made before a reset (then their completion belongs to no tally).
+    pending: BTreeMap<Token, (u8, bool)>,
 }
 
 impl<const N: usize> Ledger<N> {
@@ -128,8 +137,7 @@ impl<const N: usize> Ledger<N> {
             settled: [Tally::ZERO; N],
             baseline: [0; N],
             recent: Vec::new(),
-            open: [0; N],
-            stale: [0; N],
+            pending: BTreeMap::new(),
         }
     }
 
@@ -164,27 +172,31 @@ impl<const N: usize> Ledger<N> {
                 self.settled[command] = Tally::ZERO;
                 before_reset[command] = recorded[command].saturating_sub(now);
                 // Blocked calls settled earlier were made before the reset.
-                self.stale[command] += std::mem::take(&mut self.open[command]);
+                for (c, stale) in self.pending.values_mut() {
+                    *stale |= *c as usize == command;
+                }
             }
             self.baseline[command] = now;
         }
         for call in &self.recent {
             let command = call.command as usize;
-            let blocked = call.outcome == Outcome::Blocked;
-            if !call.outcome.is_call() {
+            match call.outcome {
                 // Completes a blocked call: one made before a reset belongs to no tally.
-                if self.stale[command] > 0 {
-                    self.stale[command] -= 1;
-                } else {
-                    self.open[command] = self.open[command].saturating_sub(1);
-                    self.settled[command].add(call.outcome);
+                Outcome::Late { token, .. } | Outcome::Abandoned(token) => {
+                    if self.pending.remove(&token) != Some((call.command, true)) {
+                        self.settled[command].add(call.outcome);
+                    }
                 }
-            } else if before_reset[command] > 0 {
-                before_reset[command] -= 1;
-                self.stale[command] += blocked as u64;
-            } else {
-                self.open[command] += blocked as u64;
-                self.settled[command].add(call.outcome);
+                outcome => {
+                    let stale = before_reset[command] > 0;
+                    before_reset[command] = before_reset[command].saturating_sub(1);
+                    if let Outcome::Blocked(token) = outcome {
+                        self.pending.insert(token, (call.command, stale));
+                    }
+                    if !stale {
+                        self.settled[command].add(outcome);
+                    }
+                }
             }
         }
         self.recent.clear();
@@ -283,18 +295,20 @@ mod tests {
         });
     }
 
+    fn late(allowed: bool, cost: u64, token: Token) -> Outcome {
+        Outcome::Late {
+            allowed,
+            cost,
+            token,
+        }
+    }
+
     #[test]
     fn a_blocked_call_counts_once_and_its_late_decision_is_not_a_call() {
         let mut l = Ledger::<2>::new();
-        l.record(0, Outcome::Blocked);
+        l.record(0, Outcome::Blocked(1));
         l.settle([1, 0]);
-        l.record(
-            0,
-            Outcome::Late {
-                allowed: true,
-                cost: 2,
-            },
-        );
+        l.record(0, late(true, 2, 1));
         l.settle([1, 0]);
         let t = l.tallies()[0];
         assert_eq!(
@@ -311,18 +325,15 @@ mod tests {
         l.settle([2, 0]);
         let t = l.tallies()[0];
         assert_eq!((t.calls, t.denied, t.waits_timed_out), (2, 1, 1));
+        assert!(l.pending.is_empty());
     }
 
     #[test]
     fn a_wait_across_a_reset_counts_in_neither_tally() {
-        let late = Outcome::Late {
-            allowed: false,
-            cost: 1,
-        };
         // Blocked, then reset, then its decision and one call: Redis says 1.
         let mut l = Ledger::<2>::new();
-        l.record(0, Outcome::Blocked);
-        l.record(0, late);
+        l.record(0, Outcome::Blocked(1));
+        l.record(0, late(false, 1, 1));
         l.record(0, ADMIT);
         l.settle([1, 0]);
         assert_eq!(l.tallies()[0], {
@@ -333,20 +344,53 @@ mod tests {
         // Blocked and settled, then reset, then its decision: nothing counts.
         let mut l = Ledger::<2>::new();
         l.record(0, ADMIT);
-        l.record(0, Outcome::Blocked);
+        l.record(0, Outcome::Blocked(2));
         l.settle([2, 0]);
-        l.record(0, late);
+        l.record(0, late(false, 1, 2));
         l.settle([0, 0]);
         assert_eq!(l.tallies()[0], Tally::ZERO);
         // An abandoned wait completes its call without a decision.
-        l.record(0, Outcome::Blocked);
-        l.record(0, Outcome::Abandoned);
-        l.record(0, Outcome::Blocked);
+        l.record(0, Outcome::Blocked(3));
+        l.record(0, Outcome::Abandoned(3));
+        l.record(0, Outcome::Blocked(4));
         l.settle([2, 0]);
-        l.record(0, late);
+        l.record(0, late(false, 1, 4));
         l.settle([2, 0]);
         let t = l.tallies()[0];
         assert_eq!((t.calls, t.denied, t.waits_timed_out), (2, 1, 1));
+        assert!(l.pending.is_empty());
+    }
+
+    #[test]
+    fn waits_made_after_a_reset_count_whatever_order_waits_end_in() {
+        // Two waits pending from before a reset; three new ones that time out
+        // first, then the old ones end.
+        let mut l = Ledger::<2>::new();
+        l.record(0, Outcome::Blocked(10));
+        l.record(0, Outcome::Blocked(11));
+        l.settle([2, 0]);
+        for token in 20..23 {
+            l.record(0, Outcome::Blocked(token));
+        }
+        l.settle([3, 0]);
+        for token in 20..23 {
+            l.record(0, late(false, 1, token));
+        }
+        l.record(0, late(true, 1, 10));
+        l.record(0, Outcome::Abandoned(11));
+        l.settle([3, 0]);
+        let t = l.tallies()[0];
+        assert_eq!(
+            (
+                t.calls,
+                t.admitted,
+                t.denied,
+                t.waits_timed_out,
+                t.waits_admitted
+            ),
+            (3, 0, 3, 3, 0)
+        );
+        assert!(l.pending.is_empty());
     }
 
     #[test]

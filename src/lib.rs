@@ -145,6 +145,18 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             role,
             Some(wait::on_role_change),
         );
+        // Flushes, SWAPDB and shutdown end or wake waits too.
+        let waits: [(u64, raw::RedisModuleEventCallback); 3] = [
+            (raw::REDISMODULE_EVENT_FLUSHDB, Some(wait::on_flush)),
+            (raw::REDISMODULE_EVENT_SWAPDB, Some(wait::on_swapdb)),
+            (raw::REDISMODULE_EVENT_SHUTDOWN, Some(wait::on_shutdown)),
+        ];
+        for (id, callback) in waits {
+            let event = raw::RedisModuleEvent { id, dataver: 1 };
+            raw::RedisModule_SubscribeToServerEvent.expect("SubscribeToServerEvent")(
+                ctx.ctx, event, callback,
+            );
+        }
     }
     for doc in docs::all_docs() {
         docs::declare(ctx.ctx, &doc);
@@ -205,6 +217,15 @@ redis_module::redis_module! {
                 config::DEFAULT_MAX_WAITERS,
                 config::MAX_WAITERS_RANGE.0,
                 config::MAX_WAITERS_RANGE.1,
+                redis_module::configuration::ConfigurationFlags::DEFAULT,
+                None
+            ],
+            [
+                "max-waiters-per-key",
+                &config::MAX_WAITERS_PER_KEY,
+                config::DEFAULT_MAX_WAITERS_PER_KEY,
+                config::MAX_WAITERS_PER_KEY_RANGE.0,
+                config::MAX_WAITERS_PER_KEY_RANGE.1,
                 redis_module::configuration::ConfigurationFlags::DEFAULT,
                 None
             ],

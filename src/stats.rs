@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use redis_module::raw;
 
-use crate::ledger::{Ledger, Outcome, Tally};
+use crate::ledger::{Ledger, Outcome, Tally, Token};
 
 /// Each counted command: its label (as in error messages), its name in
 /// `INFO commandstats`, its `INFO rl` field name.
@@ -44,14 +44,17 @@ struct State {
     ledger: Ledger<N>,
     /// The decision of the call in progress, if it made one.
     decided: Option<(bool, u64)>,
-    /// The call in progress waited (`BLOCK`) before its decision.
-    waited: bool,
+    /// The call in progress waited (`BLOCK`) before its decision: its token.
+    waited: Option<Token>,
+    /// The token of the next call that blocks.
+    next_token: Token,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     ledger: Ledger::new(),
     decided: None,
-    waited: false,
+    waited: None,
+    next_token: 0,
 });
 
 fn state() -> MutexGuard<'static, State> {
@@ -69,9 +72,9 @@ pub fn decision(_label: &str, allowed: bool, cost: u64) {
     state().decided = Some((allowed, cost));
 }
 
-/// The call in progress waited (`BLOCK`) before its decision.
-pub fn waited() {
-    state().waited = true;
+/// The call in progress waited (`BLOCK`, under `token`) before its decision.
+pub fn waited(token: Token) {
+    state().waited = Some(token);
 }
 
 /// True where the server counts a blocked call when it blocks (Redis before
@@ -92,34 +95,39 @@ fn counts_at_block() -> bool {
     }
 }
 
-/// A waiting call of `label` ended without a reply (its client went away).
-pub fn abandoned(label: &str) {
+/// A waiting call of `label` (blocked under `token`) ended without a reply
+/// (its client went away).
+pub fn abandoned(label: &str, token: Token) {
     if counts_at_block() {
         if let Some(i) = index(label) {
-            state().ledger.record(i, Outcome::Abandoned);
+            state().ledger.record(i, Outcome::Abandoned(token));
         }
     }
 }
 
 /// A call of `label` started waiting (`BLOCK`); it is recorded now if the
-/// server counts it now, else when it is answered.
-pub fn blocked(label: &str) {
+/// server counts it now, else when it is answered. Returns the token its
+/// completion is reported with.
+pub fn blocked(label: &str) -> Token {
+    let mut state = state();
+    let token = state.next_token;
+    state.next_token = token.wrapping_add(1);
     if counts_at_block() {
         if let Some(i) = index(label) {
-            let mut state = state();
             if state.ledger.recent() >= MAX_RECENT {
                 settle(&mut state);
             }
-            state.ledger.record(i, Outcome::Blocked);
+            state.ledger.record(i, Outcome::Blocked(token));
         }
     }
+    token
 }
 
 /// A call finished: with an error, or with a reply.
 pub fn call(label: &str, failed: bool) {
     let mut state = state();
     let decided = state.decided.take();
-    let waited = std::mem::take(&mut state.waited);
+    let waited = state.waited.take();
     if state.ledger.recent() >= MAX_RECENT {
         // Every call recorded so far has returned, so Redis has counted it; this
         // one is not recorded yet.
@@ -128,13 +136,19 @@ pub fn call(label: &str, failed: bool) {
     if let Some(i) = index(label) {
         let outcome = match (failed, decided) {
             // A blocked call the server counted when it blocked (`blocked`).
-            (true, _) if waited && counts_at_block() => Outcome::Abandoned,
-            (false, Some((allowed, cost))) if waited && counts_at_block() => {
-                Outcome::Late { allowed, cost }
-            }
-            (true, _) => Outcome::Error,
-            (false, Some((allowed, cost))) if waited => Outcome::Waited { allowed, cost },
-            (false, Some((allowed, cost))) => Outcome::Decided { allowed, cost },
+            (true, _) => match waited {
+                Some(token) if counts_at_block() => Outcome::Abandoned(token),
+                _ => Outcome::Error,
+            },
+            (false, Some((allowed, cost))) => match waited {
+                Some(token) if counts_at_block() => Outcome::Late {
+                    allowed,
+                    cost,
+                    token,
+                },
+                Some(_) => Outcome::Waited { allowed, cost },
+                None => Outcome::Decided { allowed, cost },
+            },
             (false, None) => Outcome::Answered,
         };
         state.ledger.record(i, outcome);

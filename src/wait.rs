@@ -32,6 +32,7 @@ use crate::command::{reply_error, reply_integers, with_bytes};
 use crate::decision::{self, Write};
 use crate::error::RlError;
 use crate::lease;
+use crate::ledger::Token;
 use crate::store::{arg_bytes, lease_member, Key};
 use crate::{clock, config, stats};
 
@@ -126,6 +127,8 @@ struct Waiter {
     claim: Claim,
     /// Nanoseconds since the epoch; `None` for `BLOCK 0`.
     deadline_ns: Option<u64>,
+    /// Names the wait in `INFO rl`'s bookkeeping.
+    token: Token,
 }
 
 struct Queue {
@@ -171,6 +174,11 @@ fn db_of(ctx: *mut raw::RedisModuleCtx) -> c_int {
 
 fn queue_of(db: c_int, name: &[u8]) -> Option<u64> {
     STATE.with(|s| s.borrow().index.get(&db)?.get(name).copied())
+}
+
+/// The number of clients waiting on queue `qid`.
+fn queue_len(qid: u64) -> usize {
+    STATE.with(|s| s.borrow().queues.get(&qid).map_or(0, |q| q.waiters.len()))
 }
 
 /// If `claim` spends on a key that has waiters, the denial it gets behind them:
@@ -431,7 +439,8 @@ fn begin(
     let key = Key::open(ctx, name).ok_or(RlError::Internal(target.label()))?;
     let mut step = claim.decide(&key, now)?;
     let db = db_of(ctx);
-    let waiting_here = queue_of(db, arg_bytes(name)).is_some();
+    let queue = queue_of(db, arg_bytes(name));
+    let waiting_here = queue.is_some();
     let flags = api!(RedisModule_GetContextFlags(ctx)) as u32;
     let can_wait = flags & NO_WAIT == 0
         && !peek
@@ -439,6 +448,7 @@ fn begin(
         && !never(&step.decision)
         && (waiting_here || !step.decision.allowed)
         && waiting() < config::max_waiters()
+        && queue.map_or(0, queue_len) < config::max_waiters_per_key()
         && api!(RedisModule_AvoidReplicaTraffic()) == 0;
     if !can_wait {
         if waiting_here {
@@ -466,8 +476,17 @@ fn begin(
         true => None,
         false => Some(wait_ns(step.decision.retry_after)),
     };
-    enqueue(ctx, db, arg_bytes(name), claim, now, block_ms, head_wait);
-    stats::blocked(target.label());
+    let token = stats::blocked(target.label());
+    enqueue(
+        ctx,
+        db,
+        arg_bytes(name),
+        claim,
+        now,
+        block_ms,
+        head_wait,
+        token,
+    );
     Ok(Begun::Blocked)
 }
 
@@ -480,6 +499,7 @@ fn enqueue(
     now: u64,
     block_ms: u64,
     head_wait_ns: Option<u128>,
+    token: Token,
 ) {
     let bc = api!(RedisModule_BlockClient(
         ctx,
@@ -529,6 +549,7 @@ fn enqueue(
             bc,
             claim,
             deadline_ns,
+            token,
         });
         qid
     });
@@ -552,6 +573,7 @@ struct Finished {
     reply: Result<[i64; 5], String>,
     allowed: bool,
     cost: u64,
+    token: Token,
 }
 
 fn unblock(bc: *mut raw::RedisModuleBlockedClient, finished: Finished) {
@@ -584,14 +606,17 @@ fn run_queue(ctx: *mut raw::RedisModuleCtx, qid: u64) {
         name.as_ptr().cast(),
         name.len()
     ));
-    let now = clock::now_ns();
     let mut next: Option<u128> = None;
     if let Some(key) = Key::open(ctx, name_str) {
+        // Read after the open: outside a command the server's clock is not
+        // frozen, and the open may have expired the key as of its own reading.
+        let now = clock::now_ns();
+        let full = out_of_memory(ctx);
         next = STATE.with(|s| {
             let mut s = s.borrow_mut();
             let s = &mut *s;
             let q = s.queues.get_mut(&qid)?;
-            let (next, finished) = settle(q, &key, now, paused);
+            let (next, finished) = settle(q, &key, now, paused, full);
             for bc in finished {
                 s.by_client.remove(&(bc as usize));
             }
@@ -619,6 +644,40 @@ fn run_queue(ctx: *mut raw::RedisModuleCtx, qid: u64) {
     }
 }
 
+/// True if an admission now would be refused as a `deny-oom` command is: the
+/// server is above `maxmemory` and its policy evicts nothing. (Under an
+/// eviction policy the next command's eviction makes room, as for any write.)
+fn out_of_memory(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let flags = api!(RedisModule_GetContextFlags(ctx)) as u32;
+    flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 && policy_is_noeviction()
+}
+
+/// `maxmemory-policy` is `noeviction` (read from `INFO memory`, only when the
+/// server is above `maxmemory`).
+fn policy_is_noeviction() -> bool {
+    // SAFETY: a NULL context is allowed; the data is freed below.
+    let info = unsafe {
+        raw::RedisModule_GetServerInfo.expect("GetServerInfo")(
+            std::ptr::null_mut(),
+            c"memory".as_ptr(),
+        )
+    };
+    if info.is_null() {
+        return true;
+    }
+    // SAFETY: `info` is live; the value is a NUL-terminated string it owns.
+    let policy = unsafe {
+        let v = raw::RedisModule_ServerInfoGetFieldC.expect("ServerInfoGetFieldC")(
+            info,
+            c"maxmemory_policy".as_ptr(),
+        );
+        (!v.is_null()).then(|| std::ffi::CStr::from_ptr(v).to_bytes() == b"noeviction")
+    };
+    // SAFETY: `info` came from GetServerInfo with a NULL context.
+    unsafe { raw::RedisModule_FreeServerInfo.expect("FreeServerInfo")(std::ptr::null_mut(), info) };
+    policy.unwrap_or(true)
+}
+
 fn remove_queue(s: &mut State, qid: u64) {
     if let Some(q) = s.queues.remove(&qid) {
         if let Some(per_db) = s.index.get_mut(&q.db) {
@@ -637,6 +696,7 @@ fn settle(
     key: &Key,
     now: u64,
     paused: bool,
+    out_of_memory: bool,
 ) -> (Option<u128>, Vec<*mut raw::RedisModuleBlockedClient>) {
     let mut done = Vec::new();
     let mut head_wait: u128;
@@ -644,14 +704,20 @@ fn settle(
         head_wait = u128::MAX;
         // Admit from the head.
         while let Some(head) = q.waiters.front() {
-            let label = head.claim.label();
             match head.claim.decide(key, now) {
-                Ok(step) if step.decision.allowed && !paused => {
+                Ok(step) if step.decision.allowed && !paused && !out_of_memory => {
                     if let Some(w) = &step.write {
                         head.claim.commit(key, w);
                     }
                     let w = q.waiters.pop_front().expect("head");
-                    finish(w.bc, label, Ok(step.decision), w.claim.cost(), true);
+                    finish(&w, Ok(step.decision), true);
+                    done.push(w.bc);
+                }
+                Ok(step) if step.decision.allowed && !paused && out_of_memory => {
+                    // As a `deny-oom` command woken from `BLPOP`-style waiting
+                    // is refused: the wait ends with `-OOM`, nothing spent.
+                    let w = q.waiters.pop_front().expect("head");
+                    finish(&w, Err(RlError::Oom), false);
                     done.push(w.bc);
                 }
                 Ok(step) if step.decision.allowed => {
@@ -660,7 +726,7 @@ fn settle(
                 }
                 Ok(step) if matches!(step.decision.retry_after, Wait::Never) => {
                     let w = q.waiters.pop_front().expect("head");
-                    finish(w.bc, label, Ok(step.decision), w.claim.cost(), false);
+                    finish(&w, Ok(step.decision), false);
                     done.push(w.bc);
                 }
                 Ok(step) => {
@@ -669,7 +735,7 @@ fn settle(
                 }
                 Err(e) => {
                     let w = q.waiters.pop_front().expect("head");
-                    finish(w.bc, label, Err(e), w.claim.cost(), false);
+                    finish(&w, Err(e), false);
                     done.push(w.bc);
                 }
             }
@@ -680,7 +746,6 @@ fn settle(
         while i < q.waiters.len() {
             if q.waiters[i].deadline_ns.is_some_and(|d| d <= now) {
                 let w = q.waiters.remove(i).expect("index in range");
-                let label = w.claim.label();
                 let reply = w.claim.decide(key, now).map(|step| {
                     if i == 0 && !step.decision.allowed {
                         step.decision
@@ -688,7 +753,7 @@ fn settle(
                         behind(&step.decision, head_wait)
                     }
                 });
-                finish(w.bc, label, reply, w.claim.cost(), false);
+                finish(&w, reply, false);
                 done.push(w.bc);
                 head_left |= i == 0;
             } else {
@@ -713,25 +778,21 @@ fn settle(
     (next, done)
 }
 
-fn finish(
-    bc: *mut raw::RedisModuleBlockedClient,
-    label: &'static str,
-    reply: Result<Decision, RlError>,
-    cost: u64,
-    admitted: bool,
-) {
-    WAITING.with(|w| w.set(w.get().saturating_sub(1)));
+/// Ends waiter `w`'s wait (taken out of its queue) with `reply`, releasing its handle.
+fn finish(w: &Waiter, reply: Result<Decision, RlError>, admitted: bool) {
+    WAITING.with(|c| c.set(c.get().saturating_sub(1)));
     let (reply, allowed) = match reply {
         Ok(d) => (Ok(d.reply()), d.allowed && admitted),
         Err(e) => (Err(e.to_string()), false),
     };
     unblock(
-        bc,
+        w.bc,
         Finished {
-            label,
+            label: w.claim.label(),
             reply,
             allowed,
-            cost,
+            cost: w.claim.cost(),
+            token: w.token,
         },
     );
 }
@@ -752,22 +813,26 @@ extern "C" fn on_reply(
 }
 
 fn send(ctx: *mut raw::RedisModuleCtx, f: &Finished) -> c_int {
+    count(f);
     match &f.reply {
-        Ok(values) => {
-            stats::decision(f.label, f.allowed, f.cost);
-            stats::waited();
-            stats::call(f.label, false);
-            reply_integers(ctx, values)
-        }
+        Ok(values) => reply_integers(ctx, values),
         Err(text) => {
-            stats::waited();
-            stats::call(f.label, true);
             let text = std::ffi::CString::new(text.as_str())
                 .unwrap_or_else(|_| c"ERR invalid request".into());
             api!(RedisModule_ReplyWithError(ctx, text.as_ptr()));
             raw::REDISMODULE_OK as c_int
         }
     }
+}
+
+/// Counts a finished wait in `INFO rl` (once: when it is sent, or when its
+/// client went away before it could be).
+fn count(f: &Finished) {
+    if f.reply.is_ok() {
+        stats::decision(f.label, f.allowed, f.cost);
+    }
+    stats::waited(f.token);
+    stats::call(f.label, f.reply.is_err());
 }
 
 extern "C" fn free_privdata(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
@@ -867,9 +932,21 @@ extern "C" fn on_timeout(
         label,
         allowed: false,
         cost: w.claim.cost(),
+        token: w.token,
         reply: result.map(|d| d.reply()).map_err(|e| e.to_string()),
     };
-    send(ctx, &finished)
+    let sent = send(ctx, &finished);
+    // The reply is sent; the handle is still the module's to release.
+    release(bc);
+    sent
+}
+
+/// Releases the handle of a blocked client whose wait ended without an
+/// admission reply (its client is gone or was answered already). Invariant:
+/// every handle is released exactly once, by whoever takes its waiter out of
+/// [`STATE`] (`unblock` for the waits the module ends).
+fn release(bc: *mut raw::RedisModuleBlockedClient) {
+    api!(RedisModule_UnblockClient(bc, std::ptr::null_mut()));
 }
 
 /// The client went away (or `CLIENT UNBLOCK … ERROR`, or a role change ended
@@ -877,10 +954,19 @@ extern "C" fn on_timeout(
 extern "C" fn on_disconnect(ctx: *mut raw::RedisModuleCtx, bc: *mut raw::RedisModuleBlockedClient) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         if let Some(taken) = take_waiter(ctx, bc) {
-            stats::abandoned(taken.waiter.claim.label());
+            release(bc);
+            stats::abandoned(taken.waiter.claim.label(), taken.waiter.token);
             if taken.was_head {
                 schedule(ctx, taken.qid, 0);
             }
+            return;
+        }
+        // The module had ended the wait (its handle is released), but the
+        // client left before the reply was sent: the wait is counted here.
+        let data = api!(RedisModule_GetBlockedClientPrivateData(ctx)) as *const Finished;
+        if !data.is_null() {
+            // SAFETY: as in `on_reply`; freed by `free_privdata` after this.
+            count(unsafe { &*data });
         }
     }));
 }
@@ -899,6 +985,86 @@ extern "C" fn on_keyspace(
     raw::REDISMODULE_OK as c_int
 }
 
+/// Wakes every queue whose database `touched` says was replaced wholesale:
+/// each is decided again on its key's new state, at once.
+fn wake_databases(ctx: *mut raw::RedisModuleCtx, touched: impl Fn(c_int) -> bool) {
+    let queues: Vec<u64> = STATE.with(|s| {
+        let s = s.borrow();
+        let hit = s.queues.iter().filter(|(_, q)| touched(q.db));
+        hit.map(|(&qid, _)| qid).collect()
+    });
+    for qid in queues {
+        schedule(ctx, qid, 0);
+    }
+}
+
+/// `FLUSHALL` (sync or `ASYNC`), `FLUSHDB`, `DEBUG RELOAD`: once the data is
+/// gone, the flushed databases' queues are decided again (no per-key events
+/// are published for a flush).
+pub extern "C" fn on_flush(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut c_void,
+) {
+    if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_END || data.is_null() || !active() {
+        return;
+    }
+    // SAFETY: the server passes a `RedisModuleFlushInfo` with this event.
+    let dbnum = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        wake_databases(ctx, |db| dbnum == -1 || db == dbnum)
+    }));
+}
+
+/// `SWAPDB a b`: the waiters of both databases are decided again on what
+/// their keys now hold (as `BLPOP` is served after a swap).
+pub extern "C" fn on_swapdb(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    data: *mut c_void,
+) {
+    if data.is_null() || !active() {
+        return;
+    }
+    // SAFETY: the server passes a `RedisModuleSwapDbInfo` with this event.
+    let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
+    let (a, b) = (info.dbnum_first, info.dbnum_second);
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        wake_databases(ctx, |db| db == a || db == b)
+    }));
+}
+
+/// The server is exiting: every handle is released (no reply reaches a client
+/// after this; the connections close with the process).
+pub extern "C" fn on_shutdown(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    _data: *mut c_void,
+) {
+    let _ = catch_unwind(AssertUnwindSafe(|| end_all(ctx, RlError::ShuttingDown)));
+}
+
+/// Ends every wait with `error`, nothing spent, and stops every timer.
+fn end_all(ctx: *mut raw::RedisModuleCtx, error: RlError) {
+    let queues = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.index.clear();
+        s.by_client.clear();
+        std::mem::take(&mut s.queues)
+    });
+    for (_, q) in queues {
+        if let Some((id, _)) = q.timer {
+            api!(RedisModule_StopTimer(ctx, id, std::ptr::null_mut()));
+        }
+        for w in q.waiters {
+            finish(&w, Err(error.clone()), false);
+        }
+    }
+}
+
 /// The server became a replica (`REPLICAOF`, a cluster failover): every wait
 /// ends with `-UNBLOCKED`, nothing spent. (Some servers end them themselves
 /// first; those are gone from the queues by then.)
@@ -911,22 +1077,5 @@ pub extern "C" fn on_role_change(
     if subevent != raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA {
         return;
     }
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        let queues = STATE.with(|s| {
-            let mut s = s.borrow_mut();
-            s.index.clear();
-            s.by_client.clear();
-            std::mem::take(&mut s.queues)
-        });
-        for (_, q) in queues {
-            if let Some((id, _)) = q.timer {
-                api!(RedisModule_StopTimer(ctx, id, std::ptr::null_mut()));
-            }
-            for w in q.waiters {
-                let label = w.claim.label();
-                let cost = w.claim.cost();
-                finish(w.bc, label, Err(RlError::Unblocked), cost, false);
-            }
-        }
-    }));
+    let _ = catch_unwind(AssertUnwindSafe(|| end_all(ctx, RlError::Unblocked)));
 }

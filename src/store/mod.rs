@@ -5,7 +5,7 @@
 //! [`effect`], which also publishes keyspace events and marks the key to be
 //! signalled modified.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
@@ -36,6 +36,14 @@ pub use leases::lease_member;
 /// Every string state the `RL.*` commands write is longer.
 pub const SHORT_STRING: usize = 20;
 
+/// The most bytes a read-only handle copies of a string value. Every state
+/// the module writes is shorter (a tag and at most three 38-digit fields), so
+/// a longer value is foreign whatever its further bytes: the copy decides as
+/// the whole value would.
+const COPY_MAX: usize = 137;
+
+const READ_WRITE: c_int = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+
 /// What a key holds.
 pub enum Held<'a> {
     Empty,
@@ -48,14 +56,26 @@ pub enum Held<'a> {
 }
 
 /// A key opened for reading and writing; closed on drop, even during a panic.
-/// Invariant: the key is signalled modified (`WATCH`, client tracking) when it
-/// is closed if and only if an [`Effect`] was written to it (the module sets
-/// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`).
+/// Invariants:
+/// - the key is signalled modified (`WATCH`, client tracking) when it is
+///   closed if and only if an [`Effect`] was written to it (the module sets
+///   `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`);
+/// - no call into the server that can expire, evict or free a key runs while
+///   the handle is open: [`Key::call`] closes it around `RedisModule_Call` and
+///   reopens it. (Outside a command, e.g. in a timer, Redis 7.0 does not
+///   freeze the clock, so the called command may expire the key; the handle
+///   would then point at freed memory.) If the key vanished meanwhile,
+///   [`Key::take_vanished`] says so and the caller decides again on the
+///   now-absent key.
 pub struct Key {
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
-    key: NonNull<raw::RedisModuleKey>,
+    key: Cell<*mut raw::RedisModuleKey>,
+    mode: c_int,
     written: Cell<bool>,
+    vanished: Cell<bool>,
+    /// A read-only handle's copy of the string value (see [`Key::string_bytes`]).
+    copy: OnceCell<Option<Vec<u8>>>,
 }
 
 /// A string created through the module API; freed on drop.
@@ -97,13 +117,23 @@ pub fn arg_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
 impl Key {
     /// Opens `name` for reading and writing. Returns `None` only if Redis refuses.
     pub fn open(ctx: *mut raw::RedisModuleCtx, name: *mut raw::RedisModuleString) -> Option<Key> {
-        let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        Key::with_mode(ctx, name, READ_WRITE)
+    }
+
+    fn with_mode(
+        ctx: *mut raw::RedisModuleCtx,
+        name: *mut raw::RedisModuleString,
+        mode: c_int,
+    ) -> Option<Key> {
         let key = NonNull::new(api!(RedisModule_OpenKey(ctx, name, mode)))?;
         Some(Key {
             ctx,
             name,
-            key,
+            key: Cell::new(key.as_ptr()),
+            mode,
             written: Cell::new(false),
+            vanished: Cell::new(false),
+            copy: OnceCell::new(),
         })
     }
 
@@ -115,24 +145,38 @@ impl Key {
         ctx: *mut raw::RedisModuleCtx,
         name: *mut raw::RedisModuleString,
     ) -> Option<Key> {
-        let read = api!(RedisModule_OpenKey(
-            ctx,
-            name,
-            raw::REDISMODULE_READ as c_int
-        ));
-        match NonNull::new(read) {
-            Some(key) => Some(Key {
-                ctx,
-                name,
-                key,
-                written: Cell::new(false),
-            }),
-            None => Key::open(ctx, name),
-        }
+        Key::with_mode(ctx, name, raw::REDISMODULE_READ as c_int).or_else(|| Key::open(ctx, name))
     }
 
     fn ptr(&self) -> *mut raw::RedisModuleKey {
-        self.key.as_ptr()
+        self.key.get()
+    }
+
+    /// True (once) if the key vanished while its handle was closed around a
+    /// server call: every view read before then is stale, and the key is now
+    /// absent. Callers decide again; an absent key needs no server call.
+    pub fn take_vanished(&self) -> bool {
+        self.vanished.replace(false)
+    }
+
+    /// Closes the handle, runs `f` (a call into the server about this key),
+    /// and reopens the handle in the same mode (a read-only handle of a key
+    /// that has gone is reopened for writing, as [`Key::open_read`] does).
+    fn closed_for<T>(&self, f: impl FnOnce() -> T) -> T {
+        let before = api!(RedisModule_KeyType(self.ptr()));
+        api!(RedisModule_CloseKey(self.ptr()));
+        self.key.set(std::ptr::null_mut());
+        let out = f();
+        let mut key = api!(RedisModule_OpenKey(self.ctx, self.name, self.mode));
+        if key.is_null() {
+            key = api!(RedisModule_OpenKey(self.ctx, self.name, READ_WRITE));
+        }
+        assert!(!key.is_null(), "the server refused to reopen a key");
+        self.key.set(key);
+        if api!(RedisModule_KeyType(key)) != before {
+            self.vanished.set(true);
+        }
+        out
     }
 
     pub fn held(&self) -> Held<'_> {
@@ -158,7 +202,14 @@ impl Key {
         self.string_bytes()
     }
 
+    /// The string value's bytes. A read-only handle (`RL.PEEK`) reads a copy
+    /// through `GETRANGE` (at most [`COPY_MAX`] bytes: enough to tell any
+    /// state from a foreign value), because direct access would re-encode an
+    /// `embstr` value as `raw`, a change a read must not make.
     fn string_bytes(&self) -> Option<&[u8]> {
+        if self.mode & raw::REDISMODULE_WRITE as c_int == 0 {
+            return self.copy.get_or_init(|| self.copy_string()).as_deref();
+        }
         let mut len = 0usize;
         let ptr = api!(RedisModule_StringDMA(
             self.ptr(),
@@ -280,6 +331,7 @@ impl Key {
     /// Runs a read-only command on this key through `RedisModule_Call` (for what
     /// the key API cannot do in O(log n): counting and selecting by rank). The
     /// call is not replicated and checks no ACL (the caller's command was allowed).
+    /// The handle is closed during the call (see the invariants of [`Key`]).
     fn call(&self, command: &CStr, args: &[&str]) -> Option<CallReply> {
         let args: Vec<OwnedString> = args
             .iter()
@@ -287,14 +339,28 @@ impl Key {
             .collect();
         let mut argv: Vec<*mut raw::RedisModuleString> = vec![self.name];
         argv.extend(args.iter().map(|a| a.ptr));
-        let reply = api!(RedisModule_Call(
-            self.ctx,
-            command.as_ptr(),
-            c"v".as_ptr(),
-            argv.as_ptr(),
-            argv.len(),
-        ));
+        let reply = self.closed_for(|| {
+            api!(RedisModule_Call(
+                self.ctx,
+                command.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_ptr(),
+                argv.len(),
+            ))
+        });
         NonNull::new(reply).map(CallReply)
+    }
+
+    /// `GETRANGE key 0 COPY_MAX-1`: the first bytes of a string value, read
+    /// without changing its encoding.
+    fn copy_string(&self) -> Option<Vec<u8>> {
+        let last = (COPY_MAX - 1).to_string();
+        let reply = self.call(c"GETRANGE", &["0", &last])?;
+        let mut len = 0usize;
+        let ptr = api!(RedisModule_CallReplyStringPtr(reply.ptr(), &mut len));
+        // SAFETY: Redis returns `len` bytes owned by the reply, which outlives this read.
+        (!ptr.is_null())
+            .then(|| unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }.to_vec())
     }
 
     /// `ZCOUNT key min max`: O(log n).
