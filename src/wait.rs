@@ -499,8 +499,8 @@ fn enqueue(
     now: u64,
     block_ms: u64,
     head_wait_ns: Option<u128>,
-    token: Token,
 ) {
+    let token = stats::blocked(claim.label());
     let bc = api!(RedisModule_BlockClient(
         ctx,
         Some(on_reply),
