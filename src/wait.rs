@@ -476,17 +476,7 @@ fn begin(
         true => None,
         false => Some(wait_ns(step.decision.retry_after)),
     };
-    let token = stats::blocked(target.label());
-    enqueue(
-        ctx,
-        db,
-        arg_bytes(name),
-        claim,
-        now,
-        block_ms,
-        head_wait,
-        token,
-    );
+    enqueue(ctx, db, arg_bytes(name), claim, now, block_ms, head_wait);
     Ok(Begun::Blocked)
 }
 
