@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 pub use redis::Value;
 pub mod backend;
 pub mod cluster;
+pub mod raw;
 #[allow(unused_imports)]
 pub use backend::{Backend, BACKENDS};
 
