@@ -4,7 +4,7 @@
 MODULE := $(CURDIR)/target/release/librl.so
 CARGO ?= cargo
 
-.PHONY: all deps deps-run build build-only run cluster cluster-stop test bench bench-profile dist check-dist lint clean
+.PHONY: all deps deps-run build build-only run cluster cluster-stop test memcheck bench bench-profile dist check-dist lint clean
 
 all: build
 
@@ -38,6 +38,11 @@ cluster-stop:
 # Unit tests, then the integration suite against real redis-server and valkey-server.
 test: deps build
 	RL_MODULE=$(MODULE) bash scripts/run-tests.sh
+
+# The wait, lease, sliding-log and flood scenarios on Redis 7.0 under valgrind's memcheck
+# (tests/memcheck.rs; `make test` runs it too): no invalid read or write, no use of freed memory.
+memcheck: deps build
+	RL_MODULE=$(MODULE) cargo test --release --test memcheck -- --ignored
 
 # Side-by-side benchmark (INCR, SET … PXAT, RL.*, the seed articles' Lua scripts, the
 # Functions library), with a replica, with an AOF, on Valkey; memory per key, scaling and

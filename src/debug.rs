@@ -1,6 +1,9 @@
 //! `RL.DEBUG`, compiled only with the `debug-commands` feature (test builds):
 //! `RL.DEBUG CLOCK <offset_ms>` shifts the module's clock (negative steps it
-//! back), `RL.DEBUG PANIC` panics inside a command to prove it becomes an error.
+//! back), `RL.DEBUG PANIC` panics inside a command to prove it becomes an error,
+//! `RL.DEBUG CALLDELAY <us>` pauses every server call made about a key (so a
+//! test can make the key expire during it) and `RL.DEBUG VANISHED` counts the
+//! keys that did.
 
 use std::os::raw::c_int;
 
@@ -9,7 +12,7 @@ use redis_module::raw;
 use crate::clock;
 use crate::command::{args, guarded, Reply};
 use crate::error::RlError;
-use crate::store::arg_bytes;
+use crate::store::{arg_bytes, hooks};
 
 pub extern "C" fn command(
     ctx: *mut raw::RedisModuleCtx,
@@ -31,6 +34,18 @@ pub extern "C" fn command(
                     })?;
                 clock::offset::set(ms.saturating_mul(1_000_000));
                 Ok(Reply::Ok)
+            }
+            (Some(sub), Some(us)) if sub.eq_ignore_ascii_case(b"CALLDELAY") => {
+                let us = crate::codec::parse_u64(us).ok_or(RlError::BadInteger {
+                    name: "delay_us",
+                    min: 0,
+                    max: u64::MAX,
+                })?;
+                hooks::set_call_delay(us);
+                Ok(Reply::Ok)
+            }
+            (Some(sub), None) if sub.eq_ignore_ascii_case(b"VANISHED") => {
+                Ok(Reply::Integer(hooks::vanished() as i64))
             }
             (Some(sub), None) if sub.eq_ignore_ascii_case(b"PANIC") => {
                 panic!("RL.DEBUG PANIC: a deliberate panic")

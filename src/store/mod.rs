@@ -23,6 +23,8 @@ macro_rules! api {
 }
 
 mod effect;
+#[cfg(feature = "debug-commands")]
+pub mod hooks;
 pub use effect::init as init_effects;
 mod leases;
 mod log;
@@ -166,6 +168,8 @@ impl Key {
         let before = api!(RedisModule_KeyType(self.ptr()));
         api!(RedisModule_CloseKey(self.ptr()));
         self.key.set(std::ptr::null_mut());
+        #[cfg(feature = "debug-commands")]
+        hooks::before_call();
         let out = f();
         let mut key = api!(RedisModule_OpenKey(self.ctx, self.name, self.mode));
         if key.is_null() {
@@ -175,6 +179,8 @@ impl Key {
         self.key.set(key);
         if api!(RedisModule_KeyType(key)) != before {
             self.vanished.set(true);
+            #[cfg(feature = "debug-commands")]
+            hooks::note_vanished();
         }
         out
     }

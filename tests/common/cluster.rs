@@ -103,7 +103,7 @@ impl Cluster {
                 continue;
             }
             // `None` when a port was taken meanwhile: try others.
-            if let Some(child) = spawn(self.flavor, port, &args) {
+            if let Some(child) = spawn(self.flavor, port, &args, &[]) {
                 return Node { port, dir, child };
             }
         }

@@ -13,6 +13,7 @@ pub use redis::Value;
 pub mod backend;
 pub mod cluster;
 pub mod raw;
+pub mod scenarios;
 #[allow(unused_imports)]
 pub use backend::{Backend, BACKENDS};
 
@@ -67,6 +68,8 @@ pub struct Server {
     child: Child,
     /// Everything after `--port N`, kept for restarts.
     args: Vec<std::ffi::OsString>,
+    /// What the server runs under (empty: nothing).
+    wrapper: Vec<std::ffi::OsString>,
 }
 
 fn free_port() -> u16 {
@@ -76,10 +79,23 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Starts the server binary and waits until it answers; `None` if it exited
-/// (e.g. the port was taken meanwhile).
-fn spawn(flavor: Flavor, port: u16, args: &[std::ffi::OsString]) -> Option<Child> {
-    let mut child = Command::new(flavor.binary())
+/// Starts the server binary (under `wrapper`, e.g. valgrind, if not empty) and
+/// waits until it answers; `None` if it exited (e.g. the port was taken meanwhile).
+fn spawn(
+    flavor: Flavor,
+    port: u16,
+    args: &[std::ffi::OsString],
+    wrapper: &[std::ffi::OsString],
+) -> Option<Child> {
+    let mut command = match wrapper.split_first() {
+        Some((program, rest)) => {
+            let mut c = Command::new(program);
+            c.args(rest).arg(flavor.binary());
+            c
+        }
+        None => Command::new(flavor.binary()),
+    };
+    let mut child = command
         .arg("--port")
         .arg(port.to_string())
         .args(args)
@@ -92,7 +108,8 @@ fn spawn(flavor: Flavor, port: u16, args: &[std::ffi::OsString]) -> Option<Child
                 flavor.binary()
             )
         });
-    if wait_ready(&mut child, port) {
+    let patience = Duration::from_secs(if wrapper.is_empty() { 10 } else { 120 });
+    if wait_ready(&mut child, port, patience) {
         return Some(child);
     }
     let _ = child.kill();
@@ -101,8 +118,8 @@ fn spawn(flavor: Flavor, port: u16, args: &[std::ffi::OsString]) -> Option<Child
 }
 
 /// Waits until the server answers PING; false if it exited.
-fn wait_ready(child: &mut Child, port: u16) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
+fn wait_ready(child: &mut Child, port: u16, patience: Duration) -> bool {
+    let deadline = Instant::now() + patience;
     let url = format!("redis://127.0.0.1:{port}/");
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -160,16 +177,60 @@ impl Server {
             .copied()
             .filter(|a| *a != "--no-module")
             .collect();
-        Server::launch(flavor, (!no_module).then(module_path), &extra)
+        Server::launch(flavor, (!no_module).then(module_path), &extra, &[])
+    }
+
+    /// Starts a server with the test build of the module (`RL.DEBUG`) under
+    /// valgrind's memcheck, its report
+    /// in `dir/memcheck.log` (see [`Server::memcheck_errors`]). Redis's own
+    /// allocator (jemalloc, a shared library on Debian) is replaced by
+    /// valgrind's, so that every heap block is checked.
+    pub fn start_memcheck(flavor: Flavor, extra: &[&str]) -> Server {
+        let log = std::env::temp_dir().join(format!("rl-memcheck-{}-%p.log", std::process::id()));
+        let wrapper: Vec<std::ffi::OsString> = [
+            "valgrind".into(),
+            "--tool=memcheck".into(),
+            "--soname-synonyms=somalloc=libjemalloc.so*".into(),
+            "--error-limit=no".into(),
+            "--leak-check=no".into(),
+            format!("--log-file={}", log.display()),
+        ]
+        .into_iter()
+        .map(Into::into)
+        .collect();
+        Server::launch(flavor, Some(debug_module_path()), extra, &wrapper)
+    }
+
+    /// Shuts a memory-checked server down and returns valgrind's report if
+    /// it counted any error (an invalid read or write, a use of freed or
+    /// uninitialised memory), else an empty string.
+    pub fn memcheck_errors(mut self) -> String {
+        if let Ok(mut c) = self.try_connect() {
+            let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<Value>(&mut c);
+        }
+        let _ = self.child.wait();
+        let pattern = format!("rl-memcheck-{}-{}.log", std::process::id(), self.child.id());
+        let path = std::env::temp_dir().join(pattern);
+        let report = std::fs::read_to_string(&path).expect("the memcheck report");
+        let _ = std::fs::remove_file(&path);
+        match report.contains("ERROR SUMMARY: 0 errors") {
+            true => String::new(),
+            false => report,
+        }
     }
 
     /// Starts a server with the test-only build of the module, which adds
     /// `RL.DEBUG CLOCK <offset_ms>` and `RL.DEBUG PANIC`.
     pub fn start_debug(flavor: Flavor) -> Server {
-        Server::launch(flavor, Some(debug_module_path()), &[])
+        Server::launch(flavor, Some(debug_module_path()), &[], &[])
     }
 
-    fn launch(flavor: Flavor, module: Option<&PathBuf>, extra: &[&str]) -> Server {
+    fn launch(
+        flavor: Flavor,
+        module: Option<&PathBuf>,
+        extra: &[&str],
+        wrapper: &[std::ffi::OsString],
+    ) -> Server {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("rl-test-{}-{seq}", std::process::id()));
@@ -188,13 +249,14 @@ impl Server {
         args.extend(extra.iter().map(Into::into));
         for _attempt in 0..5 {
             let port = free_port();
-            if let Some(child) = spawn(flavor, port, &args) {
+            if let Some(child) = spawn(flavor, port, &args, wrapper) {
                 return Server {
                     flavor,
                     port,
                     dir,
                     child,
                     args,
+                    wrapper: wrapper.to_vec(),
                 };
             }
         }
@@ -216,7 +278,7 @@ impl Server {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self.child = spawn(self.flavor, self.port, &self.args)
+        self.child = spawn(self.flavor, self.port, &self.args, &self.wrapper)
             .unwrap_or_else(|| panic!("restart failed; log: {}", self.log()));
     }
 

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use super::{info, run, Server};
+use super::{info, Server};
 
 /// One reply, as far as the wait tests need to tell replies apart.
 #[derive(Clone, Debug, PartialEq, Eq)]
