@@ -12,6 +12,7 @@ REPLACE < functions/rl.lua`) and call
   FCALL rl_release 1 key lease_id
   FCALL cl_throttle 1 key max_burst count period [quantity]
   FCALL_RO rl_peek 1 key ALGO params [COST n]      (flag no-writes: replicas too)
+  FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id
 
 BLOCK is accepted and decides at once: a script cannot wait.
 
@@ -532,12 +533,17 @@ local function build()
       elseif kind.name == 'GCRA' and up == 'BURST' then
         burst = count_from('BURST', once(burst, 'BURST'), 1, MAX_COUNT)
       else
+        -- The options this form takes, exactly (args.rs expected_options).
         local expected
         if form == 'command' then
           expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, PEEK or BLOCK'
             or 'COST, REFUND, PEEK or BLOCK'
         else -- an RL.ALL clause, or rl_peek: BURST and COST only
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
+        end
+        if form == 'clause' then
+          fail(fmt("ERR unknown option '%s' in RL.ALL clause %s (expected %s)", sanitize(option),
+            kind.name, expected))
         end
         fail(fmt("ERR unknown option '%s' for '%s' (expected %s)", sanitize(option),
           form == 'peek' and 'rl.peek' or kind.command, expected))
@@ -934,12 +940,15 @@ local function build()
   end
 
   -- FCALL_RO rl_peek 1 key ALGO params [COST n]: RL.<ALGO> ... PEEK, never writing.
+  -- FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id: RL.ACQUIRE ... PEEK.
   local function peek_command(keys, args)
     return guarded('RL.PEEK', function()
       local key = one_key('rl_peek', keys)
-      if #args < 1 then wrong_arity('rl.peek') end
+      -- RL.PEEK's arity (-5): ALGO key and at least two parameters.
+      if #args < 3 then wrong_arity('rl.peek') end
       if upper(args[1]) == 'ACQUIRE' then
-        if #args < 4 then wrong_arity('rl.peek') end
+        -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (peek.rs).
+        if #args ~= 4 then wrong_arity('rl.peek') end
         return peek_acquire(key, args)
       end
       local kind = KINDS[upper(args[1])]
@@ -1500,7 +1509,8 @@ local function build()
     if #id < 1 or #id > 256 then fail('ERR lease_id must be 1 to 256 bytes') end
   end
 
-  -- RL.ACQUIRE key limit timeout lease_id [PEEK] (lease.rs), deciding on `key`.
+  -- RL.ACQUIRE key limit timeout lease_id [PEEK] [BLOCK ms] (lease.rs): the
+  -- parameters, then the options left to right.
   local function parse_acquire(args, first)
     local limit = count_from('limit', args[first], 1, SLIDING_LOG_MAX)
     local timeout_ms = duration('timeout', args[first + 1])

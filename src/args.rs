@@ -1,6 +1,8 @@
 //! The one parser for the shared grammar:
-//! `RL.<ALGO> key <positional parameters> [COST n] [PEEK]` (plus `BURST b` for GCRA).
-//! It works on the raw argument bytes and allocates nothing on success.
+//! `RL.<ALGO> key <positional parameters> [COST n | REFUND n] [PEEK] [BLOCK ms]`
+//! (plus `BURST b` for GCRA). Options are read left to right, so the first bad
+//! one is the one an error names, whatever follows it. It works on the raw
+//! argument bytes and allocates nothing on success.
 
 use crate::algorithm::fixed::Fixed;
 use crate::algorithm::gcra::Gcra;
@@ -77,12 +79,14 @@ impl Kind {
         }
     }
 
-    fn expected_options(self, clause: bool) -> &'static str {
-        match (self, clause) {
-            (Kind::Gcra, false) => "BURST, COST, REFUND, PEEK or BLOCK",
-            (_, false) => "COST, REFUND, PEEK or BLOCK",
-            (Kind::Gcra, true) => "BURST or COST",
-            (_, true) => "COST",
+    /// The options `form` accepts for this algorithm, as an error lists them:
+    /// exactly those the loop in [`parse_form`] takes, no more, no fewer.
+    fn expected_options(self, form: Form) -> &'static str {
+        match (self, form) {
+            (Kind::Gcra, Form::Command) => "BURST, COST, REFUND, PEEK or BLOCK",
+            (_, Form::Command) => "COST, REFUND, PEEK or BLOCK",
+            (Kind::Gcra, Form::Clause | Form::Peek) => "BURST or COST",
+            (_, Form::Clause | Form::Peek) => "COST",
         }
     }
 
@@ -118,7 +122,10 @@ pub struct Request {
 /// `RL.ALL` (which takes `COST` and `BURST` only; `PEEK` applies to the whole call).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
+    /// `RL.<ALGO>`: every option, `BLOCK ms` included. The parser validates
+    /// `BLOCK` in its place and leaves waiting to `wait` (which reads its value).
     Command,
+    /// An `RL.ALL` clause: `BURST` and `COST` only (`RL.ALL` refuses `BLOCK`).
     Clause,
     /// `RL.PEEK ALGO key params`: the parameters, `BURST` and `COST` only.
     Peek,
@@ -165,6 +172,7 @@ pub fn parse_form(
     let mut cost = None;
     let mut refund = None;
     let mut burst = None;
+    let mut block = None;
     let mut peek = false;
     let mut rest = options.iter();
     let command = form == Form::Command;
@@ -182,19 +190,32 @@ pub fn parse_form(
                 return Err(RlError::RepeatedOption("PEEK"));
             }
             peek = true;
+        } else if command && option.eq_ignore_ascii_case(b"BLOCK") {
+            // Validated here, in order; `wait::split_block` reads the value.
+            set_once(&mut block, "BLOCK", rest.next(), parse_block)?;
         } else if kind == Kind::Gcra && option.eq_ignore_ascii_case(b"BURST") {
             set_once(&mut burst, "BURST", rest.next(), |v| {
                 parse_count("BURST", v, MAX_COUNT)
             })?;
         } else {
-            return Err(RlError::UnknownOption {
-                option: sanitize(option),
-                command: if form == Form::Peek {
-                    "rl.peek"
-                } else {
-                    kind.command()
+            let option = sanitize(option);
+            let expected = kind.expected_options(form);
+            return Err(match form {
+                Form::Command => RlError::UnknownOption {
+                    option,
+                    command: kind.command(),
+                    expected,
                 },
-                expected: kind.expected_options(!command),
+                Form::Peek => RlError::UnknownOption {
+                    option,
+                    command: "rl.peek",
+                    expected,
+                },
+                Form::Clause => RlError::UnknownClauseOption {
+                    option,
+                    clause: kind.tag_upper(),
+                    expected,
+                },
             });
         }
     }
@@ -272,6 +293,12 @@ fn set_once(
     let value = value.ok_or(RlError::MissingValue(name))?;
     *slot = Some(parse(value)?);
     Ok(())
+}
+
+/// `BLOCK ms`: milliseconds from 0 (no time limit) to as long as the longest
+/// duration (`wait::MAX_BLOCK_MS`).
+pub fn parse_block(bytes: &[u8]) -> Result<u64, RlError> {
+    parse_count_from("BLOCK", bytes, 0, crate::wait::MAX_BLOCK_MS)
 }
 
 pub(crate) fn parse_count(name: &'static str, bytes: &[u8], max: u64) -> Result<u64, RlError> {
@@ -468,13 +495,114 @@ mod tests {
             Caps::default(),
             Form::Clause,
         );
-        assert!(matches!(
+        assert_eq!(
             clause,
-            Err(RlError::UnknownOption {
+            Err(RlError::UnknownClauseOption {
+                option: "REFUND".into(),
+                clause: "FIXED",
                 expected: "COST",
-                ..
             })
-        ));
+        );
+    }
+
+    fn form(kind: Kind, args: &str, form: Form) -> Result<Request, RlError> {
+        let v: Vec<&[u8]> = args.split_whitespace().map(str::as_bytes).collect();
+        parse_form(kind, &v, Caps::default(), form)
+    }
+
+    fn text(r: Result<Request, RlError>) -> String {
+        r.expect_err("an error").to_string()
+    }
+
+    #[test]
+    fn block_is_an_option_of_the_commands_read_in_its_place() {
+        let r = p(Kind::Gcra, "10 1s BLOCK 0 COST 2 block 315360000000").map(|_| ());
+        assert_eq!(r, Err(RlError::RepeatedOption("BLOCK")));
+        assert_eq!(
+            p(Kind::Gcra, "10 1s BLOCK 315360000000 COST 2")
+                .unwrap()
+                .cost,
+            2
+        );
+        assert!(p(Kind::Fixed, "1 1s peek block 5").unwrap().peek);
+        for (args, error) in [
+            ("1 1s BLOCK", "ERR option BLOCK needs a value"),
+            (
+                "1 1s BLOCK -1",
+                "ERR BLOCK must be an integer from 0 to 315360000000",
+            ),
+            (
+                "1 1s BLOCK 315360000001",
+                "ERR BLOCK must be an integer from 0 to 315360000000",
+            ),
+            (
+                "1 1s BLOCK 1 BLOCK 1",
+                "ERR option BLOCK given more than once",
+            ),
+            // A value is a value: COST's, even when it reads BLOCK.
+            (
+                "1 1s COST BLOCK 5",
+                "ERR COST must be an integer from 0 to 1000000000000",
+            ),
+            (
+                "1 1s BLOCK COST 5",
+                "ERR BLOCK must be an integer from 0 to 315360000000",
+            ),
+            // Left to right: the first bad option is the one named.
+            (
+                "1 1s FOO BLOCK x",
+                "ERR unknown option 'FOO' for 'rl.fixed' (expected COST, REFUND, PEEK or BLOCK)",
+            ),
+            (
+                "1 1s COST x BLOCK x",
+                "ERR COST must be an integer from 0 to 1000000000000",
+            ),
+            (
+                "1 1s BLOCK x COST x",
+                "ERR BLOCK must be an integer from 0 to 315360000000",
+            ),
+            // Options before the parameters, as without BLOCK.
+            (
+                "0 1s BLOCK x",
+                "ERR BLOCK must be an integer from 0 to 315360000000",
+            ),
+            (
+                "0 1s BLOCK 5",
+                "ERR limit must be an integer from 1 to 1000000000000",
+            ),
+        ] {
+            assert_eq!(text(p(Kind::Fixed, args)), error, "{args}");
+        }
+        assert_eq!(
+            text(p(Kind::Gcra, "1 1s BURST BLOCK")),
+            "ERR BURST must be an integer from 1 to 1000000000000"
+        );
+    }
+
+    #[test]
+    fn each_form_lists_exactly_the_options_it_takes() {
+        for (kind, args, f, error) in [
+            (Kind::Gcra, "1 1s XYZ", Form::Command, "ERR unknown option 'XYZ' for 'rl.gcra' (expected BURST, COST, REFUND, PEEK or BLOCK)"),
+            (Kind::Sliding, "1 1s BURST 2", Form::Command, "ERR unknown option 'BURST' for 'rl.sliding' (expected COST, REFUND, PEEK or BLOCK)"),
+            (Kind::Gcra, "1 1s BLOCK 5", Form::Peek, "ERR unknown option 'BLOCK' for 'rl.peek' (expected BURST or COST)"),
+            (Kind::Fixed, "1 1s block 5", Form::Peek, "ERR unknown option 'block' for 'rl.peek' (expected COST)"),
+            (Kind::Fixed, "1 1s PEEK", Form::Peek, "ERR unknown option 'PEEK' for 'rl.peek' (expected COST)"),
+            (Kind::TokenBucket, "1 1 1s REFUND 1", Form::Peek, "ERR unknown option 'REFUND' for 'rl.peek' (expected COST)"),
+            (Kind::Fixed, "1 1s BLOCK 5", Form::Clause, "ERR unknown option 'BLOCK' in RL.ALL clause FIXED (expected COST)"),
+            (Kind::Gcra, "1 1s PEEK", Form::Clause, "ERR unknown option 'PEEK' in RL.ALL clause GCRA (expected BURST or COST)"),
+            (Kind::Leaky, "1 1 1s REFUND 1", Form::Clause, "ERR unknown option 'REFUND' in RL.ALL clause LEAKY (expected COST)"),
+        ] {
+            assert_eq!(text(form(kind, args, f)), error, "{args}");
+        }
+        // What the lists name, each form takes.
+        assert!(form(Kind::Gcra, "1 1s BURST 2 COST 1", Form::Peek).is_ok());
+        assert!(form(Kind::Gcra, "1 1s BURST 2 COST 1", Form::Clause).is_ok());
+        assert!(form(
+            Kind::Gcra,
+            "1 1s BURST 2 REFUND 1 PEEK BLOCK 1",
+            Form::Command
+        )
+        .is_ok());
     }
 
     #[test]

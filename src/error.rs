@@ -22,6 +22,13 @@ pub enum RlError {
         command: &'static str,
         expected: &'static str,
     },
+    /// An option an `RL.ALL` clause does not take (`REFUND`, `PEEK`, `BLOCK`, ...).
+    #[error("ERR unknown option '{option}' in RL.ALL clause {clause} (expected {expected})")]
+    UnknownClauseOption {
+        option: String,
+        clause: &'static str,
+        expected: &'static str,
+    },
     #[error("ERR option {0} given more than once")]
     RepeatedOption(&'static str),
     #[error("ERR option {0} needs a value")]

@@ -1,4 +1,4 @@
-//! `RL.ACQUIRE key limit timeout lease_id [PEEK]` and `RL.RELEASE key lease_id`:
+//! `RL.ACQUIRE key limit timeout lease_id [PEEK] [BLOCK ms]` and `RL.RELEASE key lease_id`:
 //! in-flight (concurrency) limits. At most `limit` leases are held at once; a
 //! lease not released within `timeout` lapses by itself, so a crashed client
 //! cannot leak capacity; acquiring a held id renews it (a heartbeat).
@@ -15,7 +15,7 @@ use crate::algorithm::lease::{
     lapse_ns, release, us_of, Lease, LeaseView, LeaseWrite, ReleaseWrite,
 };
 use crate::algorithm::Outcome;
-use crate::args::{parse_count, parse_duration, Caps, MAX_COUNT};
+use crate::args::{parse_block, parse_count, parse_duration, Caps, MAX_COUNT};
 use crate::command::{args, guarded, with_bytes, Reply};
 use crate::error::{sanitize, RlError};
 use crate::store::{arg_bytes, lease_member, Held, Key};
@@ -34,9 +34,11 @@ pub struct Acquire {
     pub peek: bool,
 }
 
-/// Parses `limit timeout lease_id [PEEK]` (the arguments after the key).
-/// `limit` is capped like `RL.SLIDINGLOG`'s (`rl.sliding-log-max-limit`): a
-/// lease set holds up to `limit` members.
+/// Parses `limit timeout lease_id [PEEK] [BLOCK ms]` (the arguments after the
+/// key): the parameters, then the options left to right. `BLOCK` is validated
+/// here, in its place; `wait::split_block` reads its value. `limit` is capped
+/// like `RL.SLIDINGLOG`'s (`rl.sliding-log-max-limit`): a lease set holds up
+/// to `limit` members.
 pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {
     let [limit, timeout, id, options @ ..] = params else {
         return Err(RlError::WrongArity("rl.acquire"));
@@ -47,18 +49,27 @@ pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {
     };
     check_id(id)?;
     let mut peek = false;
-    for option in options {
-        if !option.eq_ignore_ascii_case(b"PEEK") {
+    let mut block = false;
+    let mut rest = options.iter();
+    while let Some(option) = rest.next() {
+        if option.eq_ignore_ascii_case(b"PEEK") {
+            if peek {
+                return Err(RlError::RepeatedOption("PEEK"));
+            }
+            peek = true;
+        } else if option.eq_ignore_ascii_case(b"BLOCK") {
+            if block {
+                return Err(RlError::RepeatedOption("BLOCK"));
+            }
+            parse_block(rest.next().ok_or(RlError::MissingValue("BLOCK"))?)?;
+            block = true;
+        } else {
             return Err(RlError::UnknownOption {
                 option: sanitize(option),
                 command: "rl.acquire",
                 expected: "PEEK or BLOCK",
             });
         }
-        if peek {
-            return Err(RlError::RepeatedOption("PEEK"));
-        }
-        peek = true;
     }
     Ok(Acquire { lease, peek })
 }
@@ -284,6 +295,41 @@ mod tests {
                 ..
             })
         ));
+        // BLOCK is an option of RL.ACQUIRE's, read in its place.
+        assert!(
+            p(&[b"1", b"1s", b"a", b"block", b"0", b"PEEK"])
+                .unwrap()
+                .peek
+        );
+        for (args, error) in [
+            (
+                &[&b"1"[..], b"1s", b"a", b"BLOCK"][..],
+                "ERR option BLOCK needs a value",
+            ),
+            (
+                &[b"1", b"1s", b"a", b"BLOCK", b"x"],
+                "ERR BLOCK must be an integer from 0 to 315360000000",
+            ),
+            (
+                &[b"1", b"1s", b"a", b"BLOCK", b"1", b"BLOCK", b"1"],
+                "ERR option BLOCK given more than once",
+            ),
+            (
+                &[b"1", b"1s", b"a", b"COST", b"BLOCK", b"5"],
+                "ERR unknown option 'COST' for 'rl.acquire' (expected PEEK or BLOCK)",
+            ),
+            (
+                &[b"1", b"1s", b"a", b"PEEK", b"PEEK", b"BLOCK", b"x"],
+                "ERR option PEEK given more than once",
+            ),
+            // The parameters first, then the options.
+            (
+                &[b"0", b"1s", b"a", b"BLOCK", b"x"],
+                "ERR limit must be an integer from 1 to 100000",
+            ),
+        ] {
+            assert_eq!(p(args).unwrap_err().to_string(), error, "{args:?}");
+        }
         // The cap follows the configuration.
         let caps = Caps { sliding_log_max: 5 };
         assert!(parse_acquire(&[b"5", b"1s", b"a"], caps).is_ok());

@@ -2,7 +2,9 @@
 //! replies, as a read-only command: it opens the key for reading, writes,
 //! replicates and signals nothing, and so runs on replicas, in `EVAL_RO` and
 //! `FCALL_RO`, and under `maxmemory` pressure. `ALGO` is one of the six
-//! limiters or `ACQUIRE` (`RL.PEEK ACQUIRE key limit timeout lease_id`). On a
+//! limiters (options `BURST` for GCRA and `COST` only: no `REFUND`, `PEEK` or
+//! `BLOCK`) or `ACQUIRE` (`RL.PEEK ACQUIRE key limit timeout lease_id`, no
+//! options at all). On a
 //! master with waiters (`BLOCK`) on the key, their claims count ahead, exactly
 //! as for `PEEK`.
 
@@ -34,7 +36,8 @@ fn run(
     ctx: *mut raw::RedisModuleCtx,
     argv: &[*mut raw::RedisModuleString],
 ) -> Result<[i64; 5], RlError> {
-    if argv.len() < 4 {
+    // The server checks the arity (-5) first; this is the library's check too.
+    if argv.len() < 5 {
         return Err(RlError::WrongArity("rl.peek"));
     }
     let algo = arg_bytes(argv[1]);
@@ -47,7 +50,9 @@ fn run(
     };
     let now = clock::now_ns();
     if algo.eq_ignore_ascii_case(b"ACQUIRE") {
-        if rest.len() < 4 {
+        // Exactly `key limit timeout lease_id`: RL.PEEK takes no option of
+        // RL.ACQUIRE's (it always peeks and never waits).
+        if rest.len() != 4 {
             return Err(RlError::WrongArity("rl.peek"));
         }
         let request =

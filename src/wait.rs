@@ -362,41 +362,25 @@ pub fn dispatch(
     }
 }
 
-/// Splits `BLOCK ms` out of the options.
+/// The value of `BLOCK ms` among the options (`params[first..]`), for a call
+/// whose options the command's parser then validates left to right, `BLOCK`
+/// included (`args::parse`, `lease::parse_acquire`): the parser is the one
+/// grammar and gives every error, in order, as the library does. So this never
+/// fails and removes nothing. In every vector the parser accepts, each value
+/// is digits, so a `BLOCK` word among the options is the option, once, with a
+/// valid value after it; elsewhere the call is an error and the value unused.
 fn split_block<'a>(params: &[&'a [u8]], first: usize) -> Result<(Vec<&'a [u8]>, u64), RlError> {
-    let mut rest = Vec::with_capacity(params.len());
-    let mut block = None;
-    let mut i = 0;
-    while i < params.len() {
-        if i >= first && params[i].eq_ignore_ascii_case(b"BLOCK") {
-            if block.is_some() {
-                return Err(RlError::RepeatedOption("BLOCK"));
-            }
-            let v = params.get(i + 1).ok_or(RlError::MissingValue("BLOCK"))?;
-            block = Some(parse_block(v)?);
-            i += 2;
-        } else {
-            rest.push(params[i]);
-            i += 1;
-        }
-    }
-    Ok((rest, block.unwrap_or(0)))
+    let options = params.get(first..).unwrap_or_default();
+    let block = options
+        .iter()
+        .position(|a| a.eq_ignore_ascii_case(b"BLOCK"))
+        .and_then(|i| options.get(i + 1))
+        .and_then(|v| parse_block(v).ok());
+    Ok((params.to_vec(), block.unwrap_or(0)))
 }
 
 fn parse_block(v: &[u8]) -> Result<u64, RlError> {
-    let bad = RlError::BadInteger {
-        name: "BLOCK",
-        min: 0,
-        max: MAX_BLOCK_MS,
-    };
-    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
-        return Err(bad);
-    }
-    std::str::from_utf8(v)
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .filter(|ms| *ms <= MAX_BLOCK_MS)
-        .ok_or(bad)
+    args::parse_block(v)
 }
 
 /// Contexts in which a call never waits (as `BLPOP` does not).

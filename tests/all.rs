@@ -110,8 +110,11 @@ fn getkeys_and_errors(flavor: Flavor) {
         ("RL.ALL 1 a 5 FIXED 1 1s", "ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED"),
         ("RL.ALL 2 a b FIXED 1 1s FIXED 1", "ERR RL.ALL clause FIXED has too few parameters"),
         ("RL.ALL 1 a FIXED 0 1s", "ERR limit must be an integer from 1 to 1000000000000"),
-        ("RL.ALL 1 a FIXED 1 1s REFUND 1", "ERR unknown option 'REFUND' for 'rl.fixed' (expected COST)"),
-        ("RL.ALL 1 a FIXED 1 1s PEEK COST 1", "ERR unknown option 'PEEK' for 'rl.fixed' (expected COST)"),
+        // A clause takes COST (and BURST for GCRA) only: the error names the clause.
+        ("RL.ALL 1 a FIXED 1 1s REFUND 1", "ERR unknown option 'REFUND' in RL.ALL clause FIXED (expected COST)"),
+        ("RL.ALL 1 a FIXED 1 1s PEEK COST 1", "ERR unknown option 'PEEK' in RL.ALL clause FIXED (expected COST)"),
+        ("RL.ALL 1 a GCRA 1 1s BLOCK 10", "ERR unknown option 'BLOCK' in RL.ALL clause GCRA (expected BURST or COST)"),
+        ("RL.ALL 1 a FIXED 1 1s BLOCK 10 PEEK", "ERR unknown option 'BLOCK' in RL.ALL clause FIXED (expected COST)"),
     ] {
         assert_eq!(rl_err(c, words), error, "{words}");
     }

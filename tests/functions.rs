@@ -379,9 +379,30 @@ fn conform(
     }
 }
 
-/// Random argument vectors: the library answers exactly the module's error, or
-/// like it succeeds; never a Lua runtime error.
-fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
+/// `words` with its key `K` named for `backend` (a key per backend).
+fn fcall_or_module(backend: Backend, words: &str) -> String {
+    let key = match backend {
+        Backend::Module => "e:m",
+        Backend::Library => "e:l",
+    };
+    words.replace(" K ", &format!(" {key} "))
+}
+
+/// Words as text, for a failure's message.
+fn shown(words: &[Vec<u8>]) -> String {
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| format!("{:?}", String::from_utf8_lossy(w)))
+        .collect();
+    words.join(" ")
+}
+
+/// Random argument vectors: the library answers exactly the module's error text,
+/// or succeeds as it does; never a Lua runtime error. Every command, `RL.PEEK`
+/// with each algorithm (`FCALL_RO rl_peek`), and options drawn mostly as
+/// names (`BLOCK` among them) with or without a value, in any order. Returns
+/// how many pairs were compared and how many of them were errors.
+fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) {
     const PALETTE: &[&str] = &[
         "",
         "-1",
@@ -391,6 +412,8 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
         "100",
         "1000000000000",
         "1000000000001",
+        "315360000000",
+        "315360000001",
         "18446744073709551616",
         "99999999999999999999999999",
         "nan",
@@ -412,6 +435,8 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
         "BURST",
         "burst",
         "REFUND",
+        "BLOCK",
+        "block",
         "XYZ",
         "\0",
         "1\0",
@@ -420,9 +445,16 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
         "GCRA",
         "FIXED",
         "SLIDING",
+        "SLIDINGLOG",
         "TOKENBUCKET",
         "LEAKY",
+        "ACQUIRE",
         "0000000000000000000000007",
+    ];
+    /// Option names, as the generator draws them (a value follows most of them).
+    const OPTIONS: &[&str] = &[
+        "COST", "cost", "REFUND", "PEEK", "peek", "BURST", "BLOCK", "block", "Block", "COST",
+        "BLOCK", "PEEK", "XYZ",
     ];
     const COMMANDS: &[(&str, usize)] = &[
         ("RL.GCRA", 2),
@@ -430,27 +462,45 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
         ("RL.LEAKY", 3),
         ("RL.SLIDING", 2),
         ("RL.FIXED", 2),
+        ("RL.SLIDINGLOG", 2),
         ("CL.THROTTLE", 3),
         ("RL.ALL", 0),
-        ("RL.SLIDINGLOG", 2),
         ("RL.ACQUIRE", 3),
         ("RL.RELEASE", 1),
+        ("RL.PEEK", 0),
+    ];
+    /// RL.PEEK's algorithms and their parameters (ACQUIRE: limit timeout lease_id).
+    const PEEKS: &[(&str, usize)] = &[
+        ("GCRA", 2),
+        ("TOKENBUCKET", 3),
+        ("LEAKY", 3),
+        ("SLIDING", 2),
+        ("SLIDINGLOG", 2),
+        ("FIXED", 2),
+        ("ACQUIRE", 3),
+        ("acquire", 3),
+        ("gcra", 2),
     ];
     let mut rng = StdRng::seed_from_u64(seed);
     let _: () = run(c, "SET fz:m:str hello");
     let _: () = run(c, "SET fz:l:str hello");
     let _: () = run(c, "RPUSH fz:m:list x");
     let _: () = run(c, "RPUSH fz:l:list x");
+    let (mut compared, mut errors) = (0, 0);
     for n in 0..vectors {
-        let (command, positional) = *COMMANDS.choose(&mut rng).unwrap();
-        let mut words: Vec<String> = vec![command.to_string()];
+        let (command, mut positional) = *COMMANDS.choose(&mut rng).unwrap();
         let key = |side: &str, rng: &mut StdRng| match rng.random_range(0..10) {
             0 => format!("fz:{side}:str"),
             1 => format!("fz:{side}:list"),
             _ => format!("fz:{side}:{n}"),
         };
+        // A tidy vector draws only valid parameters and values, so that about
+        // half the vectors succeed (or fail on their options alone).
+        let tidy = rng.random_bool(0.5);
         let pick = |rng: &mut StdRng| -> String {
-            if rng.random_bool(0.5) {
+            if tidy {
+                ["1", "7", "100", "1000"].choose(rng).unwrap().to_string()
+            } else if rng.random_bool(0.5) {
                 ["1", "7", "1000000000000", "1s", "1h", "3650d", "1ms", "0"]
                     .choose(rng)
                     .unwrap()
@@ -459,43 +509,93 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
                 PALETTE.choose(rng).unwrap().to_string()
             }
         };
+        // The last parameter (a period or window, mostly): long in a tidy vector,
+        // so that no epoch-aligned window ends between the two calls of a pair.
+        let last = |rng: &mut StdRng| -> String {
+            match tidy {
+                true => ["100000", "1h", "24h", "3650d"]
+                    .choose(rng)
+                    .unwrap()
+                    .to_string(),
+                false => pick(rng),
+            }
+        };
+        let params = |rng: &mut StdRng, args: &mut Vec<String>, p: usize| {
+            for j in 0..p {
+                args.push(if j + 1 == p { last(rng) } else { pick(rng) });
+            }
+        };
+        // Options: mostly a name and (usually) a value, else any word.
+        let options = |rng: &mut StdRng, args: &mut Vec<String>| {
+            for _ in 0..rng.random_range(0..4) {
+                if tidy || rng.random_bool(0.6) {
+                    let name = OPTIONS.choose(rng).unwrap();
+                    args.push(name.to_string());
+                    if !name.eq_ignore_ascii_case("PEEK") && (tidy || rng.random_bool(0.8)) {
+                        args.push(pick(rng));
+                    }
+                } else {
+                    args.push(pick(rng));
+                }
+            }
+        };
         let mut args: Vec<String> = vec![];
+        // The index in `args` of the key, per side (none for RL.ALL).
+        let mut key_at = Some(0);
         if command == "RL.ALL" {
+            key_at = None;
             let k = rng.random_range(1..=3);
             args.push(k.to_string());
             for i in 0..k {
                 args.push(format!("{{k}}{i}:{n}"));
             }
             for _ in 0..k {
-                let (algo, p) = *COMMANDS[..5].choose(&mut rng).unwrap();
+                let (algo, p) = *COMMANDS[..6].choose(&mut rng).unwrap();
                 args.push(algo[3..].to_string());
-                for _ in 0..p {
-                    args.push(pick(&mut rng));
-                }
+                params(&mut rng, &mut args, p);
                 if rng.random_bool(0.3) {
-                    args.push("COST".into());
+                    args.push(
+                        ["COST", "BURST", "BLOCK", "REFUND"]
+                            .choose(&mut rng)
+                            .unwrap()
+                            .to_string(),
+                    );
                     args.push(pick(&mut rng));
                 }
+            }
+            if rng.random_bool(0.2) {
+                args.push("PEEK".into());
             }
         } else {
+            if command == "RL.PEEK" {
+                key_at = Some(1);
+                let (algo, p) = match rng.random_bool(0.05) {
+                    true => (*PALETTE.choose(&mut rng).unwrap(), 2),
+                    false => *PEEKS.choose(&mut rng).unwrap(),
+                };
+                args.push(algo.to_string());
+                positional = p;
+            }
             args.push(String::new()); // the key, per side
-            for _ in 0..positional {
-                args.push(pick(&mut rng));
-            }
-            for _ in 0..rng.random_range(0..4) {
-                args.push(pick(&mut rng));
-            }
+            params(&mut rng, &mut args, positional);
+            options(&mut rng, &mut args);
         }
-        if rng.random_bool(0.2) && args.len() > 1 {
-            let i = rng.random_range(1..args.len());
+        // A word may go missing, but not a key: a word of the vector taking a
+        // key's place would be one key for both sides.
+        let fixed = match key_at {
+            Some(k) => k + 1,
+            None => 1 + args.iter().filter(|a| a.starts_with("{k}")).count(),
+        };
+        if !tidy && rng.random_bool(0.2) && args.len() > fixed {
+            let i = rng.random_range(fixed..args.len());
             args.remove(i);
         }
         let side_args = |side: &str, rng: &mut StdRng| -> Vec<Vec<u8>> {
             let mut v: Vec<Vec<u8>> = vec![command.as_bytes().to_vec()];
             for (i, a) in args.iter().enumerate() {
-                if command != "RL.ALL" && i == 0 {
+                if key_at == Some(i) {
                     v.push(key(side, rng).into_bytes());
-                } else if command == "RL.ALL" && a.starts_with("{k}") {
+                } else if key_at.is_none() && a.starts_with("{k}") {
                     v.push(format!("{{{side}}}{a}").into_bytes());
                 } else {
                     v.push(a.as_bytes().to_vec());
@@ -506,7 +606,6 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
         let mut r2 = rng.clone();
         let vm = side_args("m", &mut rng);
         let vl = side_args("l", &mut r2);
-        words.extend(args.iter().cloned());
         let pair = Instant::now();
         let a = Backend::Module
             .cmd_args(&vm)
@@ -518,17 +617,22 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) {
             .map_err(|e| error_text(&e));
         if let Err(e) = &b {
             assert!(!is_lua_runtime_error(e), "{vl:?}: {e}");
-            // FCALL's own refusals (numkeys) come before the library runs.
-            if e.contains("umber of keys") || e.contains("not an integer") {
+            // FCALL's own refusals of RL.ALL's numkeys come before the library runs.
+            if command == "RL.ALL" && (e.contains("umber of keys") || e.contains("not an integer"))
+            {
                 continue;
             }
         }
+        // Errors are compared as texts, byte for byte.
         assert!(
             same_reply(&a, &b, pair.elapsed().as_millis() as i64 + 1),
-            "{:?}\n module: {a:?}\n library: {b:?}",
-            fcall_args(&vl)
+            "seed {seed} vector {n}: {}\n module: {a:?}\n library: {b:?}",
+            shown(&fcall_args(&vl))
         );
+        compared += 1;
+        errors += usize::from(a.is_err());
     }
+    (compared, errors)
 }
 
 server_tests! {
@@ -632,7 +736,72 @@ server_tests! {
         let env = |name: &str, default: u64| {
             std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
         };
-        fuzz(&mut s.conn(), env("RL_FUZZ_SEED", 7), env("RL_FUZZ_VECTORS", 3_000) as usize);
+        let c = &mut s.conn();
+        // A wait would show as a timeout, not a hang (fresh keys never make one).
+        c.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+        let (seed, vectors) = (env("RL_FUZZ_SEED", 7), env("RL_FUZZ_VECTORS", 3_000) as usize);
+        let (compared, errors) = fuzz(c, seed, vectors);
+        eprintln!("fuzz seed {seed}: {compared} of {vectors} vectors compared, {errors} of them errors");
+        // Most vectors reach the comparison, and both errors and replies are among them.
+        assert!(compared * 10 >= vectors * 9 && errors > 0 && errors < compared);
+    }
+
+    fn both_backends_give_one_error_text_per_input(flavor) {
+        let s = Server::start_library(flavor, true);
+        let c = &mut s.conn();
+        let unknown = |option: &str, command: &str, expected: &str| {
+            format!("ERR unknown option '{option}' for '{command}' (expected {expected})")
+        };
+        let bad_block = "ERR BLOCK must be an integer from 0 to 315360000000".to_string();
+        let bad_cost = "ERR COST must be an integer from 0 to 1000000000000".to_string();
+        let arity = "ERR wrong number of arguments for 'rl.peek' command".to_string();
+        for (words, expected) in [
+            // RL.PEEK takes BURST (GCRA) and COST only, and names itself.
+            ("RL.PEEK ACQUIRE K 3 1s id BLOCK 5", arity.clone()),
+            ("RL.PEEK ACQUIRE K 3 1s id PEEK", arity.clone()),
+            ("RL.PEEK ACQUIRE K 3 1s id COST BLOCK 5", arity.clone()),
+            ("RL.PEEK FOO K 1", arity.clone()),
+            ("RL.PEEK FIXED K 1 1s BLOCK 5", unknown("BLOCK", "rl.peek", "COST")),
+            ("RL.PEEK GCRA K 1 1s COST 1 block 5", unknown("block", "rl.peek", "BURST or COST")),
+            ("RL.PEEK GCRA K 1 1s COST BLOCK 5", bad_cost.clone()),
+            ("RL.PEEK SLIDING K 1 1s PEEK", unknown("PEEK", "rl.peek", "COST")),
+            // The commands read BLOCK in its place, left to right.
+            ("RL.FIXED K 1 1s COST BLOCK 5", bad_cost.clone()),
+            ("RL.GCRA K 1 1s BURST BLOCK", "ERR BURST must be an integer from 1 to 1000000000000".into()),
+            ("RL.FIXED K 1 1s FOO BLOCK x", unknown("FOO", "rl.fixed", "COST, REFUND, PEEK or BLOCK")),
+            ("RL.GCRA K 1 1s XYZ BLOCK 5", unknown("XYZ", "rl.gcra", "BURST, COST, REFUND, PEEK or BLOCK")),
+            ("RL.TOKENBUCKET K 1 1 1s COST x BLOCK x", bad_cost.clone()),
+            ("RL.LEAKY K 1 1 1s BLOCK x COST x", bad_block.clone()),
+            ("RL.SLIDINGLOG K 0 1s BLOCK x", bad_block.clone()),
+            ("RL.SLIDINGLOG K 0 1s BLOCK 5", "ERR limit must be an integer from 1 to 100000".into()),
+            ("RL.SLIDING K 1 1s BLOCK 1 block 1", "ERR option BLOCK given more than once".into()),
+            ("RL.FIXED K 1 1s PEEK BLOCK", "ERR option BLOCK needs a value".into()),
+            ("RL.ACQUIRE K 3 1s id COST BLOCK 5", unknown("COST", "rl.acquire", "PEEK or BLOCK")),
+            ("RL.ACQUIRE K 0 1s id BLOCK x", "ERR limit must be an integer from 1 to 100000".into()),
+            ("RL.ACQUIRE K 3 1s id BLOCK x", bad_block.clone()),
+            ("RL.ACQUIRE K 3 1s id BLOCK 1 BLOCK 1", "ERR option BLOCK given more than once".into()),
+            // An RL.ALL clause names itself and what a clause takes.
+            ("RL.ALL 1 K FIXED 1 1s BLOCK 5", "ERR unknown option 'BLOCK' in RL.ALL clause FIXED (expected COST)".into()),
+            ("RL.ALL 1 K GCRA 1 1s REFUND 1", "ERR unknown option 'REFUND' in RL.ALL clause GCRA (expected BURST or COST)".into()),
+        ] {
+            for backend in BACKENDS {
+                let cmd = fcall_or_module(backend, words);
+                assert_eq!(backend.err(c, &cmd), expected, "{backend:?} {cmd}");
+            }
+        }
+        // What the lists name, each command takes.
+        for backend in BACKENDS {
+            for words in [
+                "RL.PEEK GCRA K 1 1s BURST 2 COST 1",
+                "RL.PEEK ACQUIRE K 3 1s id",
+                "RL.GCRA K 1 1h BURST 2 COST 1 PEEK BLOCK 5",
+                "RL.ACQUIRE K 3 1s id PEEK BLOCK 0",
+                "RL.ALL 1 K GCRA 1 1s BURST 2 COST 1 PEEK",
+            ] {
+                let cmd = fcall_or_module(backend, words);
+                assert_eq!(backend.rl(c, &cmd)[0], 1, "{backend:?} {cmd}");
+            }
+        }
     }
 
     fn peek_through_fcall_ro_decides_and_writes_nothing(flavor) {

@@ -200,6 +200,14 @@ server_tests! {
             ("RL.ACQUIRE k 1 3651d a", "ERR timeout must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)"),
             ("RL.ACQUIRE k 1 1s a PEEK PEEK", "ERR option PEEK given more than once"),
             ("RL.ACQUIRE k 1 1s a COST 2", "ERR unknown option 'COST' for 'rl.acquire' (expected PEEK or BLOCK)"),
+            // BLOCK is RL.ACQUIRE's option, read in its place like the others.
+            ("RL.ACQUIRE k 1 1s a COST BLOCK 5", "ERR unknown option 'COST' for 'rl.acquire' (expected PEEK or BLOCK)"),
+            ("RL.ACQUIRE k 1 1s a FOO BLOCK x", "ERR unknown option 'FOO' for 'rl.acquire' (expected PEEK or BLOCK)"),
+            ("RL.ACQUIRE k 1 1s a PEEK PEEK BLOCK x", "ERR option PEEK given more than once"),
+            ("RL.ACQUIRE k 0 1s a BLOCK x", "ERR limit must be an integer from 1 to 100000"),
+            ("RL.ACQUIRE k 1 1s a BLOCK", "ERR option BLOCK needs a value"),
+            ("RL.ACQUIRE k 1 1s a BLOCK 1 BLOCK 1", "ERR option BLOCK given more than once"),
+            ("RL.ACQUIRE k 1 1s a BLOCK PEEK", "ERR BLOCK must be an integer from 0 to 315360000000"),
         ] {
             assert_eq!(rl_err(c, cmd), expected, "{cmd}");
         }

@@ -79,9 +79,21 @@ server_tests! {
         assert_eq!(rl_err(c, "RL.PEEK GCRA k 1"), "ERR wrong number of arguments for 'rl.peek' command");
         assert_eq!(rl_err(c, "RL.PEEK ACQUIRE k 1 1s"), "ERR wrong number of arguments for 'rl.peek' command");
         assert_eq!(rl_err(c, "RL.PEEK GCRA"), "ERR wrong number of arguments for 'rl.peek' command");
+        assert_eq!(rl_err(c, "RL.PEEK FOO k 1"), "ERR wrong number of arguments for 'rl.peek' command");
+        // RL.PEEK ACQUIRE is exactly `key limit timeout lease_id`: it takes no option of
+        // RL.ACQUIRE's (it always peeks and never waits).
+        for extra in ["PEEK", "BLOCK 5", "COST 1", "id2"] {
+            assert_eq!(
+                rl_err(c, &format!("RL.PEEK ACQUIRE k 3 1s id {extra}")),
+                "ERR wrong number of arguments for 'rl.peek' command",
+                "{extra}"
+            );
+        }
         // RL.PEEK takes the parameters, BURST and COST only.
         for (words, expected) in [
             ("FIXED k 1 1s BLOCK 10", "'BLOCK' for 'rl.peek' (expected COST)"),
+            ("GCRA k 1 1s BLOCK 10", "'BLOCK' for 'rl.peek' (expected BURST or COST)"),
+            ("GCRA k 1 1s COST 1 block 10", "'block' for 'rl.peek' (expected BURST or COST)"),
             ("FIXED k 1 1s PEEK", "'PEEK' for 'rl.peek' (expected COST)"),
             ("GCRA k 1 1s REFUND 1", "'REFUND' for 'rl.peek' (expected BURST or COST)"),
         ] {

@@ -45,11 +45,26 @@ impl Server {
 
 /// Module command words as the library's `FCALL` words: `RL.GCRA key a...` ->
 /// `FCALL rl_gcra 1 key a...`, `RL.ALL n k... a...` -> `FCALL rl_all n k... a...`,
-/// `CL.THROTTLE key a...` -> `FCALL cl_throttle 1 key a...`. A vector without a
-/// key becomes `FCALL name 0` (Redis's own error, as the module's arity error is).
+/// `CL.THROTTLE key a...` -> `FCALL cl_throttle 1 key a...`, `RL.PEEK ALGO key a...`
+/// -> `FCALL_RO rl_peek 1 key ALGO a...`. A vector without a key becomes
+/// `FCALL name 0` (Redis's own error, as the module's arity error is).
 pub fn fcall_args(words: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let name = String::from_utf8_lossy(&words[0]).to_ascii_lowercase();
     let function = name.replace('.', "_");
+    if name == "rl.peek" {
+        // The key comes second in RL.PEEK, first in FCALL's arguments.
+        let mut out: Vec<Vec<u8>> = vec![b"FCALL_RO".to_vec(), function.into_bytes()];
+        if words.len() > 2 {
+            out.push(b"1".to_vec());
+            out.push(words[2].clone());
+            out.push(words[1].clone());
+            out.extend(words[3..].iter().cloned());
+        } else {
+            out.push(b"0".to_vec());
+            out.extend(words[1..].iter().cloned());
+        }
+        return out;
+    }
     let mut out: Vec<Vec<u8>> = vec![b"FCALL".to_vec(), function.into_bytes()];
     if name == "rl.all" {
         out.extend(words[1..].iter().cloned());
