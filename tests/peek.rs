@@ -154,6 +154,33 @@ server_tests! {
         let _: () = run(m, "CONFIG SET maxmemory 0");
     }
 
+    fn peek_changes_no_encoding_on_a_master_a_replica_or_for_a_read_only_user(flavor) {
+        let master = Server::start_master(flavor);
+        let replica = master.replica(true);
+        let m = &mut master.conn();
+        let encoding = |c: &mut redis::Connection, key: &str| -> String {
+            run(c, &format!("OBJECT ENCODING {key}"))
+        };
+        // A foreign 25-byte string, and a state the module wrote (replicated
+        // as SET … PXAT, so embedded on the replica).
+        let _: () = run(m, "SET foreign aaaaaaaaaaaaaaaaaaaaaaaaa");
+        assert_eq!(rl(m, "RL.GCRA g 10 1h BURST 3")[0], 1);
+        let _: i64 = run(m, "WAIT 1 5000");
+        let r = &mut replica.conn();
+        let replicated = encoding(r, "g");
+        assert_eq!(encoding(m, "foreign"), "embstr");
+        let _: () = run(m, "ACL SETUSER peeker on >pw %R~* resetchannels -@all +rl.peek");
+        let u = &mut master.conn();
+        let _: () = run(u, "AUTH peeker pw");
+        for c in [&mut *m, &mut *r, &mut *u] {
+            assert!(rl_err(c, "RL.PEEK GCRA foreign 10 1h").contains("did not write"));
+            assert_eq!(rl(c, "RL.PEEK GCRA g 10 1h BURST 3")[..3], [1, 3, 1]);
+        }
+        assert_eq!(encoding(m, "foreign"), "embstr");
+        assert_eq!(encoding(r, "foreign"), "embstr");
+        assert_eq!(encoding(r, "g"), replicated);
+    }
+
     fn peek_is_described_as_a_read_only_command_with_its_key_at_2(flavor) {
         let s = Server::start(flavor);
         let c = &mut s.conn();
