@@ -10,8 +10,8 @@ use common::*;
 
 /// Waits per measured round.
 const N: usize = 300;
-/// Growth allowed over a round: far below one forgotten handle per 100 waits.
-const SLACK: i64 = 96 * 1024;
+/// Growth allowed over a round: less than one forgotten handle (about 35 KB).
+const SLACK: i64 = 24 * 1024;
 
 /// A server whose per-key cap lets a whole round wait on one key.
 fn server(flavor: Flavor, extra: &[&str]) -> Server {

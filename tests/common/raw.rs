@@ -82,6 +82,20 @@ impl Raw {
         }
     }
 
+    /// True if a reply (or the end of the connection) is waiting to be read.
+    pub fn ready(&mut self) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return true;
+        }
+        let stream = self.reader.get_mut();
+        stream.set_nonblocking(true).expect("non-blocking");
+        let mut byte = [0u8; 1];
+        let ready =
+            !matches!(stream.peek(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        stream.set_nonblocking(false).expect("blocking");
+        ready
+    }
+
     /// Reads one reply: an integer (as a one-element list), an array of
     /// integers, or an error.
     pub fn read(&mut self) -> Reply {
