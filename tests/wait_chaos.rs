@@ -199,7 +199,7 @@ fn round(master: &Server, replica: &Server, c: &mut redis::Connection, seed: u64
         let ok = match &reply {
             Reply::Integers(v) => v.len() == 5,
             Reply::Error(e) => e.starts_with("UNBLOCKED"),
-            Reply::Closed => false,
+            Reply::Closed | Reply::Status(_) => false,
         };
         assert!(ok, "seed {seed}: unexpected reply {reply:?}");
     }

@@ -234,6 +234,26 @@ server_tests! {
         assert_eq!(waits(&mut s.conn()).0, 0);
     }
 
+    fn a_live_waiter_costs_about_35_kb_as_the_readme_budgets(flavor) {
+        let s = server(flavor, &[]);
+        let c = &mut s.conn();
+        assert_eq!(rl(c, EXHAUST)[0], 1);
+        // Connections first, so that only the waiting is measured.
+        let mut raws: Vec<Raw> = (0..100).map(|_| Raw::send(&s, "PING")).collect();
+        for r in &mut raws {
+            assert_eq!(r.read(), Reply::Status("PONG".into()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let before: i64 = info(c, "memory", "used_memory").parse().unwrap();
+        for r in &mut raws {
+            r.again(WAIT);
+        }
+        wait_for("100 waiters", || waits(c).0 == 100);
+        let during: i64 = info(c, "memory", "used_memory").parse().unwrap();
+        let per_waiter = (during - before) / 100;
+        assert!((25_000..=45_000).contains(&per_waiter), "{per_waiter} bytes per waiter");
+    }
+
     fn a_per_key_cap_keeps_one_key_from_taking_every_slot(flavor) {
         let s = Server::start(flavor);
         let c = &mut s.conn();

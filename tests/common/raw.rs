@@ -12,6 +12,8 @@ use super::{info, Server};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
     Integers(Vec<i64>),
+    /// A simple string (`+PONG`).
+    Status(String),
     Error(String),
     /// The server closed the connection.
     Closed,
@@ -67,6 +69,12 @@ impl Raw {
         raw
     }
 
+    /// Sends another command (given as one string) on this connection.
+    pub fn again(&mut self, words: &str) {
+        let words: Vec<&str> = words.split_whitespace().collect();
+        self.write(&words);
+    }
+
     fn write(&mut self, words: &[&str]) {
         self.reader
             .get_mut()
@@ -105,6 +113,7 @@ impl Raw {
         match first.split_at(1) {
             (":", n) => Reply::Integers(vec![n.parse().expect("an integer")]),
             ("-", e) => Reply::Error(e.to_string()),
+            ("+", status) => Reply::Status(status.to_string()),
             ("*", n) => {
                 let n: usize = n.parse().expect("an array length");
                 let items = (0..n).map(|_| {
