@@ -4,32 +4,12 @@
 //! to a module-less replica, AOF restarts with waiters pending, `INFO rl`.
 
 mod common;
+use common::raw::{wait_for, waits};
 use common::*;
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// `INFO rl`'s `rl_waits` line: (waiting, admitted, timed_out).
-fn waits(c: &mut redis::Connection) -> (u64, u64, u64) {
-    let line = info(c, "rl", "rl_waits");
-    let field = |name: &str| -> u64 {
-        line.split(',')
-            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
-            .unwrap_or_else(|| panic!("{name} in {line}"))
-            .parse()
-            .unwrap()
-    };
-    (field("waiting"), field("admitted"), field("timed_out"))
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// Waits until `n` clients wait.
 fn until_waiting(c: &mut redis::Connection, n: u64) {

@@ -63,6 +63,24 @@ pub fn leases_lapsing_under_their_timers(
     replies(all, "a lease waiter", Reply::admitted);
 }
 
+/// Writes a sliding log in the legacy format (a bare nanosecond per unit,
+/// scored by its microsecond) as the module did, expiring at `idle_ns`.
+fn legacy_log(c: &mut redis::Connection, key: &str, entries_ns: &[i64], idle_ns: i64) {
+    let mut zadd = redis::cmd("ZADD");
+    zadd.arg(key);
+    for &ns in entries_ns {
+        zadd.arg(ns / 1_000).arg(ns);
+    }
+    let expire_ms = idle_ns.div_euclid(1_000_000) + 1;
+    let _: Value = redis::pipe()
+        .add_command(zadd)
+        .cmd("PEXPIREAT")
+        .arg(key)
+        .arg(expire_ms)
+        .query(c)
+        .unwrap();
+}
+
 /// Sliding logs in the legacy format (a bare nanosecond per unit) whose one
 /// entry leaves the window, and the key expires, as their timers count
 /// entries through the server: every waiter must be admitted.
@@ -78,17 +96,7 @@ pub fn legacy_logs_lapsing_under_their_timers(
     for k in 0..keys {
         let ns = now_ns();
         let key = format!("legacy{k}");
-        let expire_ms = (ns + window_ns).div_euclid(1_000_000) + 1;
-        let _: Value = redis::pipe()
-            .cmd("ZADD")
-            .arg(&key)
-            .arg(ns / 1_000)
-            .arg(ns)
-            .cmd("PEXPIREAT")
-            .arg(&key)
-            .arg(expire_ms)
-            .query(c)
-            .unwrap();
+        legacy_log(c, &key, &[ns], ns + window_ns);
         for _ in 0..per_key {
             all.push(Raw::send(s, &format!("RL.SLIDINGLOG {key} 1 2ms BLOCK 0")));
         }
@@ -126,18 +134,7 @@ pub fn keys_expiring_during_counts(
         let window_ns = last_ms * 1_000_000;
         let ns = now_ns();
         let first = ns - span_ms * 1_000_000;
-        let _: Value = redis::pipe()
-            .cmd("ZADD")
-            .arg(&key)
-            .arg(first / 1_000)
-            .arg(first)
-            .arg(ns / 1_000)
-            .arg(ns)
-            .cmd("PEXPIREAT")
-            .arg(&key)
-            .arg((ns + window_ns).div_euclid(1_000_000) + 1)
-            .query(c)
-            .unwrap();
+        legacy_log(c, &key, &[first, ns], ns + window_ns);
         all.push(Raw::send(
             s,
             &format!("RL.SLIDINGLOG {key} 2 {last_ms}ms BLOCK 0"),

@@ -146,8 +146,11 @@ def test_endpoint_limit_then_429_spending_nothing_else(gateway, r, endpoint, lim
     assert before[:2] == after[:2] == [1, 60]
     assert 60 - limit <= before[2] <= after[2]
     assert 0 < after[4] <= before[4]
-    assert [r.get(k) for k in ("rl:key:free-key", f"rl:ip:{ip}",
-                               f"rl:ep:free-key:{endpoint}")] == state
+    now = [r.get(k) for k in ("rl:key:free-key", f"rl:ip:{ip}", f"rl:ep:free-key:{endpoint}")]
+    assert now[0] == state[0] and now[2] == state[2]
+    # The IP layer (GCRA 100/s) is idle again within tens of milliseconds: on a slow
+    # machine its key may have expired meanwhile, but it was never written.
+    assert now[1] in (state[1], None)
     # The limit is per API key: the pro key still gets through.
     assert get(gateway, f"/{endpoint}", PRO, ip).status_code == 200
 
