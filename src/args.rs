@@ -191,7 +191,7 @@ pub fn parse_form(
             }
             peek = true;
         } else if command && option.eq_ignore_ascii_case(b"BLOCK") {
-            // Validated here, in order; `wait::split_block` reads the value.
+            // Validated here, in order; `wait::block_value` reads the value.
             set_once(&mut block, "BLOCK", rest.next(), parse_block)?;
         } else if kind == Kind::Gcra && option.eq_ignore_ascii_case(b"BURST") {
             set_once(&mut burst, "BURST", rest.next(), |v| {

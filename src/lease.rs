@@ -36,7 +36,7 @@ pub struct Acquire {
 
 /// Parses `limit timeout lease_id [PEEK] [BLOCK ms]` (the arguments after the
 /// key): the parameters, then the options left to right. `BLOCK` is validated
-/// here, in its place; `wait::split_block` reads its value. `limit` is capped
+/// here, in its place; `wait::block_value` reads its value. `limit` is capped
 /// like `RL.SLIDINGLOG`'s (`rl.sliding-log-max-limit`): a lease set holds up
 /// to `limit` members.
 pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {

@@ -369,18 +369,14 @@ pub fn dispatch(
 /// fails and removes nothing. In every vector the parser accepts, each value
 /// is digits, so a `BLOCK` word among the options is the option, once, with a
 /// valid value after it; elsewhere the call is an error and the value unused.
-fn split_block<'a>(params: &[&'a [u8]], first: usize) -> Result<(Vec<&'a [u8]>, u64), RlError> {
+fn block_value(params: &[&[u8]], first: usize) -> u64 {
     let options = params.get(first..).unwrap_or_default();
-    let block = options
+    options
         .iter()
         .position(|a| a.eq_ignore_ascii_case(b"BLOCK"))
         .and_then(|i| options.get(i + 1))
-        .and_then(|v| parse_block(v).ok());
-    Ok((params.to_vec(), block.unwrap_or(0)))
-}
-
-fn parse_block(v: &[u8]) -> Result<u64, RlError> {
-    args::parse_block(v)
+        .and_then(|v| args::parse_block(v).ok())
+        .unwrap_or(0)
 }
 
 /// Contexts in which a call never waits (as `BLPOP` does not).
@@ -401,15 +397,15 @@ fn begin(
     }
     let first = target.first_option() - 2;
     let (claim, peek, block_ms) = with_bytes(&argv[2..], |params| {
-        let (rest, block_ms) = split_block(params, first)?;
+        let (rest, block_ms) = (params, block_value(params, first));
         let caps = config::caps();
         Ok::<_, RlError>(match target {
             Target::Decision(kind) => {
-                let request = args::parse(kind, &rest, caps)?;
+                let request = args::parse(kind, rest, caps)?;
                 (Claim::Decision { kind, request }, request.peek, block_ms)
             }
             Target::Acquire => {
-                let a = lease::parse_acquire(&rest, caps)?;
+                let a = lease::parse_acquire(rest, caps)?;
                 (
                     Claim::acquire(a.lease, &lease_member(rest[2])),
                     a.peek,
