@@ -16,6 +16,8 @@ use crate::error::{sanitize, RlError};
 pub const MAX_COUNT: u64 = 1_000_000_000_000;
 pub const MAX_COST: u64 = 1_000_000_000_000;
 pub const MAX_DURATION_MS: u64 = 3650 * 86_400_000;
+/// The longest `BLOCK`, in milliseconds (as long as the longest duration).
+pub const MAX_BLOCK_MS: u64 = MAX_DURATION_MS;
 /// The default cap on `RL.SLIDINGLOG`'s limit (memory is O(limit) per key).
 pub const DEFAULT_SLIDING_LOG_MAX: u64 = 100_000;
 
@@ -116,14 +118,16 @@ pub struct Request {
     /// `REFUND n`: give `cost` units back instead of consuming them.
     pub refund: bool,
     pub peek: bool,
+    /// `BLOCK ms`, if given (whether the call may wait is `wait`'s to decide).
+    pub block: Option<u64>,
 }
 
 /// Where the arguments come from: a command of their own, or one clause of
 /// `RL.ALL` (which takes `COST` and `BURST` only; `PEEK` applies to the whole call).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
-    /// `RL.<ALGO>`: every option, `BLOCK ms` included. The parser validates
-    /// `BLOCK` in its place and leaves waiting to `wait` (which reads its value).
+    /// `RL.<ALGO>`: every option, `BLOCK ms` included (read in its place;
+    /// waiting is `wait`'s).
     Command,
     /// An `RL.ALL` clause: `BURST` and `COST` only (`RL.ALL` refuses `BLOCK`).
     Clause,
@@ -191,7 +195,6 @@ pub fn parse_form(
             }
             peek = true;
         } else if command && option.eq_ignore_ascii_case(b"BLOCK") {
-            // Validated here, in order; `wait::block_value` reads the value.
             set_once(&mut block, "BLOCK", rest.next(), parse_block)?;
         } else if kind == Kind::Gcra && option.eq_ignore_ascii_case(b"BURST") {
             set_once(&mut burst, "BURST", rest.next(), |v| {
@@ -258,6 +261,7 @@ pub fn parse_form(
         cost: refund.or(cost).unwrap_or(1),
         refund: refund.is_some(),
         peek,
+        block,
     })
 }
 
@@ -281,7 +285,7 @@ fn check_rate(kind: Kind, limiter: &Limiter) -> Result<(), RlError> {
     }
 }
 
-fn set_once(
+pub(crate) fn set_once(
     slot: &mut Option<u64>,
     name: &'static str,
     value: Option<&&[u8]>,
@@ -295,10 +299,9 @@ fn set_once(
     Ok(())
 }
 
-/// `BLOCK ms`: milliseconds from 0 (no time limit) to as long as the longest
-/// duration (`wait::MAX_BLOCK_MS`).
+/// `BLOCK ms`: milliseconds from 0 (no time limit) to [`MAX_BLOCK_MS`].
 pub fn parse_block(bytes: &[u8]) -> Result<u64, RlError> {
-    parse_count_from("BLOCK", bytes, 0, crate::wait::MAX_BLOCK_MS)
+    parse_count_from("BLOCK", bytes, 0, MAX_BLOCK_MS)
 }
 
 pub(crate) fn parse_count(name: &'static str, bytes: &[u8], max: u64) -> Result<u64, RlError> {
@@ -409,7 +412,8 @@ mod tests {
                 }),
                 cost: 3,
                 refund: false,
-                peek: true
+                peek: true,
+                block: None
             }
         );
         let d = p(Kind::Gcra, "10 1s").unwrap();

@@ -88,11 +88,7 @@ pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending,
         Limiter::SlidingLog(p) => {
             // A legacy census may close the key around a server call; if the
             // key vanished then, decide again on the now-absent key.
-            let once = decide_log(key, kind, &p, req, now);
-            match key.take_vanished() {
-                true => decide_log(key, kind, &p, req, now)?,
-                false => once?,
-            }
+            key.settled(|| decide_log(key, kind, &p, req, now))?
         }
     };
     Ok(Pending {

@@ -15,7 +15,7 @@ use crate::algorithm::lease::{
     lapse_ns, release, us_of, Lease, LeaseView, LeaseWrite, ReleaseWrite,
 };
 use crate::algorithm::Outcome;
-use crate::args::{parse_block, parse_count, parse_duration, Caps, MAX_COUNT};
+use crate::args::{parse_block, parse_count, parse_duration, set_once, Caps, MAX_COUNT};
 use crate::command::{args, guarded, with_bytes, Reply};
 use crate::error::{sanitize, RlError};
 use crate::store::{arg_bytes, lease_member, Held, Key};
@@ -32,11 +32,12 @@ const RELEASE: &str = "RL.RELEASE";
 pub struct Acquire {
     pub lease: Lease,
     pub peek: bool,
+    /// `BLOCK ms`, if given.
+    pub block: Option<u64>,
 }
 
 /// Parses `limit timeout lease_id [PEEK] [BLOCK ms]` (the arguments after the
-/// key): the parameters, then the options left to right. `BLOCK` is validated
-/// here, in its place; `wait::block_value` reads its value. `limit` is capped
+/// key): the parameters, then the options left to right. `limit` is capped
 /// like `RL.SLIDINGLOG`'s (`rl.sliding-log-max-limit`): a lease set holds up
 /// to `limit` members.
 pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {
@@ -49,7 +50,7 @@ pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {
     };
     check_id(id)?;
     let mut peek = false;
-    let mut block = false;
+    let mut block = None;
     let mut rest = options.iter();
     while let Some(option) = rest.next() {
         if option.eq_ignore_ascii_case(b"PEEK") {
@@ -58,11 +59,7 @@ pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {
             }
             peek = true;
         } else if option.eq_ignore_ascii_case(b"BLOCK") {
-            if block {
-                return Err(RlError::RepeatedOption("BLOCK"));
-            }
-            parse_block(rest.next().ok_or(RlError::MissingValue("BLOCK"))?)?;
-            block = true;
+            set_once(&mut block, "BLOCK", rest.next(), parse_block)?;
         } else {
             return Err(RlError::UnknownOption {
                 option: sanitize(option),
@@ -71,7 +68,7 @@ pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {
             });
         }
     }
-    Ok(Acquire { lease, peek })
+    Ok(Acquire { lease, peek, block })
 }
 
 fn check_id(id: &[u8]) -> Result<(), RlError> {
@@ -188,11 +185,7 @@ fn run_release(
 /// untouched, if it holds anything but a lease set. If the key vanished during
 /// a count (see `store::Key`), `f` runs again on the now-absent key.
 fn with_leases<T>(key: &Key, f: impl Fn(&dyn LeaseView) -> T) -> Result<T, RlError> {
-    let out = leases_once(key, &f);
-    match key.take_vanished() {
-        true => leases_once(key, &f),
-        false => out,
-    }
+    key.settled(|| leases_once(key, &f))
 }
 
 fn leases_once<T>(key: &Key, f: &impl Fn(&dyn LeaseView) -> T) -> Result<T, RlError> {
@@ -242,7 +235,8 @@ mod tests {
                     limit: 10,
                     timeout_ns: 30_000_000_000
                 },
-                peek: false
+                peek: false,
+                block: None
             })
         );
         assert!(

@@ -20,6 +20,7 @@ mod fuzz;
 mod lease;
 mod ledger;
 mod peek;
+mod server_info;
 mod stats;
 mod store;
 mod throttle;

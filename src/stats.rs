@@ -13,6 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 use redis_module::raw;
 
 use crate::ledger::{Ledger, Outcome, Tally, Token};
+use crate::server_info::ServerInfo;
 
 /// Each counted command: its label (as in error messages), its name in
 /// `INFO commandstats`, its `INFO rl` field name.
@@ -158,30 +159,11 @@ pub fn call(label: &str, failed: bool) {
 /// Each counted command's `calls` in `INFO commandstats` (absent: 0); `None`
 /// if the server does not answer.
 fn redis_calls() -> Option<[u64; N]> {
-    // SAFETY: a NULL context is allowed; the data is freed below.
-    let info = unsafe {
-        raw::RedisModule_GetServerInfo.expect("GetServerInfo")(
-            std::ptr::null_mut(),
-            c"commandstats".as_ptr(),
-        )
-    };
-    if info.is_null() {
-        return None;
-    }
+    let info = ServerInfo::read(c"commandstats")?;
     let mut calls = [0u64; N];
     for (slot, (_, field, _)) in calls.iter_mut().zip(TABLE) {
-        // SAFETY: `info` is live; the value is a NUL-terminated string it owns.
-        let value = unsafe {
-            raw::RedisModule_ServerInfoGetFieldC.expect("ServerInfoGetFieldC")(info, field.as_ptr())
-        };
-        if !value.is_null() {
-            // SAFETY: as above.
-            let text = unsafe { CStr::from_ptr(value) }.to_bytes();
-            *slot = calls_of(text);
-        }
+        *slot = info.field(field).map_or(0, calls_of);
     }
-    // SAFETY: `info` came from GetServerInfo with a NULL context.
-    unsafe { raw::RedisModule_FreeServerInfo.expect("FreeServerInfo")(std::ptr::null_mut(), info) };
     Some(calls)
 }
 

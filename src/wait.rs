@@ -27,12 +27,13 @@ use redis_module::raw;
 
 use crate::algorithm::lease::{Lease, LeaseWrite};
 use crate::algorithm::{Decision, Wait, NANOS_PER_MS};
-use crate::args::{self, Kind, Request, MAX_DURATION_MS};
+use crate::args::{self, Kind, Request};
 use crate::command::{reply_error, reply_integers, with_bytes};
 use crate::decision::{self, Write};
 use crate::error::RlError;
 use crate::lease;
 use crate::ledger::Token;
+use crate::server_info::ServerInfo;
 use crate::store::{arg_bytes, lease_member, Key};
 use crate::{clock, config, stats};
 
@@ -331,9 +332,6 @@ impl Target {
     }
 }
 
-/// The longest `BLOCK`, in milliseconds (as long as the longest duration).
-pub const MAX_BLOCK_MS: u64 = MAX_DURATION_MS;
-
 enum Begun {
     Reply([i64; 5]),
     Blocked,
@@ -362,23 +360,6 @@ pub fn dispatch(
     }
 }
 
-/// The value of `BLOCK ms` among the options (`params[first..]`), for a call
-/// whose options the command's parser then validates left to right, `BLOCK`
-/// included (`args::parse`, `lease::parse_acquire`): the parser is the one
-/// grammar and gives every error, in order, as the library does. So this never
-/// fails and removes nothing. In every vector the parser accepts, each value
-/// is digits, so a `BLOCK` word among the options is the option, once, with a
-/// valid value after it; elsewhere the call is an error and the value unused.
-fn block_value(params: &[&[u8]], first: usize) -> u64 {
-    let options = params.get(first..).unwrap_or_default();
-    options
-        .iter()
-        .position(|a| a.eq_ignore_ascii_case(b"BLOCK"))
-        .and_then(|i| options.get(i + 1))
-        .and_then(|v| args::parse_block(v).ok())
-        .unwrap_or(0)
-}
-
 /// Contexts in which a call never waits (as `BLPOP` does not).
 const NO_WAIT: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
     | raw::REDISMODULE_CTX_FLAGS_LUA
@@ -395,22 +376,18 @@ fn begin(
     if argv.len() < target.first_option() {
         return Err(RlError::WrongArity(target.command()));
     }
-    let first = target.first_option() - 2;
     let (claim, peek, block_ms) = with_bytes(&argv[2..], |params| {
-        let (rest, block_ms) = (params, block_value(params, first));
         let caps = config::caps();
         Ok::<_, RlError>(match target {
             Target::Decision(kind) => {
-                let request = args::parse(kind, rest, caps)?;
+                let request = args::parse(kind, params, caps)?;
+                let block_ms = request.block.unwrap_or(0);
                 (Claim::Decision { kind, request }, request.peek, block_ms)
             }
             Target::Acquire => {
-                let a = lease::parse_acquire(rest, caps)?;
-                (
-                    Claim::acquire(a.lease, &lease_member(rest[2])),
-                    a.peek,
-                    block_ms,
-                )
+                let a = lease::parse_acquire(params, caps)?;
+                let claim = Claim::acquire(a.lease, &lease_member(params[2]));
+                (claim, a.peek, a.block.unwrap_or(0))
             }
         })
     })?;
@@ -625,27 +602,9 @@ fn out_of_memory(ctx: *mut raw::RedisModuleCtx) -> bool {
 /// `maxmemory-policy` is `noeviction` (read from `INFO memory`, only when the
 /// server is above `maxmemory`).
 fn policy_is_noeviction() -> bool {
-    // SAFETY: a NULL context is allowed; the data is freed below.
-    let info = unsafe {
-        raw::RedisModule_GetServerInfo.expect("GetServerInfo")(
-            std::ptr::null_mut(),
-            c"memory".as_ptr(),
-        )
-    };
-    if info.is_null() {
-        return true;
-    }
-    // SAFETY: `info` is live; the value is a NUL-terminated string it owns.
-    let policy = unsafe {
-        let v = raw::RedisModule_ServerInfoGetFieldC.expect("ServerInfoGetFieldC")(
-            info,
-            c"maxmemory_policy".as_ptr(),
-        );
-        (!v.is_null()).then(|| std::ffi::CStr::from_ptr(v).to_bytes() == b"noeviction")
-    };
-    // SAFETY: `info` came from GetServerInfo with a NULL context.
-    unsafe { raw::RedisModule_FreeServerInfo.expect("FreeServerInfo")(std::ptr::null_mut(), info) };
-    policy.unwrap_or(true)
+    ServerInfo::read(c"memory")
+        .and_then(|info| info.field(c"maxmemory_policy").map(|p| p == b"noeviction"))
+        .unwrap_or(true)
 }
 
 fn remove_queue(s: &mut State, qid: u64) {

@@ -66,9 +66,9 @@ pub enum Held<'a> {
 ///   the handle is open: [`Key::call`] closes it around `RedisModule_Call` and
 ///   reopens it. (Outside a command, e.g. in a timer, Redis 7.0 does not
 ///   freeze the clock, so the called command may expire the key; the handle
-///   would then point at freed memory.) If the key vanished meanwhile,
-///   [`Key::take_vanished`] says so and the caller decides again on the
-///   now-absent key.
+///   would then point at freed memory.) Decisions that may make such calls
+///   run through [`Key::settled`], which decides again on the now-absent key
+///   if the key vanished meanwhile.
 pub struct Key {
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
@@ -154,11 +154,16 @@ impl Key {
         self.key.get()
     }
 
-    /// True (once) if the key vanished while its handle was closed around a
-    /// server call: every view read before then is stale, and the key is now
-    /// absent. Callers decide again; an absent key needs no server call.
-    pub fn take_vanished(&self) -> bool {
-        self.vanished.replace(false)
+    /// Runs `decide` on the key, and again if the key vanished while its
+    /// handle was closed around a server call: every view read before then is
+    /// stale, and the key is now absent (which needs no server call, so the
+    /// second run is the last).
+    pub fn settled<T>(&self, decide: impl Fn() -> T) -> T {
+        let out = decide();
+        match self.vanished.replace(false) {
+            true => decide(),
+            false => out,
+        }
     }
 
     /// Closes the handle, runs `f` (a call into the server about this key),
