@@ -13,9 +13,9 @@
 //! admitted request (legacy keys: a bare `<ns>` per unit), scored by the
 //! nanosecond's microsecond (see `algorithm::sliding_log`).
 
-use crate::algorithm::decimal::StackBytes;
-use crate::args::Kind;
+use crate::algorithm::decimal::{parse_decimal, StackBytes};
 use crate::error::RlError;
+use crate::grammar::Kind;
 
 impl Kind {
     /// The prefix naming the algorithm in a stored value.
@@ -97,39 +97,6 @@ fn misfiled(kind: Kind, bytes: &[u8]) -> RlError {
     }
 }
 
-/// A non-empty run of at most 38 ASCII digits (always fits a `u128`).
-pub fn parse_decimal(bytes: &[u8]) -> Option<u128> {
-    if bytes.is_empty() || bytes.len() > 38 {
-        return None;
-    }
-    // One pass. Up to 19 digits fit a u64 (< 10^19 < 2^64), so the first 19 are
-    // parsed without 128-bit arithmetic; the wrapping operations cannot wrap.
-    let (head, tail) = bytes.split_at(bytes.len().min(19));
-    let mut small = 0u64;
-    for &b in head {
-        let digit = b.wrapping_sub(b'0');
-        if digit > 9 {
-            return None;
-        }
-        small = small.wrapping_mul(10).wrapping_add(u64::from(digit));
-    }
-    let mut value = u128::from(small);
-    for &b in tail {
-        let digit = b.wrapping_sub(b'0');
-        if digit > 9 {
-            return None;
-        }
-        // At most 38 digits: below 10^38 < 2^127.
-        value = value.wrapping_mul(10).wrapping_add(u128::from(digit));
-    }
-    Some(value)
-}
-
-/// A decimal `u64`, or `None`.
-pub fn parse_u64(bytes: &[u8]) -> Option<u64> {
-    parse_decimal(bytes).and_then(|v| u64::try_from(v).ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,36 +151,5 @@ mod tests {
             decode::<2>(Kind::Fixed, b"fixed:1"),
             Err(RlError::ForeignValue("RL.FIXED"))
         );
-    }
-}
-
-#[cfg(test)]
-mod decimal_tests {
-    use super::parse_decimal;
-
-    #[test]
-    fn parse_decimal_agrees_with_the_standard_parser() {
-        let nines = "9".repeat(38);
-        let cases = [
-            "0",
-            "7",
-            "10",
-            "1796045952663730620",
-            "18446744073709551615",
-            "18446744073709551616",
-            &nines,
-            "00012",
-        ];
-        for text in cases {
-            assert_eq!(
-                parse_decimal(text.as_bytes()),
-                text.parse::<u128>().ok(),
-                "{text}"
-            );
-        }
-        let too_long = "1".repeat(39);
-        for bad in ["", "+1", "-1", "1a", "/", ":", "1 ", &too_long] {
-            assert_eq!(parse_decimal(bad.as_bytes()), None, "{bad:?}");
-        }
     }
 }

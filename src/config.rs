@@ -1,14 +1,14 @@
 //! Operator settings: `loadmodule librl.so <name> <value> ...` at load time and
 //! `CONFIG SET/GET rl.<name>` at run time. Redis refuses out-of-range values
-//! with its own error naming the setting.
+//! with its own error naming the setting. Every setting's default and range
+//! is here; `lib.rs` registers them from these constants.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-
-use crate::args::{Caps, DEFAULT_SLIDING_LOG_MAX};
 
 /// `rl.sliding-log-max-limit`: the largest `limit` RL.SLIDINGLOG accepts (each
 /// key holds up to `limit` entries). Invariant: within [`SLIDING_LOG_MAX_RANGE`].
 pub static SLIDING_LOG_MAX_LIMIT: AtomicI64 = AtomicI64::new(DEFAULT_SLIDING_LOG_MAX as i64);
+pub const DEFAULT_SLIDING_LOG_MAX: u64 = 100_000;
 pub const SLIDING_LOG_MAX_RANGE: (i64, i64) = (1, 100_000_000);
 
 /// `rl.max-waiters`: the most clients waiting (`BLOCK`) at once; beyond it,
@@ -33,6 +33,21 @@ pub fn max_waiters() -> usize {
 /// `rl.max-waiters-per-key` in force.
 pub fn max_waiters_per_key() -> usize {
     MAX_WAITERS_PER_KEY.load(Ordering::Relaxed).max(0) as usize
+}
+
+/// Limits that operators may configure, as one call sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// The largest `RL.SLIDINGLOG` and `RL.ACQUIRE` limit.
+    pub sliding_log_max: u64,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            sliding_log_max: DEFAULT_SLIDING_LOG_MAX,
+        }
+    }
 }
 
 /// The caps in force for this call.

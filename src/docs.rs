@@ -86,6 +86,14 @@ fn arg(name: &'static CStr, kind: raw::RedisModuleCommandArgType) -> Arg {
     }
 }
 
+/// `arg`, optional.
+pub fn optional(arg: Arg) -> Arg {
+    Arg {
+        optional: true,
+        ..arg
+    }
+}
+
 /// `arg` repeated one or more times.
 pub fn many(arg: Arg) -> Arg {
     Arg {
@@ -143,26 +151,34 @@ fn raw_args(
     out
 }
 
-/// What one command declares.
+/// What one command documents.
 pub struct Doc {
-    pub name: &'static CStr,
     pub summary: &'static CStr,
     pub complexity: &'static CStr,
     /// Negative: at least that many arguments, counting the command name.
     pub arity: c_int,
-    /// `Some(numkeys index)` for a command whose keys follow a count (RL.ALL).
-    pub numkeys_at: Option<c_int>,
-    /// `Some(index)` for a read-only command with one key at `index` (RL.PEEK).
-    pub read_key_at: Option<c_int>,
     pub args: Vec<Arg>,
-    /// The ACL categories of a core command with the same flags (`write` plus
-    /// `fast` or `slow`), declared where the server supports it (Redis 7.2+,
-    /// Valkey); Redis 7.0 gives module commands no categories.
-    pub acl: &'static CStr,
 }
 
-/// Declares `doc` for its registered command; logs and continues if the server refuses.
-pub fn declare(ctx: *mut raw::RedisModuleCtx, doc: &Doc) {
+/// A key spec declared beyond the registered key range.
+#[derive(Clone, Copy)]
+pub enum KeySpec {
+    /// A read-only command with one key at this index (RL.PEEK).
+    ReadAt(c_int),
+    /// Keys after a count at this index (RL.ALL).
+    Numkeys(c_int),
+}
+
+/// Declares `doc` for registered command `name`, with ACL categories `acl`
+/// where the server supports them (Redis 7.2+, Valkey; Redis 7.0 gives module
+/// commands none); logs and continues if the server refuses.
+pub fn declare(
+    ctx: *mut raw::RedisModuleCtx,
+    name: &CStr,
+    acl: &CStr,
+    key_spec: Option<KeySpec>,
+    doc: &Doc,
+) {
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -172,7 +188,7 @@ pub fn declare(ctx: *mut raw::RedisModuleCtx, doc: &Doc) {
     let mut keep = Vec::new();
     let mut args = raw_args(&doc.args, &mut keep);
     let mut key_specs: Vec<raw::RedisModuleCommandKeySpec> = Vec::new();
-    if let Some(index) = doc.numkeys_at {
+    if let Some(KeySpec::Numkeys(index)) = key_spec {
         // SAFETY: zeroed is a valid key spec (and the list terminator).
         let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
         spec.flags = (raw::REDISMODULE_CMD_KEY_RW
@@ -187,7 +203,7 @@ pub fn declare(ctx: *mut raw::RedisModuleCtx, doc: &Doc) {
         key_specs.push(spec);
         key_specs.push(unsafe { std::mem::zeroed() });
     }
-    if let Some(index) = doc.read_key_at {
+    if let Some(KeySpec::ReadAt(index)) = key_spec {
         // SAFETY: zeroed is a valid key spec (and the list terminator).
         let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
         spec.flags = (raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS) as u64;
@@ -217,11 +233,9 @@ pub fn declare(ctx: *mut raw::RedisModuleCtx, doc: &Doc) {
     };
     // SAFETY: `ctx` is the OnLoad context; every pointer lives until the call returns.
     let ok = unsafe {
-        let cmd = raw::RedisModule_GetCommand.expect("GetCommand")(ctx, doc.name.as_ptr());
+        let cmd = raw::RedisModule_GetCommand.expect("GetCommand")(ctx, name.as_ptr());
         let categorized = match raw::RedisModule_SetCommandACLCategories {
-            Some(set) if !cmd.is_null() => {
-                set(cmd, doc.acl.as_ptr()) == raw::REDISMODULE_OK as c_int
-            }
+            Some(set) if !cmd.is_null() => set(cmd, acl.as_ptr()) == raw::REDISMODULE_OK as c_int,
             _ => true,
         };
         !cmd.is_null()
@@ -232,7 +246,7 @@ pub fn declare(ctx: *mut raw::RedisModuleCtx, doc: &Doc) {
     if !ok {
         let msg = format!(
             "rl: could not declare the documentation of {:?}: {}\0",
-            doc.name,
+            name,
             std::io::Error::last_os_error()
         );
         // SAFETY: a NUL-terminated message and a live context.
@@ -245,143 +259,4 @@ pub fn declare(ctx: *mut raw::RedisModuleCtx, doc: &Doc) {
             )
         };
     }
-}
-
-/// The options every decision command takes after its parameters.
-fn decision_options() -> Vec<Arg> {
-    vec![
-        one_of(
-            c"amount",
-            vec![option(c"COST", c"cost"), option(c"REFUND", c"refund")],
-        ),
-        flag(c"PEEK", c"peek"),
-        option(c"BLOCK", c"ms"),
-    ]
-}
-
-/// The documentation of every command.
-pub fn all_docs() -> Vec<Doc> {
-    let doc = |name, summary, params: Vec<Arg>| {
-        let arity = -(2 + params.len() as c_int);
-        let mut args = vec![key()];
-        args.extend(params);
-        Doc {
-            name,
-            summary,
-            complexity: c"O(1)",
-            arity,
-            numkeys_at: None,
-            read_key_at: None,
-            args,
-            acl: c"write fast",
-        }
-    };
-    let mut gcra = doc(
-        c"rl.gcra",
-        c"GCRA: limit requests per period, evenly spaced, with bursts of up to burst",
-        vec![integer(c"limit"), string(c"period")],
-    );
-    gcra.args.push(option(c"BURST", c"burst"));
-    let mut docs = vec![
-        gcra,
-        doc(
-            c"rl.tokenbucket",
-            c"Token bucket: capacity tokens, refill per period",
-            vec![integer(c"capacity"), integer(c"refill"), string(c"period")],
-        ),
-        doc(
-            c"rl.leaky",
-            c"Leaky bucket as a queue: admits up to capacity and tells each request when to run",
-            vec![integer(c"capacity"), integer(c"leak"), string(c"period")],
-        ),
-        doc(
-            c"rl.sliding",
-            c"Sliding window counter: limit per window, weighted across two windows",
-            vec![integer(c"limit"), string(c"window")],
-        ),
-        Doc {
-            complexity:
-                c"O(log N), N the entries in the log; a write also removes up to 64 lapsed entries",
-            acl: c"write slow",
-            ..doc(
-                c"rl.slidinglog",
-                c"Exact sliding log: limit per window, one entry per admitted request",
-                vec![integer(c"limit"), string(c"window")],
-            )
-        },
-        doc(
-            c"rl.fixed",
-            c"Fixed window counter: limit per window aligned to the epoch",
-            vec![integer(c"limit"), string(c"window")],
-        ),
-    ];
-    for d in &mut docs {
-        d.args.extend(decision_options());
-    }
-    docs.push(Doc {
-        name: c"rl.acquire",
-        summary: c"In-flight limit: hold one of limit leases for at most timeout (renews a held lease_id)",
-        complexity: c"O(log N), N the leases stored; a write also removes up to 64 lapsed leases",
-        arity: -5,
-        numkeys_at: None,
-        read_key_at: None,
-        args: vec![key(), integer(c"limit"), string(c"timeout"), string(c"lease_id"), flag(c"PEEK", c"peek"), option(c"BLOCK", c"ms")],
-        acl: c"write fast",
-    });
-    docs.push(Doc {
-        name: c"rl.release",
-        summary: c"Releases a lease taken with RL.ACQUIRE: 1 if it was held, else 0",
-        complexity: c"O(log N), N the leases stored; a write also removes up to 64 lapsed leases",
-        arity: 3,
-        numkeys_at: None,
-        read_key_at: None,
-        args: vec![key(), string(c"lease_id")],
-        acl: c"write fast",
-    });
-    docs.push(Doc {
-        name: c"cl.throttle",
-        summary: c"redis-cell's GCRA throttle: replies [limited, limit, remaining, retry_after s, reset_after s]",
-        complexity: c"O(1)",
-        arity: -5,
-        numkeys_at: None,
-        read_key_at: None,
-        args: vec![
-            key(),
-            integer(c"max_burst"),
-            integer(c"count"),
-            integer(c"period"),
-            Arg { optional: true, ..integer(c"quantity") },
-        ],
-        acl: c"write fast",
-    });
-    docs.push(Doc {
-        name: c"rl.peek",
-        summary: c"Read-only: replies what RL.<ALGO> key params ... PEEK replies, writing nothing (works on replicas and in read-only scripts)",
-        complexity: c"O(1) (RL.SLIDINGLOG and ACQUIRE: O(log N))",
-        arity: -5,
-        numkeys_at: None,
-        read_key_at: Some(2),
-        args: vec![
-            string(c"algorithm"),
-            key(),
-            many(string(c"param")),
-        ],
-        acl: c"read fast",
-    });
-    docs.push(Doc {
-        name: c"rl.all",
-        summary: c"Several limiters decided as one: writes only if every layer admits",
-        complexity: c"O(K) for K layers, plus each layer's own cost",
-        arity: -6,
-        numkeys_at: Some(1),
-        read_key_at: None,
-        args: vec![
-            integer(c"numkeys"),
-            many(key()),
-            many(string(c"clause")),
-            flag(c"PEEK", c"peek"),
-        ],
-        acl: c"write slow",
-    });
-    docs
 }

@@ -12,8 +12,10 @@ use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::testing::VecLog;
 use crate::algorithm::sliding_log::{score_of, Entry, SlidingLog};
 use crate::algorithm::{expire_ms, Decision, Wait};
-use crate::args::{parse, Caps, Kind, Limiter, MAX_COST, MAX_COUNT, MAX_DURATION_MS};
+use crate::bounds::{MAX_COST, MAX_COUNT, MAX_DURATION_MS};
 use crate::codec::{decode, encode};
+use crate::config::Caps;
+use crate::grammar::{parse, Kind, Limiter};
 
 const PALETTE: [&str; 24] = [
     "",

@@ -13,6 +13,7 @@ use redis_module::raw;
 
 use super::Key;
 use crate::algorithm::decimal::Decimal;
+use crate::ffi::api;
 
 /// One replicated command, applied to the key before `effect` is called.
 pub enum Effect<'a> {

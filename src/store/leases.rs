@@ -8,8 +8,9 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::{bytes_of, Key, OwnedString};
+use super::Key;
 use crate::algorithm::lease::{LeaseView, LeaseWrite};
+use crate::ffi::{api, bytes_of, OwnedString};
 
 /// The prefix of every lease member; it tells a lease set from a sliding log.
 pub const LEASE_PREFIX: &[u8] = b"lease:";

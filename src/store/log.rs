@@ -7,8 +7,10 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::{bytes_of, Effect, Key, OwnedString};
-use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, TRIM_MAX};
+use super::{Effect, Key};
+use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite};
+use crate::bounds::TRIM_MAX;
+use crate::ffi::{api, bytes_of, OwnedString};
 
 impl Key {
     /// The entry at the current position of a scan; `None` if the module did not write it.

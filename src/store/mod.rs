@@ -12,15 +12,7 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
-/// Calls a Redis module API function that the server is required to provide
-/// (every one used here exists in Redis 7.0 and Valkey 8).
-macro_rules! api {
-    ($name:ident($($arg:expr),* $(,)?)) => {
-        // SAFETY: the pointers passed come from Redis for the current command and
-        // are used only while it runs; the function exists on every supported server.
-        unsafe { raw::$name.expect(stringify!($name))($($arg),*) }
-    };
-}
+use crate::ffi::{api, OwnedString};
 
 mod effect;
 #[cfg(feature = "debug-commands")]
@@ -78,42 +70,6 @@ pub struct Key {
     vanished: Cell<bool>,
     /// A read-only handle's copy of the string value (see [`Key::string_bytes`]).
     copy: OnceCell<Option<Vec<u8>>>,
-}
-
-/// A string created through the module API; freed on drop.
-struct OwnedString {
-    ctx: *mut raw::RedisModuleCtx,
-    ptr: *mut raw::RedisModuleString,
-}
-
-impl OwnedString {
-    fn new(ctx: *mut raw::RedisModuleCtx, bytes: &[u8]) -> OwnedString {
-        let ptr = api!(RedisModule_CreateString(
-            ctx,
-            bytes.as_ptr().cast(),
-            bytes.len()
-        ));
-        OwnedString { ctx, ptr }
-    }
-}
-
-impl Drop for OwnedString {
-    fn drop(&mut self) {
-        api!(RedisModule_FreeString(self.ctx, self.ptr));
-    }
-}
-
-/// The bytes of a module string, valid while the string lives.
-fn bytes_of<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
-    let mut len = 0usize;
-    let ptr = api!(RedisModule_StringPtrLen(s, &mut len));
-    // SAFETY: Redis returns a pointer to `len` bytes owned by the string.
-    unsafe { std::slice::from_raw_parts(ptr.cast(), len) }
-}
-
-/// The argument bytes of a command.
-pub fn arg_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
-    bytes_of(s)
 }
 
 impl Key {

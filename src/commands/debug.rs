@@ -9,12 +9,26 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
+use super::command::{Command, Keys};
+use super::frame::guarded;
 use crate::clock;
-use crate::command::{args, guarded, Reply};
 use crate::error::RlError;
-use crate::store::{arg_bytes, hooks};
+use crate::ffi::{arg_bytes, args};
+use crate::reply::Reply;
+use crate::store::hooks;
 
-pub extern "C" fn command(
+/// Test builds only: no flags, no keys, not counted, not documented.
+pub const DEBUG: Command = Command {
+    name: c"rl.debug",
+    label: "RL.DEBUG",
+    handler: command,
+    flags: c"",
+    keys: Keys::None,
+    stat: None,
+    doc: None,
+};
+
+extern "C" fn command(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
@@ -36,7 +50,7 @@ pub extern "C" fn command(
                 Ok(Reply::Ok)
             }
             (Some(sub), Some(us)) if sub.eq_ignore_ascii_case(b"CALLDELAY") => {
-                let us = crate::codec::parse_u64(us).ok_or(RlError::BadInteger {
+                let us = crate::algorithm::decimal::parse_u64(us).ok_or(RlError::BadInteger {
                     name: "delay_us",
                     min: 0,
                     max: u64::MAX,

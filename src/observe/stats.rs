@@ -6,31 +6,46 @@
 //! no other command pays anything. Everything runs on Redis's main thread; the
 //! mutex only makes the static `Sync`.
 
-use std::ffi::CStr;
-use std::os::raw::{c_int, c_void};
-use std::sync::{Mutex, MutexGuard};
+use std::ffi::{CStr, CString};
+use std::os::raw::c_void;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use redis_module::raw;
 
-use crate::ledger::{Ledger, Outcome, Tally, Token};
-use crate::server_info::ServerInfo;
+use super::ledger::{Ledger, Outcome, Tally, Token};
+use super::server_info::ServerInfo;
 
-/// Each counted command: its label (as in error messages), its name in
-/// `INFO commandstats`, its `INFO rl` field name.
-const TABLE: [(&str, &CStr, &CStr); 11] = [
-    ("RL.GCRA", c"cmdstat_rl.gcra", c"gcra"),
-    ("RL.TOKENBUCKET", c"cmdstat_rl.tokenbucket", c"tokenbucket"),
-    ("RL.LEAKY", c"cmdstat_rl.leaky", c"leaky"),
-    ("RL.SLIDING", c"cmdstat_rl.sliding", c"sliding"),
-    ("RL.SLIDINGLOG", c"cmdstat_rl.slidinglog", c"slidinglog"),
-    ("RL.FIXED", c"cmdstat_rl.fixed", c"fixed"),
-    ("RL.ALL", c"cmdstat_rl.all", c"all"),
-    ("RL.ACQUIRE", c"cmdstat_rl.acquire", c"acquire"),
-    ("RL.RELEASE", c"cmdstat_rl.release", c"release"),
-    ("CL.THROTTLE", c"cmdstat_cl.throttle", c"throttle"),
-    ("RL.PEEK", c"cmdstat_rl.peek", c"peek"),
-];
-const N: usize = TABLE.len();
+/// The most commands counted (the command table is checked against it).
+pub const SLOTS: usize = 16;
+
+/// One counted command: its label (as in error messages), its name as
+/// registered (`rl.gcra`) and its `INFO rl` field name (`gcra`).
+#[derive(Clone, Copy)]
+pub struct Counted {
+    pub label: &'static str,
+    pub name: &'static CStr,
+    pub field: &'static CStr,
+}
+
+/// The counted commands, in slot order, and each one's field in `INFO
+/// commandstats` (`cmdstat_rl.gcra`); set once, when the module loads.
+static COUNTED: OnceLock<Vec<(Counted, CString)>> = OnceLock::new();
+
+/// Sets the counted commands (at load, from the command table; at most [`SLOTS`]).
+pub fn register(commands: impl Iterator<Item = Counted>) {
+    let table = commands
+        .take(SLOTS)
+        .map(|c| {
+            let stat = format!("cmdstat_{}", c.name.to_string_lossy());
+            (c, CString::new(stat).expect("command names hold no NUL"))
+        })
+        .collect();
+    let _ = COUNTED.set(table);
+}
+
+fn counted() -> &'static [(Counted, CString)] {
+    COUNTED.get().map_or(&[], Vec::as_slice)
+}
 
 /// Calls kept before a call settles them itself (16 bytes each): bounds the
 /// memory when the cron event cannot run, e.g. during a long script. Test
@@ -42,7 +57,7 @@ const MAX_RECENT: usize = if cfg!(feature = "debug-commands") {
 };
 
 struct State {
-    ledger: Ledger<N>,
+    ledger: Ledger<SLOTS>,
     /// The decision of the call in progress, if it made one.
     decided: Option<(bool, u64)>,
     /// The call in progress waited (`BLOCK`) before its decision: its token.
@@ -64,12 +79,12 @@ fn state() -> MutexGuard<'static, State> {
 }
 
 fn index(label: &str) -> Option<usize> {
-    TABLE.iter().position(|(l, _, _)| *l == label)
+    counted().iter().position(|(c, _)| c.label == label)
 }
 
 /// The call in progress decided: admitted or denied, for `cost` units (a
 /// refund counts as admitted with no cost).
-pub fn decision(_label: &str, allowed: bool, cost: u64) {
+pub fn decision(allowed: bool, cost: u64) {
     state().decided = Some((allowed, cost));
 }
 
@@ -158,10 +173,10 @@ pub fn call(label: &str, failed: bool) {
 
 /// Each counted command's `calls` in `INFO commandstats` (absent: 0); `None`
 /// if the server does not answer.
-fn redis_calls() -> Option<[u64; N]> {
+fn redis_calls() -> Option<[u64; SLOTS]> {
     let info = ServerInfo::read(c"commandstats")?;
-    let mut calls = [0u64; N];
-    for (slot, (_, field, _)) in calls.iter_mut().zip(TABLE) {
+    let mut calls = [0u64; SLOTS];
+    for (slot, (_, field)) in calls.iter_mut().zip(counted()) {
         *slot = info.field(field).map_or(0, calls_of);
     }
     Some(calls)
@@ -171,7 +186,7 @@ fn redis_calls() -> Option<[u64; N]> {
 fn calls_of(text: &[u8]) -> u64 {
     text.split(|&b| b == b',')
         .find_map(|kv| kv.strip_prefix(b"calls="))
-        .and_then(crate::codec::parse_u64)
+        .and_then(crate::algorithm::decimal::parse_u64)
         .unwrap_or(0)
 }
 
@@ -196,56 +211,19 @@ pub extern "C" fn on_cron(
     }
 }
 
-/// The `INFO` callback: section `rl_stats`, one line per command, e.g.
-/// `rl_gcra:calls=3,admitted=2,denied=1,errors=0,cost_admitted=2,cost_denied=1`.
-pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
-    // A crash report must not take the lock or call into the server.
+/// Each counted command's tallies, settled against the server's counts first
+/// unless this is for a crash report (which must not take the lock or call
+/// into the server).
+pub fn tallies(for_crash_report: bool) -> Vec<(Counted, Tally)> {
     let tallies = match (for_crash_report, STATE.try_lock()) {
-        (0, Ok(mut state)) => {
+        (false, Ok(mut state)) => {
             settle(&mut state);
             state.ledger.tallies()
         }
         (_, Ok(state)) => state.ledger.tallies(),
-        (_, Err(_)) => [Tally::default(); N],
+        (_, Err(_)) => [Tally::default(); SLOTS],
     };
-    // SAFETY: Redis calls this with a live info context; every string is NUL-terminated.
-    unsafe {
-        raw::RedisModule_InfoAddSection.expect("InfoAddSection")(ctx, c"stats".as_ptr());
-        for ((_, _, name), t) in TABLE.iter().zip(tallies) {
-            raw::RedisModule_InfoBeginDictField.expect("InfoBeginDictField")(ctx, name.as_ptr());
-            for (field, value) in [
-                (c"calls", t.calls),
-                (c"admitted", t.admitted),
-                (c"denied", t.denied),
-                (c"errors", t.errors),
-                (c"cost_admitted", t.cost_admitted),
-                (c"cost_denied", t.cost_denied),
-            ] {
-                raw::RedisModule_InfoAddFieldULongLong.expect("InfoAddFieldULongLong")(
-                    ctx,
-                    field.as_ptr(),
-                    value,
-                );
-            }
-            raw::RedisModule_InfoEndDictField.expect("InfoEndDictField")(ctx);
-        }
-        // Waiting (`BLOCK`): the clients waiting now (a gauge), and the waits
-        // that ended admitted or not (counters, cleared with commandstats).
-        let sum = |f: fn(&Tally) -> u64| tallies.iter().map(f).fold(0u64, u64::wrapping_add);
-        raw::RedisModule_InfoBeginDictField.expect("InfoBeginDictField")(ctx, c"waits".as_ptr());
-        for (field, value) in [
-            (c"waiting", crate::wait::waiting() as u64),
-            (c"admitted", sum(|t| t.waits_admitted)),
-            (c"timed_out", sum(|t| t.waits_timed_out)),
-        ] {
-            raw::RedisModule_InfoAddFieldULongLong.expect("InfoAddFieldULongLong")(
-                ctx,
-                field.as_ptr(),
-                value,
-            );
-        }
-        raw::RedisModule_InfoEndDictField.expect("InfoEndDictField")(ctx);
-    }
+    counted().iter().map(|(c, _)| *c).zip(tallies).collect()
 }
 
 #[cfg(test)]

@@ -1,15 +1,15 @@
 //! One limiter on one key, in two steps: [`decide`] reads the key's state and
 //! runs the pure algorithm, writing nothing; [`commit`] applies the resulting
-//! [`Write`] to the key. `RL.ALL` decides every layer before committing any.
+//! [`Write`] to the key.
 
 use crate::algorithm::fixed::FixedState;
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
 use crate::algorithm::{expire_ms, fixed, sliding, Decision};
-use crate::args::{Kind, Limiter, Request};
 use crate::codec::{decode, encode, Text};
 use crate::error::RlError;
+use crate::grammar::{Kind, Limiter, Request};
 use crate::store::{Held, Key};
 
 /// The effect of an admitted request (or a refund) on its key.

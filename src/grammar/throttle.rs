@@ -1,70 +1,10 @@
-//! `CL.THROTTLE key max_burst count period [quantity]`: a drop-in for
-//! redis-cell's command, with its replies and its stored state (see
-//! [`crate::algorithm::cell`] for the exact rules and their sources).
-//!
-//! Unlike redis-cell, every argument is range-checked (an `ERR` naming it, never
-//! a crash), a key holding anything but a decimal TAT is an error left untouched,
-//! and an admitted request replicates its effect, `SET key <tat_ns> PXAT <ms>`,
-//! instead of the time-dependent command.
+//! `CL.THROTTLE key max_burst count period [quantity]`, as redis-cell reads
+//! its arguments, each range-checked (an `ERR` naming it, never a crash).
 
-use std::os::raw::c_int;
-
-use redis_module::raw;
-
-use crate::algorithm::cell::{self, Cell, CellError};
-use crate::algorithm::expire_ms;
-use crate::args::{MAX_COST, MAX_COUNT};
-use crate::codec::parse_u64;
-use crate::command::{args, guarded, with_bytes, Reply};
+use crate::algorithm::cell::{Cell, CellError};
+use crate::algorithm::decimal::parse_u64;
+use crate::bounds::{MAX_COST, MAX_COUNT, MAX_PERIOD_S};
 use crate::error::RlError;
-use crate::store::{Held, Key};
-use crate::{clock, stats};
-
-const LABEL: &str = "CL.THROTTLE";
-const COMMAND: &str = "cl.throttle";
-
-/// The longest `period`, in seconds: 3650 days, like every duration of the module.
-pub const MAX_PERIOD_S: u64 = 3650 * 86_400;
-
-/// The handler registered as `cl.throttle`.
-pub extern "C" fn command(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    guarded(ctx, LABEL, || {
-        run(ctx, args(argv, argc)).map(Reply::Decision)
-    })
-}
-
-fn run(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: &[*mut raw::RedisModuleString],
-) -> Result<[i64; 5], RlError> {
-    if !(5..=6).contains(&argv.len()) {
-        return Err(RlError::WrongArity(COMMAND));
-    }
-    let (cell, quantity) = with_bytes(&argv[2..], parse)?;
-    let now = clock::now_ns();
-    let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(LABEL))?;
-    let stored = match key.held() {
-        Held::Empty => None,
-        // The state is a decimal TAT, at most 20 bytes: it must be read.
-        Held::ShortString => {
-            let bytes = key.short_string().ok_or(RlError::WrongType)?;
-            Some(parse_u64(bytes).ok_or(RlError::ForeignValue(LABEL))?)
-        }
-        Held::String(_) => return Err(RlError::ForeignValue(LABEL)),
-        Held::Zset | Held::Other => return Err(RlError::WrongType),
-    };
-    let out = cell::decide(&cell, stored, now, quantity);
-    let reply = out.reply();
-    stats::decision(LABEL, reply[0] == 0, quantity);
-    if let Some(tat) = out.new_tat_ns {
-        key.write_string(tat.to_string().as_bytes(), expire_ms(tat.into()));
-    }
-    Ok(reply)
-}
 
 /// `max_burst count period [quantity]`, as redis-cell reads them (integers;
 /// `period` in seconds; `quantity` 1 by default), each within its range.

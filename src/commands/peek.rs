@@ -12,30 +12,50 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use crate::args::{self as grammar, Kind};
-use crate::command::{args, guarded, with_bytes, Reply};
+use super::command::{Command, Keys};
+use super::frame::{guarded, spend_one};
+use crate::decision::Claim;
+use crate::docs::{key, many, string, Doc};
 use crate::error::RlError;
-use crate::lease;
-use crate::store::{arg_bytes, lease_member, Key};
-use crate::{clock, config, decision, stats, wait};
+use crate::ffi::{arg_bytes, args, with_bytes};
+use crate::grammar::{self, acquire::parse_acquire, Form, Kind};
+use crate::reply::Reply;
+use crate::store::{lease_member, Key};
+use crate::wait::Spend;
+use crate::{clock, config};
 
 const LABEL: &str = "RL.PEEK";
 
+/// Read-only, its key at position 2 (after the algorithm).
+pub const PEEK: Command = Command {
+    name: c"rl.peek",
+    label: LABEL,
+    handler: command,
+    flags: c"readonly fast",
+    keys: Keys::At(2),
+    stat: Some(c"peek"),
+    doc: Some(doc),
+};
+
+/// It always peeks and never waits.
+const HOW: Spend = Spend {
+    peek: true,
+    block: None,
+};
+
 /// The handler.
-pub extern "C" fn command(
+extern "C" fn command(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    guarded(ctx, LABEL, || {
-        run(ctx, args(argv, argc)).map(Reply::Decision)
-    })
+    guarded(ctx, LABEL, || run(ctx, args(argv, argc)))
 }
 
 fn run(
     ctx: *mut raw::RedisModuleCtx,
     argv: &[*mut raw::RedisModuleString],
-) -> Result<[i64; 5], RlError> {
+) -> Result<Reply, RlError> {
     // The server checks the arity (-5) first; this is the library's check too.
     if argv.len() < 5 {
         return Err(RlError::WrongArity("rl.peek"));
@@ -56,16 +76,14 @@ fn run(
             return Err(RlError::WrongArity("rl.peek"));
         }
         let request =
-            with_bytes(&rest[1..], |p| lease::parse_acquire(p, config::caps())).map_err(arity)?;
+            with_bytes(&rest[1..], |p| parse_acquire(p, config::caps())).map_err(arity)?;
         let member = lease_member(arg_bytes(rest[3]));
         let key = Key::open_read(ctx, name).ok_or(RlError::Internal(LABEL))?;
-        let mut out = lease::decide_acquire(&key, &request.lease, &member, now)?;
-        if wait::active() {
-            let claim = wait::Claim::acquire(request.lease, &member);
-            wait::queue_ahead(ctx, name, &key, &claim, now, &mut out)?;
-        }
-        stats::decision(LABEL, out.decision.allowed, 1);
-        return Ok(out.decision.reply());
+        let claim = Claim::Acquire {
+            lease: request.lease,
+            member,
+        };
+        return spend_one(ctx, name, key, claim, now, HOW);
     }
     let kind = Kind::ALL
         .into_iter()
@@ -74,17 +92,17 @@ fn run(
             "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE",
         ))?;
     let request = with_bytes(&rest[1..], |p| {
-        grammar::parse_form(kind, p, config::caps(), grammar::Form::Peek)
+        grammar::parse_form(kind, p, config::caps(), Form::Peek)
     })?;
     let key = Key::open_read(ctx, name).ok_or(RlError::Internal(LABEL))?;
-    let mut pending = decision::decide(&key, kind, &request, now)?;
-    if wait::active() {
-        let claim = wait::Claim::Decision { kind, request };
-        if let Some(d) = wait::queued(ctx, name, &key, &claim, &pending.decision, now)? {
-            pending.decision = d;
-        }
+    spend_one(ctx, name, key, Claim::Limiter { kind, request }, now, HOW)
+}
+
+fn doc() -> Doc {
+    Doc {
+        summary: c"Read-only: replies what RL.<ALGO> key params ... PEEK replies, writing nothing (works on replicas and in read-only scripts)",
+        complexity: c"O(1) (RL.SLIDINGLOG and ACQUIRE: O(log N))",
+        arity: -5,
+        args: vec![string(c"algorithm"), key(), many(string(c"param"))],
     }
-    let counted = if request.refund { 0 } else { request.cost };
-    stats::decision(LABEL, pending.decision.allowed, counted);
-    Ok(pending.decision.reply())
 }

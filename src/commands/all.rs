@@ -7,36 +7,48 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
+use super::command::{Command, Keys};
+use super::frame::guarded;
 use crate::algorithm::Wait;
-use crate::args::{parse_form, Form, Kind, Request};
-use crate::command::{args, guarded, with_bytes, Reply};
-use crate::decision::{self, Pending};
+use crate::bounds::MAX_LAYERS;
+use crate::decision::Claim;
+use crate::docs::{flag, integer, key, many, string, Doc};
 use crate::error::RlError;
-use crate::store::{arg_bytes, Key};
-use crate::{clock, config, stats, wait};
-
-/// At most this many layers in one call.
-pub const MAX_LAYERS: u64 = 64;
+use crate::ffi::{api, arg_bytes, args, with_bytes, OK};
+use crate::grammar::{parse_form, Form, Kind, Request};
+use crate::reply::Reply;
+use crate::store::Key;
+use crate::wait::{self, Layer, Spend};
+use crate::{clock, config};
 
 const LABEL: &str = "RL.ALL";
 
+pub const ALL: Command = Command {
+    name: c"rl.all",
+    label: LABEL,
+    handler: command,
+    flags: c"write deny-oom getkeys-api",
+    keys: Keys::Counted(1),
+    stat: Some(c"all"),
+    doc: Some(doc),
+};
+
 /// The handler; also answers Redis's key-position requests (`getkeys-api`),
 /// which is what `COMMAND GETKEYS`, ACL key patterns and cluster slot checks use.
-pub extern "C" fn command(
+extern "C" fn command(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
     let argv = args(argv, argc);
-    // SAFETY: `ctx` is the live context of the current call.
-    if unsafe { raw::RedisModule_IsKeysPositionRequest.expect("IsKeysPositionRequest")(ctx) } != 0 {
+    if api!(RedisModule_IsKeysPositionRequest(ctx)) != 0 {
         if let Ok(n) = numkeys(argv) {
             for pos in 2..2 + n {
-                // SAFETY: as above; `pos` is within `argv` (checked by `numkeys`).
-                unsafe { raw::RedisModule_KeyAtPos.expect("KeyAtPos")(ctx, pos as c_int) };
+                // `pos` is within `argv` (checked by `numkeys`).
+                api!(RedisModule_KeyAtPos(ctx, pos as c_int));
             }
         }
-        return raw::REDISMODULE_OK as c_int;
+        return OK;
     }
     guarded(ctx, LABEL, || run(ctx, argv))
 }
@@ -77,58 +89,19 @@ fn run(
     }
 
     let now = clock::now_ns();
-    let keys: Vec<Key> = names
+    let mut layers: Vec<Layer> = names
         .iter()
-        .map(|&name| Key::open(ctx, name).ok_or(RlError::Internal(LABEL)))
-        .collect::<Result<_, _>>()?;
-    let mut layers: Vec<Pending> = keys
-        .iter()
-        .zip(&clauses)
-        .map(|(key, (kind, req))| decision::decide(key, *kind, req, now))
-        .collect::<Result<_, _>>()?;
-    if wait::active() {
-        // Waiters (`BLOCK`) on a layer's key come first there.
-        for ((layer, (kind, req)), (key, &name)) in
-            layers.iter_mut().zip(&clauses).zip(keys.iter().zip(names))
-        {
-            let claim = wait::Claim::Decision {
-                kind: *kind,
-                request: *req,
-            };
-            if let Some(d) = wait::queued(ctx, name, key, &claim, &layer.decision, now)? {
-                *layer = Pending {
-                    decision: d,
-                    write: None,
-                };
-            }
-        }
-    }
-
-    let all_admit = layers.iter().all(|l| l.decision.allowed);
-    if all_admit && !peek {
-        for (key, layer) in keys.iter().zip(&layers) {
-            if let Some(write) = &layer.write {
-                decision::commit(key, write);
-            }
-        }
-    } else if !all_admit {
-        // Nothing is spent: a layer that would admit reports its state as it is.
-        for ((key, (kind, req)), layer) in keys.iter().zip(&clauses).zip(layers.iter_mut()) {
-            if layer.decision.allowed {
-                let unspent = Request { cost: 0, ..*req };
-                *layer = decision::decide(key, *kind, &unspent, now)?;
-            }
-        }
-    }
-    let cost = clauses
-        .iter()
-        .map(|(_, req)| req.cost)
-        .fold(0u64, u64::saturating_add);
-    stats::decision(LABEL, all_admit, cost);
-    let replies: Vec<[i64; 5]> = layers.iter().map(|l| l.decision.reply()).collect();
-    let binding = binding_layer(&layers);
+        .zip(clauses)
+        .map(|(&name, (kind, request))| {
+            let key = Key::open(ctx, name).ok_or(RlError::Internal(LABEL))?;
+            Ok(Layer::new(name, key, Claim::Limiter { kind, request }))
+        })
+        .collect::<Result<_, RlError>>()?;
+    let how = Spend { peek, block: None };
+    wait::spend(ctx, &mut layers, now, how)?;
+    let replies: Vec<[i64; 5]> = layers.iter().map(|l| l.decision().reply()).collect();
     Ok(Reply::Layers {
-        binding,
+        binding: binding_layer(&layers),
         layers: replies,
     })
 }
@@ -173,15 +146,15 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<(Kind, Request)>, bo
 /// The layer whose five integers lead the reply: on denial, the denying layer
 /// that makes the client wait longest (never admissible counts as longest);
 /// when all admit, the one with the least remaining. Ties go to the first.
-fn binding_layer(layers: &[Pending]) -> usize {
-    let wait = |p: &Pending| match p.decision.retry_after {
+fn binding_layer(layers: &[Layer]) -> usize {
+    let wait = |l: &Layer| match l.decision().retry_after {
         Wait::Never => u128::MAX,
         Wait::After(ns) => ns,
     };
     let denied = layers
         .iter()
         .enumerate()
-        .filter(|(_, l)| !l.decision.allowed);
+        .filter(|(_, l)| !l.decision().allowed);
     let longest = denied.fold(None, |best: Option<(usize, u128)>, (i, l)| match best {
         Some((_, w)) if w >= wait(l) => best,
         _ => Some((i, wait(l))),
@@ -191,9 +164,23 @@ fn binding_layer(layers: &[Pending]) -> usize {
             let least = layers
                 .iter()
                 .enumerate()
-                .min_by_key(|(_, l)| l.decision.remaining);
+                .min_by_key(|(_, l)| l.decision().remaining);
             least.map_or(0, |(i, _)| i)
         },
         |(i, _)| i,
     )
+}
+
+fn doc() -> Doc {
+    Doc {
+        summary: c"Several limiters decided as one: writes only if every layer admits",
+        complexity: c"O(K) for K layers, plus each layer's own cost",
+        arity: -6,
+        args: vec![
+            integer(c"numkeys"),
+            many(key()),
+            many(string(c"clause")),
+            flag(c"PEEK", c"peek"),
+        ],
+    }
 }

@@ -1,0 +1,23 @@
+//! Every per-call cap, in one place: what one call may ask for and what it may
+//! cost the server, whatever its arguments or the key hold (the operations
+//! guide's "Per-call bounds"). Operator-tunable limits are settings
+//! (`config.rs`); these are fixed.
+
+/// The largest count parameter (`limit`, `capacity`, `refill`, `leak`, `BURST`,
+/// `max_burst`, `count`).
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+/// The largest `COST`, `REFUND` and `quantity`.
+pub const MAX_COST: u64 = 1_000_000_000_000;
+/// The longest duration parameter (`period`, `window`, `timeout`): 3650 days.
+pub const MAX_DURATION_MS: u64 = 3650 * 86_400_000;
+/// The longest `BLOCK`, in milliseconds (as long as the longest duration).
+pub const MAX_BLOCK_MS: u64 = MAX_DURATION_MS;
+/// The longest `CL.THROTTLE` period, in seconds (the longest duration).
+pub const MAX_PERIOD_S: u64 = MAX_DURATION_MS / 1_000;
+/// At most this many layers in one `RL.ALL`.
+pub const MAX_LAYERS: u64 = 64;
+/// Lease ids are 1 to this many bytes (any bytes).
+pub const MAX_LEASE_ID: usize = 256;
+/// The most lapsed sorted-set entries (sliding-log entries or leases) one
+/// write removes; the rest leave with later writes or the key's expiry.
+pub use crate::algorithm::sliding_log::TRIM_MAX;

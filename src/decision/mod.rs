@@ -1,0 +1,112 @@
+//! Decide and commit, on one key: what a call (or a waiter) claims, the
+//! decision the key's state gives it, and the write that applies it. Deciding
+//! writes nothing; committing writes exactly what was decided. Whether a
+//! queue of waiters comes first is the wait queue's (`crate::wait`), above.
+
+pub mod lease;
+mod limiter;
+
+use crate::algorithm::lease::{Lease, LeaseWrite};
+use crate::algorithm::Decision;
+use crate::error::RlError;
+use crate::grammar::{Kind, Request};
+use crate::store::Key;
+
+/// What a call, or a waiter, asks of its key.
+#[derive(Clone)]
+pub enum Claim {
+    /// One of the six limiters (also one `RL.ALL` layer).
+    Limiter { kind: Kind, request: Request },
+    /// A lease: `member` is the stored (prefixed) lease id.
+    Acquire { lease: Lease, member: Vec<u8> },
+}
+
+/// A claim's decision and, if it changes the key, its write.
+pub struct Step {
+    pub decision: Decision,
+    pub write: Option<ClaimWrite>,
+}
+
+/// The write of an admitted claim (or a refund).
+pub enum ClaimWrite {
+    Limiter(limiter::Write),
+    Lease(LeaseWrite),
+}
+
+impl Claim {
+    /// The command's name in errors and `INFO rl`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Claim::Limiter { kind, .. } => kind.label(),
+            Claim::Acquire { .. } => "RL.ACQUIRE",
+        }
+    }
+
+    /// The units the claim spends if admitted (`REFUND` spends none).
+    pub fn cost(&self) -> u64 {
+        match self {
+            Claim::Limiter { request, .. } if request.refund => 0,
+            Claim::Limiter { request, .. } => request.cost,
+            Claim::Acquire { .. } => 1,
+        }
+    }
+
+    /// True if the claim gives capacity back (`REFUND`): waiters may now fit.
+    pub fn refunds(&self) -> bool {
+        matches!(self, Claim::Limiter { request, .. } if request.refund)
+    }
+
+    /// True if the claim takes capacity (cost above 0, no `REFUND`, not a
+    /// renewal of a held lease): it must queue behind waiters.
+    pub fn spends(&self, key: &Key, now: u64) -> Result<bool, RlError> {
+        match self {
+            Claim::Limiter { request, .. } => Ok(request.cost > 0 && !request.refund),
+            Claim::Acquire { member, .. } => Ok(!lease::is_held(key, member, now)?),
+        }
+    }
+
+    /// The decision `key`'s state gives the claim at `now`, writing nothing.
+    pub fn decide(&self, key: &Key, now: u64) -> Result<Step, RlError> {
+        match self {
+            Claim::Limiter { kind, request } => {
+                let p = limiter::decide(key, *kind, request, now)?;
+                Ok(Step {
+                    decision: p.decision,
+                    write: p.write.map(ClaimWrite::Limiter),
+                })
+            }
+            Claim::Acquire { lease: l, member } => {
+                let o = lease::decide_acquire(key, l, member, now)?;
+                Ok(Step {
+                    decision: o.decision,
+                    write: o.write.map(ClaimWrite::Lease),
+                })
+            }
+        }
+    }
+
+    /// The same claim spending nothing: what the key reports as it is.
+    pub fn unspent(&self) -> Option<Claim> {
+        match self {
+            Claim::Limiter { kind, request } => Some(Claim::Limiter {
+                kind: *kind,
+                request: Request {
+                    cost: 0,
+                    ..*request
+                },
+            }),
+            Claim::Acquire { .. } => None,
+        }
+    }
+
+    /// Applies `write`, decided for this claim on `key`, replicating its effect.
+    pub fn commit(&self, key: &Key, write: &ClaimWrite) {
+        match (self, write) {
+            (_, ClaimWrite::Limiter(w)) => limiter::commit(key, w),
+            (Claim::Acquire { member, .. }, ClaimWrite::Lease(w)) => {
+                lease::commit_acquire(key, member, w)
+            }
+            (Claim::Limiter { .. }, ClaimWrite::Lease(_)) => {}
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The shared form: `RL.<ALGO> key <positional parameters> [COST n | REFUND n]
+//! [PEEK] [BLOCK ms]` (plus `BURST b` for GCRA), an `RL.ALL` clause and an
+//! `RL.PEEK` call. Options are read left to right, so the first bad one is the
+//! one an error names, whatever follows it. It works on the raw argument bytes
+//! and allocates nothing on success.
+
+use super::block::parse_block;
+use super::scalars::{parse_count, parse_count_from, parse_duration, set_once};
+use super::Kind;
+use crate::algorithm::fixed::Fixed;
+use crate::algorithm::gcra::Gcra;
+use crate::algorithm::leaky::Leaky;
+use crate::algorithm::sliding::Sliding;
+use crate::algorithm::sliding_log::SlidingLog;
+use crate::algorithm::token_bucket::TokenBucket;
+use crate::bounds::{MAX_COST, MAX_COUNT};
+use crate::config::Caps;
+use crate::error::{sanitize, RlError};
+use crate::units::Millis;
+
+/// A parsed algorithm with valid parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limiter {
+    Gcra(Gcra),
+    TokenBucket(TokenBucket),
+    Leaky(Leaky),
+    Sliding(Sliding),
+    SlidingLog(SlidingLog),
+    Fixed(Fixed),
+}
+
+/// A parsed decision request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub limiter: Limiter,
+    /// Units to consume, or with `refund` to give back.
+    pub cost: u64,
+    /// `REFUND n`: give `cost` units back instead of consuming them.
+    pub refund: bool,
+    pub peek: bool,
+    /// `BLOCK ms`, if given (whether the call may wait is `wait`'s to decide).
+    pub block: Option<Millis>,
+}
+
+/// Where the arguments come from: a command of their own, or one clause of
+/// `RL.ALL` (which takes `COST` and `BURST` only; `PEEK` applies to the whole call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `RL.<ALGO>`: every option, `BLOCK ms` included (read in its place;
+    /// waiting is `wait`'s).
+    Command,
+    /// An `RL.ALL` clause: `BURST` and `COST` only (`RL.ALL` refuses `BLOCK`).
+    Clause,
+    /// `RL.PEEK ALGO key params`: the parameters, `BURST` and `COST` only.
+    Peek,
+}
+
+/// Parses the arguments after the key (`params[0]` is the first positional).
+pub fn parse(kind: Kind, params: &[&[u8]], caps: Caps) -> Result<Request, RlError> {
+    parse_form(kind, params, caps, Form::Command)
+}
+
+/// Parses a command's or a clause's parameters.
+pub fn parse_form(
+    kind: Kind,
+    params: &[&[u8]],
+    caps: Caps,
+    form: Form,
+) -> Result<Request, RlError> {
+    let names = kind.positionals();
+    if params.len() < names.len() {
+        return Err(match form {
+            Form::Command => RlError::WrongArity(kind.command()),
+            Form::Clause => RlError::ClauseArity(kind.tag_upper()),
+            Form::Peek => RlError::WrongArity("rl.peek"),
+        });
+    }
+    let (positional, options) = params.split_at(names.len());
+    let count = |i: usize| parse_count(names[i], positional[i], MAX_COUNT);
+    let duration = |i: usize| parse_duration(names[i], positional[i]);
+
+    let mut cost = None;
+    let mut refund = None;
+    let mut burst = None;
+    let mut block = None;
+    let mut peek = false;
+    let mut rest = options.iter();
+    let command = form == Form::Command;
+    while let Some(&option) = rest.next() {
+        if option.eq_ignore_ascii_case(b"COST") {
+            set_once(&mut cost, "COST", rest.next(), |v| {
+                parse_count_from("COST", v, 0, MAX_COST)
+            })?;
+        } else if command && option.eq_ignore_ascii_case(b"REFUND") {
+            set_once(&mut refund, "REFUND", rest.next(), |v| {
+                parse_count_from("REFUND", v, 0, MAX_COST)
+            })?;
+        } else if command && option.eq_ignore_ascii_case(b"PEEK") {
+            if peek {
+                return Err(RlError::RepeatedOption("PEEK"));
+            }
+            peek = true;
+        } else if command && option.eq_ignore_ascii_case(b"BLOCK") {
+            set_once(&mut block, "BLOCK", rest.next(), parse_block)?;
+        } else if kind == Kind::Gcra && option.eq_ignore_ascii_case(b"BURST") {
+            set_once(&mut burst, "BURST", rest.next(), |v| {
+                parse_count("BURST", v, MAX_COUNT)
+            })?;
+        } else {
+            let option = sanitize(option);
+            let expected = expected_options(kind, form);
+            return Err(match form {
+                Form::Command => RlError::UnknownOption {
+                    option,
+                    command: kind.command(),
+                    expected,
+                },
+                Form::Peek => RlError::UnknownOption {
+                    option,
+                    command: "rl.peek",
+                    expected,
+                },
+                Form::Clause => RlError::UnknownClauseOption {
+                    option,
+                    clause: kind.tag_upper(),
+                    expected,
+                },
+            });
+        }
+    }
+    if cost.is_some() && refund.is_some() {
+        return Err(RlError::CostWithRefund);
+    }
+
+    let limiter = match kind {
+        Kind::Gcra => Limiter::Gcra(Gcra {
+            limit: count(0)?,
+            period_ns: duration(1)?,
+            burst: burst.unwrap_or(1),
+        }),
+        Kind::TokenBucket => Limiter::TokenBucket(TokenBucket {
+            capacity: count(0)?,
+            refill: count(1)?,
+            period_ns: duration(2)?,
+        }),
+        Kind::Leaky => Limiter::Leaky(Leaky {
+            capacity: count(0)?,
+            leak: count(1)?,
+            period_ns: duration(2)?,
+        }),
+        Kind::Sliding => Limiter::Sliding(Sliding {
+            limit: count(0)?,
+            window_ns: duration(1)?,
+        }),
+        Kind::SlidingLog => Limiter::SlidingLog(SlidingLog {
+            limit: parse_count(names[0], positional[0], caps.sliding_log_max)?,
+            window_ns: duration(1)?,
+        }),
+        Kind::Fixed => Limiter::Fixed(Fixed {
+            limit: count(0)?,
+            window_ns: duration(1)?,
+        }),
+    };
+    check_rate(kind, &limiter)?;
+    Ok(Request {
+        limiter,
+        cost: refund.or(cost).unwrap_or(1),
+        refund: refund.is_some(),
+        peek,
+        block,
+    })
+}
+
+/// The options `form` accepts for `kind`, as an error lists them: exactly
+/// those the loop in [`parse_form`] takes, no more, no fewer.
+fn expected_options(kind: Kind, form: Form) -> &'static str {
+    match (kind, form) {
+        (Kind::Gcra, Form::Command) => "BURST, COST, REFUND, PEEK or BLOCK",
+        (_, Form::Command) => "COST, REFUND, PEEK or BLOCK",
+        (Kind::Gcra, Form::Clause | Form::Peek) => "BURST or COST",
+        (_, Form::Clause | Form::Peek) => "COST",
+    }
+}
+
+/// The GCRA family regains `rate` units per `period`; one unit must cost at
+/// least 1 ns (`period_ns >= rate`), as the stored instant has nanosecond
+/// resolution: below that, an admitted request would spend nothing.
+fn check_rate(kind: Kind, limiter: &Limiter) -> Result<(), RlError> {
+    let (rate, period_ns) = match *limiter {
+        Limiter::Gcra(g) => (g.limit, g.period_ns),
+        Limiter::TokenBucket(t) => (t.refill, t.period_ns),
+        Limiter::Leaky(l) => (l.leak, l.period_ns),
+        _ => return Ok(()),
+    };
+    let names = kind.positionals();
+    match rate <= period_ns {
+        true => Ok(()),
+        false => Err(RlError::RateTooHigh {
+            rate: names[names.len() - 2],
+            period: names[names.len() - 1],
+        }),
+    }
+}

@@ -1,0 +1,15 @@
+//! Every command's grammar, on the raw argument bytes: the shared form of the
+//! limiters (also an `RL.ALL` clause and an `RL.PEEK` call), the scalars they
+//! share, `BLOCK`, `RL.ACQUIRE` and `CL.THROTTLE`. Parsing never touches a key.
+
+pub mod acquire;
+pub mod block;
+mod form;
+mod kind;
+mod scalars;
+#[cfg(test)]
+mod tests;
+pub mod throttle;
+
+pub use form::{parse, parse_form, Form, Limiter, Request};
+pub use kind::Kind;

@@ -1,0 +1,309 @@
+//! The shared form's parser, on the grammar's edges.
+
+use super::scalars::parse_duration;
+use super::*;
+use crate::algorithm::gcra::Gcra;
+use crate::bounds::{MAX_COST, MAX_COUNT};
+use crate::config::{Caps, DEFAULT_SLIDING_LOG_MAX};
+use crate::error::RlError;
+
+fn p(kind: Kind, args: &str) -> Result<Request, RlError> {
+    let v: Vec<&[u8]> = args.split_whitespace().map(str::as_bytes).collect();
+    parse(kind, &v, Caps::default())
+}
+
+const SEC: u64 = 1_000_000_000;
+
+#[test]
+fn durations_with_units() {
+    for (text, ns) in [
+        ("60", 60 * SEC),
+        ("1500ms", 1_500_000_000),
+        ("1500MS", 1_500_000_000),
+        ("1m", 60 * SEC),
+        ("24h", 86_400 * SEC),
+        ("2D", 2 * 86_400 * SEC),
+        ("1ms", 1_000_000),
+        ("3650d", 3650 * 86_400 * SEC),
+    ] {
+        assert_eq!(parse_duration("period", text.as_bytes()), Ok(ns), "{text}");
+    }
+    for bad in [
+        "",
+        "0",
+        "0ms",
+        "3651d",
+        "1.5s",
+        "-1",
+        "1 s",
+        "s",
+        "1w",
+        "99999999999999999999999",
+    ] {
+        assert_eq!(
+            parse_duration("period", bad.as_bytes()),
+            Err(RlError::BadDuration("period")),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn gcra_with_options_in_any_order_and_case() {
+    let r = p(Kind::Gcra, "10 1s peek Cost 3 burst 5").unwrap();
+    assert_eq!(
+        r,
+        Request {
+            limiter: Limiter::Gcra(Gcra {
+                limit: 10,
+                period_ns: SEC,
+                burst: 5
+            }),
+            cost: 3,
+            refund: false,
+            peek: true,
+            block: None
+        }
+    );
+    let d = p(Kind::Gcra, "10 1s").unwrap();
+    assert_eq!((d.cost, d.peek), (1, false));
+    assert!(matches!(d.limiter, Limiter::Gcra(Gcra { burst: 1, .. })));
+}
+
+#[test]
+fn errors_name_the_argument_and_range() {
+    assert_eq!(p(Kind::Gcra, "10"), Err(RlError::WrongArity("rl.gcra")));
+    assert_eq!(
+        p(Kind::Fixed, "0 1s"),
+        Err(RlError::BadInteger {
+            name: "limit",
+            min: 1,
+            max: MAX_COUNT
+        })
+    );
+    assert_eq!(
+        p(Kind::TokenBucket, "5 1000000000001 1s"),
+        Err(RlError::BadInteger {
+            name: "refill",
+            min: 1,
+            max: MAX_COUNT
+        })
+    );
+    assert_eq!(
+        p(Kind::Fixed, "5 1s COST -1"),
+        Err(RlError::BadInteger {
+            name: "COST",
+            min: 0,
+            max: MAX_COST
+        })
+    );
+    assert_eq!(
+        p(Kind::Fixed, "5 1s COST"),
+        Err(RlError::MissingValue("COST"))
+    );
+    assert_eq!(
+        p(Kind::Fixed, "5 1s COST 1 cost 2"),
+        Err(RlError::RepeatedOption("COST"))
+    );
+    assert_eq!(
+        p(Kind::Fixed, "5 1s PEEK PEEK"),
+        Err(RlError::RepeatedOption("PEEK"))
+    );
+    assert!(matches!(
+        p(Kind::Fixed, "5 1s BURST 2"),
+        Err(RlError::UnknownOption {
+            command: "rl.fixed",
+            ..
+        })
+    ));
+    assert_eq!(
+        p(Kind::SlidingLog, "100001 1s"),
+        Err(RlError::BadInteger {
+            name: "limit",
+            min: 1,
+            max: DEFAULT_SLIDING_LOG_MAX
+        })
+    );
+    assert_eq!(
+        p(Kind::Leaky, "5 1 nan"),
+        Err(RlError::BadDuration("period"))
+    );
+}
+
+#[test]
+fn refund_replaces_cost() {
+    let r = p(Kind::Fixed, "5 1s REFUND 2").unwrap();
+    assert_eq!((r.cost, r.refund), (2, true));
+    assert_eq!(
+        p(Kind::Fixed, "5 1s REFUND 1 COST 1"),
+        Err(RlError::CostWithRefund)
+    );
+    assert_eq!(
+        p(Kind::Fixed, "5 1s REFUND"),
+        Err(RlError::MissingValue("REFUND"))
+    );
+    let clause = parse_form(
+        Kind::Fixed,
+        &[b"5", b"1s", b"REFUND", b"1"],
+        Caps::default(),
+        Form::Clause,
+    );
+    assert_eq!(
+        clause,
+        Err(RlError::UnknownClauseOption {
+            option: "REFUND".into(),
+            clause: "FIXED",
+            expected: "COST",
+        })
+    );
+}
+
+fn form(kind: Kind, args: &str, form: Form) -> Result<Request, RlError> {
+    let v: Vec<&[u8]> = args.split_whitespace().map(str::as_bytes).collect();
+    parse_form(kind, &v, Caps::default(), form)
+}
+
+fn text(r: Result<Request, RlError>) -> String {
+    r.expect_err("an error").to_string()
+}
+
+#[test]
+fn block_is_an_option_of_the_commands_read_in_its_place() {
+    let r = p(Kind::Gcra, "10 1s BLOCK 0 COST 2 block 315360000000").map(|_| ());
+    assert_eq!(r, Err(RlError::RepeatedOption("BLOCK")));
+    assert_eq!(
+        p(Kind::Gcra, "10 1s BLOCK 315360000000 COST 2")
+            .unwrap()
+            .cost,
+        2
+    );
+    assert!(p(Kind::Fixed, "1 1s peek block 5").unwrap().peek);
+    for (args, error) in [
+        ("1 1s BLOCK", "ERR option BLOCK needs a value"),
+        (
+            "1 1s BLOCK -1",
+            "ERR BLOCK must be an integer from 0 to 315360000000",
+        ),
+        (
+            "1 1s BLOCK 315360000001",
+            "ERR BLOCK must be an integer from 0 to 315360000000",
+        ),
+        (
+            "1 1s BLOCK 1 BLOCK 1",
+            "ERR option BLOCK given more than once",
+        ),
+        // A value is a value: COST's, even when it reads BLOCK.
+        (
+            "1 1s COST BLOCK 5",
+            "ERR COST must be an integer from 0 to 1000000000000",
+        ),
+        (
+            "1 1s BLOCK COST 5",
+            "ERR BLOCK must be an integer from 0 to 315360000000",
+        ),
+        // Left to right: the first bad option is the one named.
+        (
+            "1 1s FOO BLOCK x",
+            "ERR unknown option 'FOO' for 'rl.fixed' (expected COST, REFUND, PEEK or BLOCK)",
+        ),
+        (
+            "1 1s COST x BLOCK x",
+            "ERR COST must be an integer from 0 to 1000000000000",
+        ),
+        (
+            "1 1s BLOCK x COST x",
+            "ERR BLOCK must be an integer from 0 to 315360000000",
+        ),
+        // Options before the parameters, as without BLOCK.
+        (
+            "0 1s BLOCK x",
+            "ERR BLOCK must be an integer from 0 to 315360000000",
+        ),
+        (
+            "0 1s BLOCK 5",
+            "ERR limit must be an integer from 1 to 1000000000000",
+        ),
+    ] {
+        assert_eq!(text(p(Kind::Fixed, args)), error, "{args}");
+    }
+    assert_eq!(
+        text(p(Kind::Gcra, "1 1s BURST BLOCK")),
+        "ERR BURST must be an integer from 1 to 1000000000000"
+    );
+}
+
+#[test]
+fn each_form_lists_exactly_the_options_it_takes() {
+    for (kind, args, f, error) in [
+        (
+            Kind::Gcra,
+            "1 1s XYZ",
+            Form::Command,
+            "ERR unknown option 'XYZ' for 'rl.gcra' (expected BURST, COST, REFUND, PEEK or BLOCK)",
+        ),
+        (
+            Kind::Sliding,
+            "1 1s BURST 2",
+            Form::Command,
+            "ERR unknown option 'BURST' for 'rl.sliding' (expected COST, REFUND, PEEK or BLOCK)",
+        ),
+        (
+            Kind::Gcra,
+            "1 1s BLOCK 5",
+            Form::Peek,
+            "ERR unknown option 'BLOCK' for 'rl.peek' (expected BURST or COST)",
+        ),
+        (
+            Kind::Fixed,
+            "1 1s block 5",
+            Form::Peek,
+            "ERR unknown option 'block' for 'rl.peek' (expected COST)",
+        ),
+        (
+            Kind::Fixed,
+            "1 1s PEEK",
+            Form::Peek,
+            "ERR unknown option 'PEEK' for 'rl.peek' (expected COST)",
+        ),
+        (
+            Kind::TokenBucket,
+            "1 1 1s REFUND 1",
+            Form::Peek,
+            "ERR unknown option 'REFUND' for 'rl.peek' (expected COST)",
+        ),
+        (
+            Kind::Fixed,
+            "1 1s BLOCK 5",
+            Form::Clause,
+            "ERR unknown option 'BLOCK' in RL.ALL clause FIXED (expected COST)",
+        ),
+        (
+            Kind::Gcra,
+            "1 1s PEEK",
+            Form::Clause,
+            "ERR unknown option 'PEEK' in RL.ALL clause GCRA (expected BURST or COST)",
+        ),
+        (
+            Kind::Leaky,
+            "1 1 1s REFUND 1",
+            Form::Clause,
+            "ERR unknown option 'REFUND' in RL.ALL clause LEAKY (expected COST)",
+        ),
+    ] {
+        assert_eq!(text(form(kind, args, f)), error, "{args}");
+    }
+    // What the lists name, each form takes.
+    assert!(form(Kind::Gcra, "1 1s BURST 2 COST 1", Form::Peek).is_ok());
+    assert!(form(Kind::Gcra, "1 1s BURST 2 COST 1", Form::Clause).is_ok());
+    assert!(form(
+        Kind::Gcra,
+        "1 1s BURST 2 REFUND 1 PEEK BLOCK 1",
+        Form::Command
+    )
+    .is_ok());
+}
+
+#[test]
+fn cost_zero_is_valid() {
+    assert_eq!(p(Kind::Sliding, "5 1m COST 0").unwrap().cost, 0);
+}
