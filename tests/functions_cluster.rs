@@ -9,7 +9,7 @@ use common::backend::library_source;
 use common::cluster::{call, Cluster};
 use common::{error_text, Backend, Value};
 
-/// A cluster with the library loaded as the README says: `redis-cli --cluster call
+/// A cluster with the library loaded as docs/managed-redis.md says: `redis-cli --cluster call
 /// <node> FUNCTION LOAD REPLACE "$(cat functions/rl.lua)" --cluster-only-masters`.
 fn cluster_with_library(flavor: common::Flavor) -> Cluster {
     let cluster = Cluster::start(flavor);

@@ -563,7 +563,7 @@ const SHORT: [(&str, &str, i64); 6] = [
     ("RL.FIXED", "3 300ms", 300),
 ];
 
-/// The expiry (ms) a key's state implies, from the README's state formats.
+/// The expiry (ms) a key's state implies, from the state formats in docs/commands.md.
 fn documented_expiry(key: &str, (kind, value, _): &View, window_ms: i64) -> i64 {
     match value {
         Value::BulkString(bytes) => {

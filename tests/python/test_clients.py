@@ -1,5 +1,6 @@
-"""The README's client snippets: the redis-py and node-redis ones run here, exactly as the
-README shows them (test_readme.py checks the quotes; the Rust one runs in tests/clients.rs)."""
+"""The client snippets of docs/clients.md and docs/managed-redis.md: the redis-py and
+node-redis ones run here, exactly as the docs show them (test_docs.py checks the quotes; the
+Rust one runs in tests/clients.rs)."""
 
 import os
 import shutil

@@ -1,5 +1,6 @@
-"""Claims the README makes in prose, checked on a real server: string-state encodings,
-redis.conf.example, and what volatile-ttl evicts first."""
+"""Claims the documentation makes in prose, checked on a real server: string-state encodings
+(docs/speed.md), redis.conf.example (README.md and docs/operations.md), what volatile-ttl
+evicts first and what a restart keeps (docs/operations.md)."""
 
 import os
 import subprocess
@@ -18,7 +19,7 @@ STRING_STATES = [
 
 
 def test_string_states_are_short_and_raw_encoded(r):
-    # README (Speed): at most 44 bytes, kept `raw` by the module API's in-place write.
+    # docs/speed.md: at most 44 bytes, kept `raw` by the module API's in-place write.
     for command, key, *params in STRING_STATES:
         r.execute_command(command, key, *params)
         assert len(r.get(key)) <= 44
@@ -57,7 +58,7 @@ def test_redis_conf_example_loads_the_module_with_what_the_readme_says(tmp_path)
 
 
 def test_volatile_ttl_evicts_the_limiters_closest_to_idle_first(tmp_path):
-    # README (Memory and eviction): a limiter's expiry is when it is idle again, so
+    # docs/operations.md (Memory and eviction): a limiter's expiry is when it is idle again, so
     # volatile-ttl evicts the nearly idle ones first (approximately: Redis samples keys).
     module = Path(os.environ.get("RL_MODULE", ROOT / "target/release/librl.so"))
     proc, c = start(["--loadmodule", str(module), "--save", "", "--appendonly", "no",
@@ -90,7 +91,7 @@ def test_volatile_ttl_evicts_the_limiters_closest_to_idle_first(tmp_path):
 
 
 def test_a_restart_keeps_every_limiter_and_only_rewritten_settings(tmp_path):
-    # README (Upgrading): keys carry over a restart (the append-only file); a CONFIG SET of an
+    # docs/operations.md (Upgrading): keys carry over a restart (the append-only file); a CONFIG SET of an
     # rl.* setting lasts until the restart unless CONFIG REWRITE saved it to the file.
     module = Path(os.environ.get("RL_MODULE", ROOT / "target/release/librl.so"))
     conf = tmp_path / "redis.conf"

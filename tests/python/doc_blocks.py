@@ -1,13 +1,14 @@
-"""The README's fenced blocks, each preceded by a marker that says what kind of example it is:
+"""The documentation's fenced blocks: README.md, CONTRIBUTING.md and every docs/*.md. Each
+block is preceded by a marker that says what kind of example it is:
 
     <!-- example: KIND [ARGUMENT] -->
 
-Kinds and how tests/python/test_readme.py treats them:
+Kinds and how tests/python/test_docs.py treats them:
   cli [ARGS]     a redis-cli transcript (`127.0.0.1:6379> CMD` or `$ redis-cli CMD`, then the
-                 output): run in README order against one fresh server, output compared;
-                 with ARGS (e.g. `--enable-module-command yes`), against a second fresh
-                 server started with them
-  python         a redis-py fragment: run in README order against the same server
+                 output): run in the file's order against a fresh server of the file's own,
+                 output compared; with ARGS (e.g. `--enable-module-command yes`), against a
+                 second fresh server started with them
+  python         a redis-py fragment: run in the file's order against the same server
   curl           a curl transcript against the gateway example: run, output compared
   file PATH      the block is PATH's whole text; PATH runs in its own test
   quoted PATH    the block is quoted from PATH, which checks the quote and runs it
@@ -18,13 +19,21 @@ Kinds and how tests/python/test_readme.py treats them:
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from conftest import ROOT
 
 README = ROOT / "README.md"
+# Every file whose examples run and whose links are checked, README first.
+DOCS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"^<!-- example: (\S+)(?: ([^\n]*?))? -->\n```(\w*)\n(.*?)^```$", re.M | re.S)
 FENCE = re.compile(r"^```\w*\n.*?^```$", re.M | re.S)
 KINDS = {"cli", "python", "curl", "file", "quoted", "not-run", "shell", "text"}
+
+
+def name(path):
+    """A documentation file's path from the repository root (`docs/commands.md`)."""
+    return Path(path).relative_to(ROOT).as_posix()
 
 
 @dataclass
@@ -33,18 +42,23 @@ class Block:
     argument: str
     lang: str
     body: str
-    line: int  # the README line of the opening fence
+    line: int  # the line of the opening fence
+    file: str = "README.md"
+
+    @property
+    def where(self):
+        return f"{self.file} line {self.line}"
 
 
-def blocks(text=None):
-    text = README.read_text() if text is None else text
-    return [Block(m[1], m[2] or "", m[3], m[4], text.count("\n", 0, m.start(3)) + 1)
+def blocks(path=README, text=None):
+    text = Path(path).read_text() if text is None else text
+    return [Block(m[1], m[2] or "", m[3], m[4], text.count("\n", 0, m.start(3)) + 1, name(path))
             for m in MARKER.finditer(text)]
 
 
-def unmarked_fences(text=None):
+def unmarked_fences(path=README, text=None):
     """Opening lines of fenced blocks that carry no marker."""
-    text = README.read_text() if text is None else text
+    text = Path(path).read_text() if text is None else text
     marked = {m.start(3) - 3 for m in MARKER.finditer(text)}
     return [text.count("\n", 0, m.start()) + 1 for m in FENCE.finditer(text)
             if m.start() not in marked]
@@ -57,7 +71,7 @@ def strip_comment(line):
     return (m[1], m[2]) if m else (line.rstrip(), "")
 
 
-def transcript(body, prompts):
+def transcript(body, prompts, where="the transcript"):
     """[(command, [(expected line, comment)])] from a transcript whose command lines start
     with one of `prompts`."""
     steps = []
@@ -66,7 +80,7 @@ def transcript(body, prompts):
         if prompt is not None:
             steps.append((strip_comment(raw[len(prompt):])[0], []))
         else:
-            assert steps, f"output before any command: {raw!r}"
+            assert steps, f"{where}: output before any command: {raw!r}"
             steps[-1][1].append(strip_comment(raw))
     return steps
 
@@ -75,9 +89,9 @@ INTEGER = re.compile(r"^(\s*(?:\d+\) )*)\(integer\) (-?\d+)$")
 
 
 def accepts(expected, comment, actual):
-    """Whether an output line matches the README's. Exact, except for a time (a comment
+    """Whether an output line matches the documented one. Exact, except for a time (a comment
     naming `retry_after`/`reset_after`, or `varies from A to B`), or a comment starting
-    `varies:` (any value of the same shape). For a time the README shows the
+    `varies:` (any value of the same shape). For a time the docs show the
     value right after the previous call; a slower machine may see up to 2 s less."""
     if expected == actual:
         return True

@@ -1,5 +1,6 @@
-"""Every example in README.md, run in README order against one fresh server with the module,
-prints what the README shows (see readme_blocks.py for the markers)."""
+"""Every example in the documentation (README.md, CONTRIBUTING.md, docs/*.md) prints what the
+file shows: each file's examples run in the file's order against a fresh server of its own
+with the module (see doc_blocks.py for the markers). Failures name the file and line."""
 
 import contextlib
 import os
@@ -15,33 +16,43 @@ import pytest
 import redis
 
 from conftest import ROOT, free_port, start_server, wait_until
-from readme_blocks import KINDS, accepts, blocks, strip_comment, transcript, unmarked_fences
+from doc_blocks import (DOCS, KINDS, accepts, blocks, name, strip_comment, transcript,
+                        unmarked_fences)
+
+RUN = ("cli", "python", "curl")
+every_doc = pytest.mark.parametrize("doc", DOCS, ids=name)
 
 
-def test_every_fenced_block_says_what_kind_of_example_it_is():
-    assert unmarked_fences() == [], "README fences without an <!-- example: ... --> marker"
-    for b in blocks():
-        assert b.kind in KINDS, f"README line {b.line}: unknown kind {b.kind!r}"
+def test_the_documentation_is_every_file_it_should_be():
+    names = [name(d) for d in DOCS]
+    for expected in ["README.md", "CONTRIBUTING.md", "docs/commands.md", "docs/managed-redis.md",
+                     "docs/operations.md", "docs/speed.md", "docs/clients.md", "docs/design.md"]:
+        assert expected in names, f"{expected} is missing from the documentation"
+    ran = sum(b.kind in RUN for d in DOCS for b in blocks(d))
+    assert ran >= 10, f"only {ran} runnable examples in {names}"
+
+
+@every_doc
+def test_every_fenced_block_says_what_kind_of_example_it_is(doc):
+    lines = unmarked_fences(doc)
+    assert lines == [], f"{name(doc)}: fences without an <!-- example: ... -->, lines {lines}"
+    for b in blocks(doc):
+        assert b.kind in KINDS, f"{b.where}: unknown kind {b.kind!r}"
         if b.kind in ("file", "quoted", "not-run"):
-            assert b.argument, f"README line {b.line}: {b.kind} needs an argument"
+            assert b.argument, f"{b.where}: {b.kind} needs an argument"
 
 
-def test_file_blocks_are_the_files_verbatim():
-    for b in blocks():
+@every_doc
+def test_file_blocks_are_the_files_verbatim(doc):
+    for b in blocks(doc):
         if b.kind == "file":
-            assert (ROOT / b.argument).read_text() == b.body, f"README line {b.line}"
+            assert (ROOT / b.argument).read_text() == b.body, f"{b.where}: not {b.argument}'s text"
         if b.kind == "quoted":
-            assert (ROOT / b.argument).exists(), f"README line {b.line}"
-
-
-@pytest.fixture
-def fresh(tmp_path):
-    with start_server(tmp_path) as (url, port):
-        yield url, port
+            assert (ROOT / b.argument).exists(), f"{b.where}: {b.argument} does not exist"
 
 
 class Gateway:
-    """The gateway example against the README's server, started at its first curl block."""
+    """The gateway example against the file's server, started at its first curl block."""
 
     def __init__(self, url, tmp_path):
         self.url, self.tmp_path, self.proc, self.port = url, tmp_path, None, None
@@ -67,18 +78,19 @@ class Gateway:
 
 
 def compare(block, command, expected, actual):
-    where = f"README line {block.line}, `{command}`"
-    assert len(actual) == len(expected), f"{where}:\nREADME:\n" + "\n".join(
+    where = f"{block.where}, `{command}`"
+    assert len(actual) == len(expected), f"{where}:\n{block.file}:\n" + "\n".join(
         e for e, _ in expected) + "\nserver:\n" + "\n".join(actual)
     for (want, comment), got in zip(expected, actual):
-        assert accepts(want, comment, got), f"{where}: README shows {want!r}, got {got!r}"
+        assert accepts(want, comment, got), f"{where}: {block.file} shows {want!r}, got {got!r}"
 
 
 def run_cli(block, port):
-    for command, expected in transcript(block.body, ("127.0.0.1:6379> ", "$ redis-cli ")):
+    prompts = ("127.0.0.1:6379> ", "$ redis-cli ")
+    for command, expected in transcript(block.body, prompts, block.where):
         out = subprocess.run(["redis-cli", "--no-raw", "-p", str(port), *shlex.split(command)],
                              capture_output=True, text=True, timeout=30)
-        assert out.returncode == 0, out.stderr
+        assert out.returncode == 0, f"{block.where}, `{command}`: {out.stderr}"
         compare(block, command, expected, out.stdout.rstrip("\n").split("\n"))
 
 
@@ -88,9 +100,10 @@ def run_python(block, url):
     scope = {"r": r, "uuid": uuid, "api_key": "acme", "request": object(),
              "handle": lambda request: calls.append("handled") or "response",
              "too_many_requests": lambda retry_after: ("429", retry_after)}
-    exec(f"def example():\n{textwrap.indent(block.body, '    ')}\n    return locals()\n", scope)
+    source = f"def example():\n{textwrap.indent(block.body, '    ')}\n    return locals()\n"
+    exec(compile(source, f"<{block.where}>", "exec"), scope)  # tracebacks name the block
     names = scope["example"]()
-    assert r.dbsize() > 0, f"README line {block.line}: the fragment wrote nothing"
+    assert r.dbsize() > 0, f"{block.where}: the fragment wrote nothing"
     return names, calls
 
 
@@ -103,10 +116,10 @@ def run_curl(block, gateway):
     # The block's /export calls share one minute's window: start well inside one.
     if time.time() % 60 > 50:
         time.sleep(60.5 - time.time() % 60)
-    for command, expected in transcript(block.body, ("$ ",)):
+    for command, expected in transcript(block.body, ("$ ",), block.where):
         command = command.replace("localhost:8000", gateway.base())
         out = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30)
-        assert out.returncode == 0, out.stderr
+        assert out.returncode == 0, f"{block.where}, `{command}`: {out.stderr}"
         lines = [ln.rstrip() for ln in out.stdout.split("\n")]
         actual = [ln for ln in lines if not CURL_DROPPED.match(ln)]
         if actual and actual[-1] == "":
@@ -120,14 +133,21 @@ def run_curl(block, gateway):
         compare(block, command, expected, fixed + actual[len(expected):])
 
 
-def test_readme_examples_run_in_order(fresh, tmp_path):
-    url, port = fresh
+@every_doc
+def test_examples_run_in_order(doc, tmp_path):
+    runnable = [b for b in blocks(doc) if b.kind in RUN]
+    if not runnable:
+        pytest.skip(f"{name(doc)} has no example to run")
+    with start_server(tmp_path) as (url, port):
+        run_in_order(runnable, url, port, tmp_path)
+
+
+def run_in_order(runnable, url, port, tmp_path):
     gateway = Gateway(url, tmp_path)
     others = contextlib.ExitStack()  # servers started with a cli block's arguments
     ports = {}
-    ran = 0
     try:
-        for b in blocks():
+        for b in runnable:
             if b.kind == "cli" and b.argument:
                 if b.argument not in ports:
                     tmp = tmp_path / f"server-{len(ports)}"
@@ -140,16 +160,13 @@ def test_readme_examples_run_in_order(fresh, tmp_path):
             elif b.kind == "python":
                 names, handled = run_python(b, url)
                 # The headers fragment builds its headers; the lease one handles its request.
-                assert "headers" in names or handled == ["handled"], f"README line {b.line}"
+                assert "headers" in names or handled == ["handled"], (
+                    f"{b.where}: the fragment neither built headers nor handled the request")
             elif b.kind == "curl":
                 run_curl(b, gateway)
-            else:
-                continue
-            ran += 1
     finally:
         gateway.stop()
         others.close()
-    assert ran >= 10
 
 
 def test_strip_comment_and_accepts():
