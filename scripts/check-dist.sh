@@ -50,7 +50,7 @@ for arch in x86_64 aarch64; do
   top=$(tar -tzf "$archive" | cut -d/ -f1 | sort -u)
   [ "$top" = "$name" ] || fail "$archive: expected one folder $name/, found: $top"
   dir=$scratch/$name
-  for f in librl.so README.md LICENSE; do
+  for f in librl.so README.md LICENSE docs/commands.md docs/operations.md; do
     [ -s "$dir/$f" ] || fail "$archive: $name/$f is missing or empty"
   done
   grep -qi "download the archive" "$dir/README.md" || fail "$archive: README.md lacks the install lines"

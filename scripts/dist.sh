@@ -5,7 +5,7 @@
 #   dist/rl-<version>-linux-aarch64.tar.gz  (+ .sha256)
 #
 # <version> is Cargo.toml's. Each archive holds one folder, rl-<version>-linux-<arch>/, with
-# librl.so, README.md (its install section: download, verify, loadmodule) and LICENSE. Each
+# librl.so, README.md (its install section: download, verify, loadmodule), docs/ and LICENSE. Each
 # .sha256 file is in `sha256sum` format, so `sha256sum -c <archive>.sha256` verifies it.
 #
 # The module is linked against glibc 2.17's symbol versions (cargo-zigbuild's
@@ -103,8 +103,11 @@ for triple in "${TRIPLES[@]}"; do
   [ -f "$so" ] || { echo "dist: $so was not built" >&2; exit 1; }
   mkdir -p "$stage/$name"
   cp "$so" README.md LICENSE "$stage/$name/"
+  # The README links into docs/: the archive carries them.
+  cp -r docs "$stage/$name/docs"
   # Redis 7 refuses to load a module file without execute permission.
-  chmod 0644 "$stage/$name/README.md" "$stage/$name/LICENSE"
+  chmod 0644 "$stage/$name/README.md" "$stage/$name/LICENSE" "$stage/$name"/docs/*.md
+  chmod 0755 "$stage/$name/docs"
   chmod 0755 "$stage/$name/librl.so"
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="$mtime" \
     -C "$stage" -cf - "$name" | gzip -9n >"dist/$name.tar.gz"

@@ -169,6 +169,40 @@ pub enum KeySpec {
     Numkeys(c_int),
 }
 
+fn zeroed_spec() -> raw::RedisModuleCommandKeySpec {
+    // SAFETY: the all-zero bit pattern is a valid key spec (and the list terminator).
+    unsafe { std::mem::zeroed() }
+}
+
+/// The C form of a key spec: one index to begin at, then the keys.
+fn raw_key_spec(spec: KeySpec) -> raw::RedisModuleCommandKeySpec {
+    let mut raw_spec = zeroed_spec();
+    raw_spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    match spec {
+        KeySpec::Numkeys(index) => {
+            raw_spec.flags = (raw::REDISMODULE_CMD_KEY_RW
+                | raw::REDISMODULE_CMD_KEY_ACCESS
+                | raw::REDISMODULE_CMD_KEY_UPDATE) as u64;
+            raw_spec.bs.index.pos = index;
+            raw_spec.find_keys_type =
+                raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+            raw_spec.fk.keynum.keynumidx = 0;
+            raw_spec.fk.keynum.firstkey = 1;
+            raw_spec.fk.keynum.keystep = 1;
+        }
+        KeySpec::ReadAt(index) => {
+            raw_spec.flags = (raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS) as u64;
+            raw_spec.bs.index.pos = index;
+            raw_spec.find_keys_type =
+                raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+            raw_spec.fk.range.lastkey = 0;
+            raw_spec.fk.range.keystep = 1;
+            raw_spec.fk.range.limit = 0;
+        }
+    }
+    raw_spec
+}
+
 /// Declares `doc` for registered command `name`, with ACL categories `acl`
 /// where the server supports them (Redis 7.2+, Valkey; Redis 7.0 gives module
 /// commands none); logs and continues if the server refuses.
@@ -187,35 +221,12 @@ pub fn declare(
     };
     let mut keep = Vec::new();
     let mut args = raw_args(&doc.args, &mut keep);
-    let mut key_specs: Vec<raw::RedisModuleCommandKeySpec> = Vec::new();
-    if let Some(KeySpec::Numkeys(index)) = key_spec {
-        // SAFETY: zeroed is a valid key spec (and the list terminator).
-        let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
-        spec.flags = (raw::REDISMODULE_CMD_KEY_RW
-            | raw::REDISMODULE_CMD_KEY_ACCESS
-            | raw::REDISMODULE_CMD_KEY_UPDATE) as u64;
-        spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
-        spec.bs.index.pos = index;
-        spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
-        spec.fk.keynum.keynumidx = 0;
-        spec.fk.keynum.firstkey = 1;
-        spec.fk.keynum.keystep = 1;
-        key_specs.push(spec);
-        key_specs.push(unsafe { std::mem::zeroed() });
-    }
-    if let Some(KeySpec::ReadAt(index)) = key_spec {
-        // SAFETY: zeroed is a valid key spec (and the list terminator).
-        let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
-        spec.flags = (raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS) as u64;
-        spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
-        spec.bs.index.pos = index;
-        spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
-        spec.fk.range.lastkey = 0;
-        spec.fk.range.keystep = 1;
-        spec.fk.range.limit = 0;
-        key_specs.push(spec);
-        key_specs.push(unsafe { std::mem::zeroed() });
-    }
+    // The spec, then the zeroed terminator.
+    let mut key_specs: Vec<raw::RedisModuleCommandKeySpec> = key_spec
+        .map(raw_key_spec)
+        .into_iter()
+        .chain(key_spec.map(|_| zeroed_spec()))
+        .collect();
     let mut info = raw::RedisModuleCommandInfo {
         version: &version,
         summary: doc.summary.as_ptr(),

@@ -33,8 +33,9 @@ pub const ALL: Command = Command {
     doc: Some(doc),
 };
 
-/// The handler; also answers Redis's key-position requests (`getkeys-api`),
-/// which is what `COMMAND GETKEYS`, ACL key patterns and cluster slot checks use.
+/// The handler; also answers the server's key-position requests
+/// (`getkeys-api`), which is what `COMMAND GETKEYS`, ACL key patterns and
+/// cluster slot checks use.
 extern "C" fn command(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,

@@ -5,15 +5,13 @@
 //! test can make the key expire during it) and `RL.DEBUG VANISHED` counts the
 //! keys that did.
 
-use std::os::raw::c_int;
-
 use redis_module::raw;
 
 use super::command::{Command, Keys};
-use super::frame::guarded;
+use super::frame::handler;
 use crate::clock;
 use crate::error::RlError;
-use crate::ffi::{arg_bytes, args};
+use crate::ffi::arg_bytes;
 use crate::reply::Reply;
 use crate::store::hooks;
 
@@ -28,43 +26,41 @@ pub const DEBUG: Command = Command {
     doc: None,
 };
 
-extern "C" fn command(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    guarded(ctx, "RL.DEBUG", || {
-        let argv = args(argv, argc);
-        let word = |i: usize| argv.get(i).map(|&a| arg_bytes(a));
-        match (word(1), word(2)) {
-            (Some(sub), Some(ms)) if sub.eq_ignore_ascii_case(b"CLOCK") => {
-                let ms: i64 = std::str::from_utf8(ms)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .ok_or(RlError::BadInteger {
-                        name: "offset_ms",
-                        min: 0,
-                        max: i64::MAX as u64,
-                    })?;
-                clock::offset::set(ms.saturating_mul(1_000_000));
-                Ok(Reply::Ok)
-            }
-            (Some(sub), Some(us)) if sub.eq_ignore_ascii_case(b"CALLDELAY") => {
-                let us = crate::algorithm::decimal::parse_u64(us).ok_or(RlError::BadInteger {
-                    name: "delay_us",
+handler!(command, "RL.DEBUG", run);
+
+fn run(
+    _ctx: *mut raw::RedisModuleCtx,
+    argv: &[*mut raw::RedisModuleString],
+) -> Result<Reply, RlError> {
+    let word = |i: usize| argv.get(i).map(|&a| arg_bytes(a));
+    match (word(1), word(2)) {
+        (Some(sub), Some(ms)) if sub.eq_ignore_ascii_case(b"CLOCK") => {
+            let ms: i64 = std::str::from_utf8(ms)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or(RlError::BadInteger {
+                    name: "offset_ms",
                     min: 0,
-                    max: u64::MAX,
+                    max: i64::MAX as u64,
                 })?;
-                hooks::set_call_delay(us);
-                Ok(Reply::Ok)
-            }
-            (Some(sub), None) if sub.eq_ignore_ascii_case(b"VANISHED") => {
-                Ok(Reply::Integer(hooks::vanished() as i64))
-            }
-            (Some(sub), None) if sub.eq_ignore_ascii_case(b"PANIC") => {
-                panic!("RL.DEBUG PANIC: a deliberate panic")
-            }
-            _ => Err(RlError::WrongArity("rl.debug")),
+            clock::offset::set(ms.saturating_mul(1_000_000));
+            Ok(Reply::Ok)
         }
-    })
+        (Some(sub), Some(us)) if sub.eq_ignore_ascii_case(b"CALLDELAY") => {
+            let us = crate::algorithm::decimal::parse_u64(us).ok_or(RlError::BadInteger {
+                name: "delay_us",
+                min: 0,
+                max: u64::MAX,
+            })?;
+            hooks::set_call_delay(us);
+            Ok(Reply::Ok)
+        }
+        (Some(sub), None) if sub.eq_ignore_ascii_case(b"VANISHED") => {
+            Ok(Reply::Integer(hooks::vanished() as i64))
+        }
+        (Some(sub), None) if sub.eq_ignore_ascii_case(b"PANIC") => {
+            panic!("RL.DEBUG PANIC: a deliberate panic")
+        }
+        _ => Err(RlError::WrongArity("rl.debug")),
+    }
 }

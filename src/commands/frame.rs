@@ -14,6 +14,22 @@ use crate::reply::{self, Reply};
 use crate::store::Key;
 use crate::wait::{self, Layer, Spend, Spent};
 
+/// Declares the `extern "C"` handler `$name`: `$run(ctx, argv)` behind
+/// [`guarded`] as `$label`.
+macro_rules! handler {
+    ($name:ident, $label:expr, $run:expr) => {
+        extern "C" fn $name(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::os::raw::c_int,
+        ) -> std::os::raw::c_int {
+            let argv = $crate::ffi::args(argv, argc);
+            $crate::commands::frame::guarded(ctx, $label, || $run(ctx, argv))
+        }
+    };
+}
+pub(crate) use handler;
+
 /// Runs a command body behind `catch_unwind`, counts it and sends its reply:
 /// a panic becomes an `ERR` naming the command, and nothing was replied
 /// before it. A call that waits is counted and answered when its wait ends.

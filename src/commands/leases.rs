@@ -3,16 +3,14 @@
 //! lease not released within `timeout` lapses by itself, so a crashed client
 //! cannot leak capacity; acquiring a held id renews it (a heartbeat).
 
-use std::os::raw::c_int;
-
 use redis_module::raw;
 
 use super::command::{Command, Keys};
-use super::frame::{guarded, spend_one};
+use super::frame::{handler, spend_one};
 use crate::decision::{lease::release_lease, Claim};
 use crate::docs::{flag, integer, key, option, string, Doc};
 use crate::error::RlError;
-use crate::ffi::{arg_bytes, args, with_bytes};
+use crate::ffi::{arg_bytes, with_bytes};
 use crate::grammar::acquire::{check_id, parse_acquire};
 use crate::reply::Reply;
 use crate::store::{lease_member, Key};
@@ -43,23 +41,10 @@ pub const RELEASE: Command = Command {
     doc: Some(release_doc),
 };
 
-extern "C" fn acquire(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    guarded(ctx, ACQUIRE_LABEL, || run_acquire(ctx, args(argv, argc)))
-}
+handler!(acquire, ACQUIRE_LABEL, run_acquire);
 
-extern "C" fn release(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    guarded(ctx, RELEASE_LABEL, || {
-        run_release(ctx, args(argv, argc)).map(Reply::Integer)
-    })
-}
+handler!(release, RELEASE_LABEL, |ctx, argv| run_release(ctx, argv)
+    .map(Reply::Integer));
 
 fn run_acquire(
     ctx: *mut raw::RedisModuleCtx,

@@ -5,82 +5,67 @@ use std::os::raw::c_int;
 
 use redis_module::raw;
 
-use super::command::{Command, Handler, Keys};
-use super::frame::{guarded, spend_one};
+use super::command::{Command, Keys};
+use super::frame::{handler, spend_one};
 use crate::decision::Claim;
 use crate::docs::{flag, integer, key, one_of, option, string, Arg, Doc};
 use crate::error::RlError;
-use crate::ffi::{args, with_bytes};
+use crate::ffi::with_bytes;
 use crate::grammar::{self, Kind};
 use crate::reply::Reply;
 use crate::store::Key;
 use crate::wait::Spend;
 use crate::{clock, config};
 
-/// Declares one `extern "C"` handler per limiter.
-macro_rules! handlers {
-    ($($handler:ident => $kind:expr),* $(,)?) => {$(
-        extern "C" fn $handler(
-            ctx: *mut raw::RedisModuleCtx,
-            argv: *mut *mut raw::RedisModuleString,
-            argc: c_int,
-        ) -> c_int {
-            let argv = args(argv, argc);
-            guarded(ctx, $kind.label(), || run(ctx, argv, $kind))
-        }
-    )*};
+/// Declares a limiter: its handler and its descriptor (one key, counted,
+/// documented by `$doc`).
+macro_rules! limiter {
+    ($descriptor:ident, $handler:ident, $kind:expr, $flags:expr, $stat:expr, $doc:ident) => {
+        handler!($handler, $kind.label(), |ctx, argv| run(ctx, argv, $kind));
+        pub const $descriptor: Command = Command {
+            name: $kind.name(),
+            label: $kind.label(),
+            handler: $handler,
+            flags: $flags,
+            keys: Keys::At(1),
+            stat: Some($stat),
+            doc: Some($doc),
+        };
+    };
 }
 
-handlers! {
-    gcra => Kind::Gcra,
-    token_bucket => Kind::TokenBucket,
-    leaky => Kind::Leaky,
-    sliding => Kind::Sliding,
-    sliding_log => Kind::SlidingLog,
-    fixed => Kind::Fixed,
-}
-
-/// A limiter's descriptor: O(1), so `fast`, unless `flags` says otherwise.
-const fn limiter(
-    kind: Kind,
-    handler: Handler,
-    flags: &'static CStr,
-    stat: &'static CStr,
-    doc: fn() -> Doc,
-) -> Command {
-    Command {
-        name: kind.name(),
-        label: kind.label(),
-        handler,
-        flags,
-        keys: Keys::At(1),
-        stat: Some(stat),
-        doc: Some(doc),
-    }
-}
-
+/// O(1): `fast`.
 const WRITE_FAST: &CStr = c"write deny-oom fast";
 
-pub const GCRA: Command = limiter(Kind::Gcra, gcra, WRITE_FAST, c"gcra", gcra_doc);
-pub const TOKENBUCKET: Command = limiter(
-    Kind::TokenBucket,
+limiter!(GCRA, gcra, Kind::Gcra, WRITE_FAST, c"gcra", gcra_doc);
+limiter!(
+    TOKENBUCKET,
     token_bucket,
+    Kind::TokenBucket,
     WRITE_FAST,
     c"tokenbucket",
-    token_bucket_doc,
+    token_bucket_doc
 );
-pub const LEAKY: Command = limiter(Kind::Leaky, leaky, WRITE_FAST, c"leaky", leaky_doc);
-pub const SLIDING: Command = limiter(Kind::Sliding, sliding, WRITE_FAST, c"sliding", sliding_doc);
-/// Registered without `fast` as the contract has it (a call is O(log n), but
-/// a write may also remove up to 64 lapsed entries, and REFUND amortises).
-pub const SLIDINGLOG: Command = limiter(
-    Kind::SlidingLog,
+limiter!(LEAKY, leaky, Kind::Leaky, WRITE_FAST, c"leaky", leaky_doc);
+limiter!(
+    SLIDING,
+    sliding,
+    Kind::Sliding,
+    WRITE_FAST,
+    c"sliding",
+    sliding_doc
+);
+// Registered without `fast` as the contract has it (a call is O(log n), but
+// a write may also remove up to 64 lapsed entries, and REFUND amortises).
+limiter!(
+    SLIDINGLOG,
     sliding_log,
+    Kind::SlidingLog,
     c"write deny-oom",
     c"slidinglog",
-    sliding_log_doc,
+    sliding_log_doc
 );
-pub const FIXED: Command = limiter(Kind::Fixed, fixed, WRITE_FAST, c"fixed", fixed_doc);
+limiter!(FIXED, fixed, Kind::Fixed, WRITE_FAST, c"fixed", fixed_doc);
 
 fn run(
     ctx: *mut raw::RedisModuleCtx,

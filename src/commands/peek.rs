@@ -8,16 +8,14 @@
 //! master with waiters (`BLOCK`) on the key, their claims count ahead, exactly
 //! as for `PEEK`.
 
-use std::os::raw::c_int;
-
 use redis_module::raw;
 
 use super::command::{Command, Keys};
-use super::frame::{guarded, spend_one};
+use super::frame::{handler, spend_one};
 use crate::decision::Claim;
 use crate::docs::{key, many, string, Doc};
 use crate::error::RlError;
-use crate::ffi::{arg_bytes, args, with_bytes};
+use crate::ffi::{arg_bytes, with_bytes};
 use crate::grammar::{self, acquire::parse_acquire, Form, Kind};
 use crate::reply::Reply;
 use crate::store::{lease_member, Key};
@@ -43,14 +41,7 @@ const HOW: Spend = Spend {
     block: None,
 };
 
-/// The handler.
-extern "C" fn command(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    guarded(ctx, LABEL, || run(ctx, args(argv, argc)))
-}
+handler!(command, LABEL, run);
 
 fn run(
     ctx: *mut raw::RedisModuleCtx,

@@ -7,19 +7,17 @@
 //! and an admitted request replicates its effect, `SET key <tat_ns> PXAT <ms>`,
 //! instead of the time-dependent command.
 
-use std::os::raw::c_int;
-
 use redis_module::raw;
 
 use super::command::{Command, Keys};
-use super::frame::guarded;
+use super::frame::handler;
 use crate::algorithm::cell;
 use crate::algorithm::decimal::parse_u64;
 use crate::algorithm::expire_ms;
 use crate::clock;
 use crate::docs::{integer, key, optional, Doc};
 use crate::error::RlError;
-use crate::ffi::{args, with_bytes};
+use crate::ffi::with_bytes;
 use crate::grammar::throttle::parse;
 use crate::observe::stats;
 use crate::reply::Reply;
@@ -41,13 +39,7 @@ pub const THROTTLE: Command = Command {
     doc: Some(doc),
 };
 
-extern "C" fn command(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    guarded(ctx, LABEL, || run(ctx, args(argv, argc)))
-}
+handler!(command, LABEL, run);
 
 fn run(
     ctx: *mut raw::RedisModuleCtx,

@@ -6,7 +6,7 @@ use crate::algorithm::fixed::FixedState;
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
-use crate::algorithm::{expire_ms, fixed, sliding, Decision};
+use crate::algorithm::{expire_ms, fixed, sliding, Decision, Outcome};
 use crate::codec::{decode, encode, Text};
 use crate::error::RlError;
 use crate::grammar::{Kind, Limiter, Request};
@@ -38,53 +38,37 @@ pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending,
         Limiter::Gcra(p) => decide_instant(key, kind, &p, req, now)?,
         Limiter::TokenBucket(p) => decide_instant(key, kind, &p, req, now)?,
         Limiter::Leaky(p) => decide_instant(key, kind, &p, req, now)?,
-        Limiter::Fixed(p) => {
-            let stored = read_string::<2>(key, kind)?.map(|[start_ms, count]| FixedState {
-                start_ms: narrow(start_ms),
-                count: narrow(count),
-            });
-            let out = if refund {
-                p.refund(stored, now, n)
-            } else {
-                p.decide(stored, now, n)
-            };
-            Pending {
-                decision: out.decision,
-                write: out.write.map(|s| match s.count {
-                    0 => Write::Delete,
-                    _ => Write::Set {
-                        value: encode(kind, [s.start_ms.into(), s.count.into()]),
-                        expire_ms: expire_ms(fixed::idle_at_ns(&s, p.window_ns)),
-                    },
-                }),
-            }
-        }
-        Limiter::Sliding(p) => {
-            let stored =
-                read_string::<3>(key, kind)?.map(|[start_ms, previous, current]| SlidingState {
-                    start_ms: narrow(start_ms),
-                    previous: narrow(previous),
-                    current: narrow(current),
-                });
-            let out = if refund {
-                p.refund(stored, now, n)
-            } else {
-                p.decide(stored, now, n)
-            };
-            Pending {
-                decision: out.decision,
-                write: out.write.map(|s| match (s.previous, s.current) {
-                    (0, 0) => Write::Delete,
-                    _ => Write::Set {
-                        value: encode(
-                            kind,
-                            [s.start_ms.into(), s.previous.into(), s.current.into()],
-                        ),
-                        expire_ms: expire_ms(sliding::idle_at_ns(&s, p.window_ns)),
-                    },
-                }),
-            }
-        }
+        Limiter::Fixed(p) => decide_window(
+            key,
+            kind,
+            |[start_ms, count]| FixedState { start_ms, count },
+            |stored| match refund {
+                true => p.refund(stored, now, n),
+                false => p.decide(stored, now, n),
+            },
+            |s| {
+                let idle_at = fixed::idle_at_ns(s, p.window_ns);
+                (s.count > 0).then(|| ([s.start_ms.into(), s.count.into()], idle_at))
+            },
+        )?,
+        Limiter::Sliding(p) => decide_window(
+            key,
+            kind,
+            |[start_ms, previous, current]| SlidingState {
+                start_ms,
+                previous,
+                current,
+            },
+            |stored| match refund {
+                true => p.refund(stored, now, n),
+                false => p.decide(stored, now, n),
+            },
+            |s| {
+                let idle_at = sliding::idle_at_ns(s, p.window_ns);
+                let fields = [s.start_ms.into(), s.previous.into(), s.current.into()];
+                (s.previous > 0 || s.current > 0).then_some((fields, idle_at))
+            },
+        )?,
         Limiter::SlidingLog(p) => {
             // A legacy census may close the key around a server call; if the
             // key vanished then, decide again on the now-absent key.
@@ -94,6 +78,30 @@ pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending,
     Ok(Pending {
         decision: pending.decision.within_expiry_cap(now.into()),
         ..pending
+    })
+}
+
+/// Decides with a window limiter whose state is `N` stored counts and
+/// milliseconds: read as `S`, decided by `run`, and stored as `store` says
+/// (`None`: the limiter is idle again, so the key goes).
+fn decide_window<S, const N: usize>(
+    key: &Key,
+    kind: Kind,
+    state: impl Fn([u64; N]) -> S,
+    run: impl Fn(Option<S>) -> Outcome<S>,
+    store: impl Fn(&S) -> Option<([u128; N], u128)>,
+) -> Result<Pending, RlError> {
+    let stored = read_string::<N>(key, kind)?.map(|fields| state(fields.map(narrow)));
+    let out = run(stored);
+    Ok(Pending {
+        decision: out.decision,
+        write: out.write.map(|s| match store(&s) {
+            None => Write::Delete,
+            Some((fields, idle_at_ns)) => Write::Set {
+                value: encode(kind, fields),
+                expire_ms: expire_ms(idle_at_ns),
+            },
+        }),
     })
 }
 
