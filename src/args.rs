@@ -226,36 +226,35 @@ pub fn parse_form(
         return Err(RlError::CostWithRefund);
     }
 
-    let limiter = match kind {
-        Kind::Gcra => Limiter::Gcra(Gcra {
-            limit: count(0)?,
-            period_ns: duration(1)?,
-            burst: burst.unwrap_or(1),
-        }),
-        Kind::TokenBucket => Limiter::TokenBucket(TokenBucket {
-            capacity: count(0)?,
-            refill: count(1)?,
-            period_ns: duration(2)?,
-        }),
-        Kind::Leaky => Limiter::Leaky(Leaky {
-            capacity: count(0)?,
-            leak: count(1)?,
-            period_ns: duration(2)?,
-        }),
-        Kind::Sliding => Limiter::Sliding(Sliding {
-            limit: count(0)?,
-            window_ns: duration(1)?,
-        }),
-        Kind::SlidingLog => Limiter::SlidingLog(SlidingLog {
-            limit: parse_count(names[0], positional[0], caps.sliding_log_max)?,
-            window_ns: duration(1)?,
-        }),
-        Kind::Fixed => Limiter::Fixed(Fixed {
-            limit: count(0)?,
-            window_ns: duration(1)?,
-        }),
+    // Counts are at least 1 and durations whole milliseconds by now, so the
+    // constructors can refuse only a rate or a window.
+    let rate = || RlError::RateTooHigh {
+        rate: names[names.len() - 2],
+        period: names[names.len() - 1],
     };
-    check_rate(kind, &limiter)?;
+    let window = || RlError::BadDuration(names[1]);
+    let limiter = match kind {
+        Kind::Gcra => {
+            Limiter::Gcra(Gcra::new(count(0)?, duration(1)?, burst.unwrap_or(1)).ok_or_else(rate)?)
+        }
+        Kind::TokenBucket => Limiter::TokenBucket(
+            TokenBucket::new(count(0)?, count(1)?, duration(2)?).ok_or_else(rate)?,
+        ),
+        Kind::Leaky => {
+            Limiter::Leaky(Leaky::new(count(0)?, count(1)?, duration(2)?).ok_or_else(rate)?)
+        }
+        Kind::Sliding => {
+            Limiter::Sliding(Sliding::new(count(0)?, duration(1)?).ok_or_else(window)?)
+        }
+        Kind::SlidingLog => Limiter::SlidingLog(
+            SlidingLog::new(
+                parse_count(names[0], positional[0], caps.sliding_log_max)?,
+                duration(1)?,
+            )
+            .ok_or_else(window)?,
+        ),
+        Kind::Fixed => Limiter::Fixed(Fixed::new(count(0)?, duration(1)?).ok_or_else(window)?),
+    };
     Ok(Request {
         limiter,
         cost: refund.or(cost).unwrap_or(1),
@@ -263,26 +262,6 @@ pub fn parse_form(
         peek,
         block,
     })
-}
-
-/// The GCRA family regains `rate` units per `period`; one unit must cost at
-/// least 1 ns (`period_ns >= rate`), as the stored instant has nanosecond
-/// resolution: below that, an admitted request would spend nothing.
-fn check_rate(kind: Kind, limiter: &Limiter) -> Result<(), RlError> {
-    let (rate, period_ns) = match *limiter {
-        Limiter::Gcra(g) => (g.limit, g.period_ns),
-        Limiter::TokenBucket(t) => (t.refill, t.period_ns),
-        Limiter::Leaky(l) => (l.leak, l.period_ns),
-        _ => return Ok(()),
-    };
-    let names = kind.positionals();
-    match rate <= period_ns {
-        true => Ok(()),
-        false => Err(RlError::RateTooHigh {
-            rate: names[names.len() - 2],
-            period: names[names.len() - 1],
-        }),
-    }
 }
 
 pub(crate) fn set_once(
@@ -405,11 +384,7 @@ mod tests {
         assert_eq!(
             r,
             Request {
-                limiter: Limiter::Gcra(Gcra {
-                    limit: 10,
-                    period_ns: SEC,
-                    burst: 5
-                }),
+                limiter: Limiter::Gcra(Gcra::new(10, SEC, 5).unwrap()),
                 cost: 3,
                 refund: false,
                 peek: true,
@@ -418,7 +393,7 @@ mod tests {
         );
         let d = p(Kind::Gcra, "10 1s").unwrap();
         assert_eq!((d.cost, d.peek), (1, false));
-        assert!(matches!(d.limiter, Limiter::Gcra(Gcra { burst: 1, .. })));
+        assert!(matches!(d.limiter, Limiter::Gcra(g) if g.burst() == 1));
     }
 
     #[test]

@@ -82,14 +82,14 @@ use super::NANOS_PER_US;
 const NANOS_PER_SEC: i128 = 1_000_000_000;
 const NANOS_PER_MS: i128 = 1_000_000;
 
-/// `CL.THROTTLE`'s parameters. Invariant (checked by [`Cell::new`]): `T >= 1 ns`
-/// and `dvt <= MAX_DVT_NS`, so every instant fits an `i64` for centuries.
+/// `CL.THROTTLE`'s parameters, built only by [`Cell::new`], which checks
+/// `T >= 1 ns` and `dvt <= MAX_DVT_NS`, so every instant fits an `i64` for centuries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell {
     /// `max_burst + 1`: requests admitted at once when idle.
-    pub limit: u64,
+    limit: u64,
     /// The emission interval `T` in nanoseconds (rule 1).
-    pub emission_ns: u64,
+    emission_ns: u64,
 }
 
 /// The largest delay variation tolerance: 3650 days, the longest duration the
@@ -107,7 +107,7 @@ pub enum CellError {
 
 impl Cell {
     /// redis-cell's rate from `count` per `period_s` seconds with `max_burst`
-    /// (rules 1 and 2). Callers pass `count >= 1`, `period_s >= 1`.
+    /// (rules 1 and 2). A zero `count` or `period_s` is a zero rate.
     pub fn new(max_burst: u64, count: u64, period_s: u64) -> Result<Cell, CellError> {
         let emission_ns = emission_interval_ns(count, period_s);
         if emission_ns == 0 {
@@ -118,6 +118,18 @@ impl Cell {
             return Err(CellError::BurstTooLong);
         }
         Ok(Cell { limit, emission_ns })
+    }
+
+    /// `max_burst + 1`: requests admitted at once when idle (at least 1).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The emission interval `T` in nanoseconds (rule 1; at least 1).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn emission_ns(&self) -> u64 {
+        self.emission_ns
     }
 
     /// The delay variation tolerance `T * limit` (rule 2).
@@ -298,6 +310,8 @@ mod tests {
         // Zero rates.
         assert_eq!(emission_interval_ns(2_000_000_000, 1), 0);
         assert_eq!(Cell::new(0, 2_000_000_000, 1), Err(CellError::ZeroRate));
+        assert_eq!(Cell::new(0, 0, 1), Err(CellError::ZeroRate));
+        assert_eq!(Cell::new(0, 1, 0), Err(CellError::ZeroRate));
         assert_eq!(Cell::new(0, 1_000_000_000, 1).unwrap().emission_ns, 1);
         // The burst window is capped at 3650 days.
         assert_eq!(

@@ -15,6 +15,7 @@ impl SlidingLog {
         now: u64,
         cost: u64,
     ) -> Result<Outcome<LogWrite>, Corrupt> {
+        let limit = self.limit.get();
         let cutoff_us = self.cutoff_us(now);
         let c = census(log, cutoff_us)?;
         let now_wide = now as u128;
@@ -22,8 +23,8 @@ impl SlidingLog {
         let newest_live = c.newest.filter(|e| e.score() > cutoff_us).map(|e| e.ns);
         let decision = |allowed, units: u64, retry_after, newest: Option<u64>| Decision {
             allowed,
-            limit: self.limit,
-            remaining: self.limit.saturating_sub(units),
+            limit,
+            remaining: limit.saturating_sub(units),
             retry_after,
             reset_after_ns: newest.map_or(0, until_leaves),
         };
@@ -33,10 +34,10 @@ impl SlidingLog {
                 write: None,
             })
         };
-        if cost > self.limit {
+        if cost > limit {
             return quiet(decision(false, c.units, Wait::Never, newest_live));
         }
-        if c.units.saturating_add(cost) <= self.limit {
+        if c.units.saturating_add(cost) <= limit {
             if cost == 0 {
                 return quiet(decision(true, c.units, Wait::After(0), newest_live));
             }
@@ -60,7 +61,7 @@ impl SlidingLog {
             });
         }
         // Denied: wait until the oldest entries holding `excess` units have left.
-        let excess = c.units.saturating_add(cost) - self.limit;
+        let excess = c.units.saturating_add(cost) - limit;
         let score = self.score_reaching(log, &c, excess)?;
         let retry = Wait::After(self.score_leaves_at_ns(score).saturating_sub(now_wide));
         quiet(decision(false, c.units, retry, newest_live))
@@ -164,8 +165,8 @@ impl SlidingLog {
         }
         let decision = Decision {
             allowed: true,
-            limit: self.limit,
-            remaining: self.limit.saturating_sub(c.units - give),
+            limit: self.limit.get(),
+            remaining: self.limit.get().saturating_sub(c.units - give),
             retry_after: Wait::After(0),
             reset_after_ns: newest_left_ns
                 .map_or(0, |ns| self.leaves_at_ns(ns).saturating_sub(now as u128)),

@@ -31,21 +31,34 @@ pub use entry::{score_of, Corrupt, Entry};
 pub use entry::Member;
 pub use view::{LogRefund, LogView, LogWrite};
 
-use super::{NANOS_PER_MS, NANOS_PER_US};
+use std::num::NonZeroU64;
+
+use super::{WholeMs, NANOS_PER_US};
 
 /// At most this many lapsed entries are removed by one write (oldest first).
 pub const TRIM_MAX: usize = 64;
 
-/// Invariant: every field is at least 1; `window_ns` is a whole number of milliseconds.
+/// `limit` units per window of `window_ns`. The fields' types are their checks:
+/// at least 1, and a whole number of milliseconds (so of microseconds, the
+/// entries' scores).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingLog {
-    pub limit: u64,
-    pub window_ns: u64,
+    pub limit: NonZeroU64,
+    pub window_ns: WholeMs,
 }
 
 impl SlidingLog {
+    /// `None` unless `limit >= 1` and `window_ns` is a positive whole number of
+    /// milliseconds.
+    pub fn new(limit: u64, window_ns: u64) -> Option<SlidingLog> {
+        Some(SlidingLog {
+            limit: NonZeroU64::new(limit)?,
+            window_ns: WholeMs::from_ns(window_ns)?,
+        })
+    }
+
     fn window_us(&self) -> u64 {
-        self.window_ns / NANOS_PER_US
+        self.window_ns.get() / NANOS_PER_US
     }
 
     fn cutoff_us(&self, now: u64) -> u64 {
@@ -67,5 +80,5 @@ impl SlidingLog {
     }
 }
 
-/// `window_ns` must be whole milliseconds: so are all window edges.
-const _: () = assert!(NANOS_PER_MS % NANOS_PER_US == 0);
+/// A window of whole milliseconds is one of whole microseconds: so are all its edges.
+const _: () = assert!(super::NANOS_PER_MS % NANOS_PER_US == 0);

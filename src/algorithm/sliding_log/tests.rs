@@ -21,10 +21,7 @@ fn refund(l: &SlidingLog, log: &mut VecLog, now: u64, units: u64) -> [i64; 5] {
 }
 
 fn per_second(limit: u64) -> SlidingLog {
-    SlidingLog {
-        limit,
-        window_ns: 1_000 * MS,
-    }
+    SlidingLog::new(limit, 1_000 * MS).unwrap()
 }
 
 #[test]
@@ -63,10 +60,7 @@ fn one_entry_per_request_whatever_its_cost() {
 
 #[test]
 fn cost_above_limit_is_denied_before_anything_is_added() {
-    let l = SlidingLog {
-        limit: 5,
-        window_ns: 1_000 * MS,
-    };
+    let l = SlidingLog::new(5, 1_000 * MS).unwrap();
     let mut log = VecLog::default();
     assert_eq!(run(&l, &mut log, T0, 6), [0, 5, 5, -1, 0]);
     assert!(log.0.is_empty());
@@ -149,10 +143,7 @@ fn mixed_logs_decide_as_legacy_logs_holding_the_same_units() {
 
 #[test]
 fn refunds_remove_whole_entries_then_shrink_the_next() {
-    let l = SlidingLog {
-        limit: 10,
-        window_ns: 1_000 * MS,
-    };
+    let l = SlidingLog::new(10, 1_000 * MS).unwrap();
     let mut log = VecLog::default();
     run(&l, &mut log, T0, 2);
     run(&l, &mut log, T0 + 400 * MS, 3);
