@@ -1052,11 +1052,14 @@ local function build()
     return count_from(name, s, lo, hi)
   end
 
-  -- Whole seconds, plus one if at least 1 ms is left over (redis-cell PR #58); ns >= 0.
+  -- redis-cell 0.5's seconds: `as_seconds_f64() as i64` (whole seconds plus the
+  -- nanoseconds / 1e9, added in doubles, truncated), plus one if at least 1 ms is
+  -- left over; ns >= 0 and at most 3650 days, so every step is exact but the sum's.
   local function reply_seconds(ns)
     local secs, rest = divmod(ns, NS_PER_S)
-    if cmp(rest, NS_PER_MS) >= 0 then secs = add(secs, ONE) end
-    return reply_int(secs)
+    local whole = floor(num(secs) + num(rest) / 1e9)
+    if cmp(rest, NS_PER_MS) >= 0 then whole = whole + 1 end
+    return whole
   end
 
   -- redis-cell's remaining: (dvt - ttl) / T in whole microseconds, truncated.

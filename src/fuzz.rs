@@ -168,18 +168,18 @@ fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
 /// The sliding log's decision computed the slow way, visiting every entry:
 /// the units of the live entries, and the entry whose leaving frees enough.
 fn naive_log(p: &SlidingLog, log: &VecLog, now: u64, cost: u64) -> Decision {
-    let cutoff = score_of(now).saturating_sub(p.window_ns / 1_000);
+    let cutoff = score_of(now).saturating_sub(p.window_ns.get() / 1_000);
     let live: Vec<&Entry> = log.0.iter().filter(|e| e.score() > cutoff).collect();
     let units: u64 = live.iter().map(|e| e.cost).sum();
     let until = |ns: u64| p.leaves_at_ns(ns).saturating_sub(u128::from(now));
     let newest = live.last().map(|e| e.ns);
-    let allowed = cost <= p.limit && units + cost <= p.limit;
-    let retry_after = if cost > p.limit {
+    let allowed = cost <= p.limit.get() && units + cost <= p.limit.get();
+    let retry_after = if cost > p.limit.get() {
         Wait::Never
     } else if allowed {
         Wait::After(0)
     } else {
-        let excess = units + cost - p.limit;
+        let excess = units + cost - p.limit.get();
         let mut freed = 0;
         let leaving = live.iter().find(|e| {
             freed += e.cost;
@@ -194,8 +194,8 @@ fn naive_log(p: &SlidingLog, log: &VecLog, now: u64, cost: u64) -> Decision {
     };
     Decision {
         allowed,
-        limit: p.limit,
-        remaining: p.limit.saturating_sub(units),
+        limit: p.limit.get(),
+        remaining: p.limit.get().saturating_sub(units),
         retry_after,
         reset_after_ns: newest.map_or(0, until),
     }
@@ -214,34 +214,29 @@ fn step_instant(kind: Kind, stored: &mut u128, out: crate::algorithm::Outcome<u1
 fn limiter() -> impl Strategy<Value = Limiter> {
     use crate::algorithm::token_bucket::TokenBucket;
     use crate::algorithm::{fixed::Fixed, gcra::Gcra, leaky::Leaky, sliding::Sliding};
+    // The GCRA family's rates are at most 1 per ns, as the grammar requires: a
+    // faster draw gets the shortest whole-millisecond period that allows it.
+    let period = |rate: u64, period_ns: u64| period_ns.max(rate.next_multiple_of(1_000_000));
     prop_oneof![
-        (count(), duration_ns(), count()).prop_map(|(limit, period_ns, burst)| Limiter::Gcra(
-            Gcra {
-                limit,
-                period_ns,
-                burst
-            }
-        )),
-        (count(), count(), duration_ns()).prop_map(|(capacity, refill, period_ns)| {
-            Limiter::TokenBucket(TokenBucket {
-                capacity,
-                refill,
-                period_ns,
-            })
+        (count(), duration_ns(), count()).prop_map(move |(limit, period_ns, burst)| {
+            Limiter::Gcra(Gcra::new(limit, period(limit, period_ns), burst).unwrap())
         }),
-        (count(), count(), duration_ns()).prop_map(|(capacity, leak, period_ns)| Limiter::Leaky(
-            Leaky {
-                capacity,
-                leak,
-                period_ns
-            }
+        (count(), count(), duration_ns()).prop_map(move |(capacity, refill, period_ns)| {
+            Limiter::TokenBucket(
+                TokenBucket::new(capacity, refill, period(refill, period_ns)).unwrap(),
+            )
+        }),
+        (count(), count(), duration_ns()).prop_map(move |(capacity, leak, period_ns)| {
+            Limiter::Leaky(Leaky::new(capacity, leak, period(leak, period_ns)).unwrap())
+        }),
+        (count(), duration_ns()).prop_map(|(limit, window_ns)| Limiter::Sliding(
+            Sliding::new(limit, window_ns).unwrap()
+        )),
+        (count(), duration_ns()).prop_map(|(limit, window_ns)| Limiter::SlidingLog(
+            SlidingLog::new(limit, window_ns).unwrap()
         )),
         (count(), duration_ns())
-            .prop_map(|(limit, window_ns)| Limiter::Sliding(Sliding { limit, window_ns })),
-        (count(), duration_ns())
-            .prop_map(|(limit, window_ns)| Limiter::SlidingLog(SlidingLog { limit, window_ns })),
-        (count(), duration_ns())
-            .prop_map(|(limit, window_ns)| Limiter::Fixed(Fixed { limit, window_ns })),
+            .prop_map(|(limit, window_ns)| Limiter::Fixed(Fixed::new(limit, window_ns).unwrap())),
     ]
 }
 
@@ -257,12 +252,12 @@ proptest! {
             let ok_count = |v: u64| (1..=MAX_COUNT).contains(&v);
             let ok_duration = |ns: u64| ns % 1_000_000 == 0 && (1..=MAX_DURATION_MS).contains(&(ns / 1_000_000));
             let in_range = match req.limiter {
-                Limiter::Gcra(p) => ok_count(p.limit) && ok_count(p.burst) && ok_duration(p.period_ns),
-                Limiter::TokenBucket(p) => ok_count(p.capacity) && ok_count(p.refill) && ok_duration(p.period_ns),
-                Limiter::Leaky(p) => ok_count(p.capacity) && ok_count(p.leak) && ok_duration(p.period_ns),
-                Limiter::Sliding(p) => ok_count(p.limit) && ok_duration(p.window_ns),
-                Limiter::SlidingLog(p) => p.limit <= Caps::default().sliding_log_max && ok_duration(p.window_ns),
-                Limiter::Fixed(p) => ok_count(p.limit) && ok_duration(p.window_ns),
+                Limiter::Gcra(p) => ok_count(p.limit()) && ok_count(p.burst()) && ok_duration(p.period_ns()),
+                Limiter::TokenBucket(p) => ok_count(p.capacity()) && ok_count(p.refill()) && ok_duration(p.period_ns()),
+                Limiter::Leaky(p) => ok_count(p.capacity()) && ok_count(p.leak()) && ok_duration(p.period_ns()),
+                Limiter::Sliding(p) => ok_count(p.limit.get()) && ok_duration(p.window_ns.get()),
+                Limiter::SlidingLog(p) => p.limit.get() <= Caps::default().sliding_log_max && ok_duration(p.window_ns.get()),
+                Limiter::Fixed(p) => ok_count(p.limit.get()) && ok_duration(p.window_ns.get()),
             };
             prop_assert!(in_range, "out of range: {:?}", req);
         }
@@ -311,7 +306,7 @@ proptest! {
         ops in vec((-3_000_000i64..6_000_000, 0u64..12, any::<bool>()), 1..40),
     ) {
         const T0: u64 = 1_700_000_000_000_000_000;
-        let p = SlidingLog { limit, window_ns: window_ms * 1_000_000 };
+        let p = SlidingLog::new(limit, window_ms * 1_000_000).unwrap();
         let mut ns: Vec<u64> = legacy.iter().map(|d| T0 + d).collect();
         ns.sort_unstable();
         ns.dedup();

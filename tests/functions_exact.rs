@@ -177,32 +177,21 @@ fn instant_sequences(flavor: Flavor, seed: u64) {
         );
         let period_ms = *DURATIONS_MS.choose(&mut rng).unwrap();
         let period_ns = period_ms * MS;
-        let (name, limiter, burst): (&str, Box<dyn InstantLimiter>, u64) = match round % 3 {
+        // `None`: a rate above 1 per ns, which the constructors refuse.
+        let (name, limiter, burst): (&str, Option<Box<dyn InstantLimiter>>, u64) = match round % 3 {
             0 => (
                 "RL.GCRA",
-                Box::new(Gcra {
-                    limit: a,
-                    period_ns,
-                    burst: b,
-                }),
+                Gcra::new(a, period_ns, b).map(|l| Box::new(l) as _),
                 b,
             ),
             1 => (
                 "RL.TOKENBUCKET",
-                Box::new(TokenBucket {
-                    capacity: b,
-                    refill: a,
-                    period_ns,
-                }),
+                TokenBucket::new(b, a, period_ns).map(|l| Box::new(l) as _),
                 b,
             ),
             _ => (
                 "RL.LEAKY",
-                Box::new(Leaky {
-                    capacity: b,
-                    leak: a,
-                    period_ns,
-                }),
+                Leaky::new(b, a, period_ns).map(|l| Box::new(l) as _),
                 b,
             ),
         };
@@ -212,12 +201,13 @@ fn instant_sequences(flavor: Flavor, seed: u64) {
         };
         let tag = &name[3..].to_lowercase().replace("tokenbucket", "bucket");
         let key = format!("i{round}");
-        // One unit must cost at least 1 ns (args.rs check_rate).
+        // One unit must cost at least 1 ns (schedule.rs checked_rate).
         if a > period_ns {
             let e = Backend::Library.err(c, &format!("{name} {key} {params}"));
             assert!(e.contains("must be at most 1 per nanosecond"), "{e}");
             continue;
         }
+        let limiter = limiter.expect("a rate of at most 1 per ns");
         let unit = (period_ns / a).max(1);
         let mut now = start_ns(&mut rng);
         let floor = now;
@@ -279,7 +269,7 @@ fn window_sequences(flavor: Flavor, seed: u64) {
             let got = Backend::Library.rl(c, &words);
             let (decision, value, expire): (Decision, Option<String>, Option<u64>);
             if fixed {
-                let f = Fixed { limit, window_ns };
+                let f = Fixed::new(limit, window_ns).unwrap();
                 let out = if refund {
                     f.refund(fx, now, n)
                 } else {
@@ -290,9 +280,9 @@ fn window_sequences(flavor: Flavor, seed: u64) {
                     fx = (st.count > 0).then_some(st);
                 }
                 value = fx.map(|s| format!("fixed:{}:{}", s.start_ms, s.count));
-                expire = fx.map(|s| expire_ms(fixed::idle_at_ns(&s, window_ns)));
+                expire = fx.map(|s| expire_ms(fixed::idle_at_ns(&s, f.window_ns)));
             } else {
-                let w = Sliding { limit, window_ns };
+                let w = Sliding::new(limit, window_ns).unwrap();
                 let out = if refund {
                     w.refund(sw, now, n)
                 } else {
@@ -303,7 +293,7 @@ fn window_sequences(flavor: Flavor, seed: u64) {
                     sw = (st.previous > 0 || st.current > 0).then_some(st);
                 }
                 value = sw.map(|s| format!("sliding:{}:{}:{}", s.start_ms, s.previous, s.current));
-                expire = sw.map(|s| expire_ms(sliding::idle_at_ns(&s, window_ns)));
+                expire = sw.map(|s| expire_ms(sliding::idle_at_ns(&s, w.window_ns)));
             }
             assert_reply(&got, capped(decision, now), &what);
             assert_stored(c, &key, value, expire, &what);
@@ -334,9 +324,9 @@ fn throttle_sequences(flavor: Flavor, seed: u64) {
         let floor = now;
         let mut stored: Option<u64> = None;
         for _ in 0..STEPS {
-            now = next_now(&mut rng, now, floor, cell.emission_ns);
+            now = next_now(&mut rng, now, floor, cell.emission_ns());
             set_now(c, now);
-            let q = cost(&mut rng, cell.limit);
+            let q = cost(&mut rng, cell.limit());
             let words = format!("CL.THROTTLE {key} {max_burst} {count} {period} {q}");
             let out = cell::decide(&cell, stored, now, q);
             let what = format!("{words} at {now}");
@@ -348,6 +338,28 @@ fn throttle_sequences(flavor: Flavor, seed: u64) {
             assert_stored(c, &key, stored.map(|t| t.to_string()), expire, &what);
         }
     }
+}
+
+/// redis-cell 0.5 turns a duration into seconds through a double
+/// (`as_seconds_f64() as i64`): a wait a nanosecond short of 16,777,217 s
+/// (2^24 + 1) rounds up to it as a double, then gains the one for its leftover
+/// millisecond. The library replies as the module's algorithm does there.
+fn throttle_rounds_long_durations_as_redis_cell(flavor: Flavor) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let period = 16_777_217u64;
+    let cell = Cell::new(0, 1, period).expect("a valid rate");
+    let words = format!("CL.THROTTLE long 0 1 {period}");
+    // A century ahead of the server's clock, so no key expires in real time.
+    let start = now_ms() as u64 * MS + 3_155_760_000 * 1_000_000_000 + 123_456_789;
+    set_now(c, start);
+    let first = cell::decide(&cell, None, start, 1);
+    assert_reply(&Backend::Library.rl(c, &words), first.reply(), &words);
+    let later = start + 1;
+    set_now(c, later);
+    let denied = cell::decide(&cell, first.new_tat_ns, later, 1);
+    assert_eq!(denied.reply(), [1, 1, 0, 16_777_218, 16_777_218]);
+    assert_reply(&Backend::Library.rl(c, &words), denied.reply(), &words);
 }
 
 /// Sliding-log limits: the file's counts up to the command's cap (100,000).
@@ -457,7 +469,7 @@ fn log_sequences(flavor: Flavor, seed: u64) {
         let limit = *LOG_LIMITS.choose(&mut rng).unwrap();
         let window_ms = *DURATIONS_MS.choose(&mut rng).unwrap();
         let window_ns = window_ms * MS;
-        let l = SlidingLog { limit, window_ns };
+        let l = SlidingLog::new(limit, window_ns).unwrap();
         let key = format!("l{round}");
         let mut now = start_ns(&mut rng);
         let floor = now;
@@ -614,6 +626,10 @@ server_tests! {
 
     fn cl_throttle_is_exact_at_chosen_instants(flavor) {
         throttle_sequences(flavor, seed(13));
+    }
+
+    fn cl_throttle_rounds_long_durations_as_redis_cell(flavor) {
+        throttle_rounds_long_durations_as_redis_cell(flavor);
     }
 
     fn sliding_log_is_exact_at_chosen_instants(flavor) {

@@ -12,14 +12,16 @@
 //! `CHANGELOG.md` dates the rules that changed: 0.2.2 (#13) made the limited test
 //! exact (older versions compared `diff.num_seconds() < 0`, which truncates to
 //! whole seconds and let sub-second rates through), 0.2.5 (#42) refuses zero
-//! rates, 0.3.0 (#53) replicates (verbatim), and PR #58 (merged Aug 2022, in
-//! 0.3.1 and later) rounds partial seconds up in the reply. The newest stored
+//! rates, 0.3.0 (#53) replicates (verbatim), PR #58 (merged Aug 2022, in 0.3.1
+//! and later) rounds the reply's seconds up, and 0.4.0 (#76, moving to `time`
+//! 0.3) gave that rounding its present form (rule 9). The newest stored
 //! sources, the Valkey-era tree of 0.5 (`valkey.Dockerfile` building from
 //! source, `tests/e2e.rs`, whose expected replies these rules reproduce), use
 //! `time` 0.3 and read the stored TAT as a `u64` (`Option<u64>`; older versions
-//! used `i64` with -1 for "absent"); none of the arithmetic below differs between
-//! 0.3.1 and them. (The stored `CHANGELOG.md` stops at 0.4.0, 2024-09-05: no
-//! entry describes 0.5 beyond these files.) All durations are nanoseconds.
+//! used `i64` with -1 for "absent"); apart from rule 9, none of the arithmetic
+//! below differs between 0.3.1 and them. (The stored `CHANGELOG.md` stops at
+//! 0.4.0, 2024-09-05: no entry describes 0.5 beyond these files.) All durations
+//! are nanoseconds.
 //!
 //! 1. **Emission interval** `T = ((period * 10^9) as f64 / count as f64) as i64`
 //!    nanoseconds: an `f64` division truncated toward zero (`Rate::per_period`
@@ -44,12 +46,18 @@
 //!    (microseconds, truncated toward zero), else 0.
 //! 8. **`reset_after = ttl`.**
 //! 9. **Reply** `[limited, limit, remaining, retry_after, reset_after]`, each time
-//!    in seconds as `whole_seconds(d) + (subsec_milliseconds(d) > 0 ? 1 : 0)`:
-//!    truncated, then one more if at least a whole millisecond is left over
-//!    (2.0009 s replies 2, 2.001 s replies 3; -1 s stays -1). One `src/lib.rs`
-//!    version truncates `as_seconds_f64() as i64` instead of `whole_seconds()`:
-//!    the same integer unless the duration exceeds about 10^7 s and lies within
-//!    an `f64` rounding step below a whole second.
+//!    in seconds as `as_seconds_f64(d) as i64 + (subsec_milliseconds(d) > 0 ? 1 : 0)`,
+//!    the form of `src/lib.rs` in 0.4 and 0.5 (with `time` 0.3, `d` is whole
+//!    seconds and a nanosecond part of the same sign, and `as_seconds_f64` is
+//!    `seconds as f64 + nanoseconds as f64 / 10^9`): truncated, then one more if
+//!    at least a whole millisecond is left over (2.0009 s replies 2, 2.001 s
+//!    replies 3; -1 s stays -1). The `f64` sum truncates to the whole seconds,
+//!    except that from 2^24 s (194 days) on, a duration less than half an `f64`
+//!    step below a whole second rounds up to it, and then gains one more:
+//!    16,777,216.999999999 s replies 16,777,218. (0.3.1, on `time` 0.1, computed
+//!    `num_seconds() + (num_milliseconds() > 0 ? 1 : 0)`, where `num_milliseconds`
+//!    counts the whole duration: there every duration of at least 1 ms, whole
+//!    seconds included, replied one more.)
 //! 10. **Quantity 0** is a peek: it follows the same rules with `increment = 0`
 //!     (so it is limited only when the TAT lies more than `dvt` ahead).
 //!
@@ -82,14 +90,14 @@ use super::NANOS_PER_US;
 const NANOS_PER_SEC: i128 = 1_000_000_000;
 const NANOS_PER_MS: i128 = 1_000_000;
 
-/// `CL.THROTTLE`'s parameters. Invariant (checked by [`Cell::new`]): `T >= 1 ns`
-/// and `dvt <= MAX_DVT_NS`, so every instant fits an `i64` for centuries.
+/// `CL.THROTTLE`'s parameters, built only by [`Cell::new`], which checks
+/// `T >= 1 ns` and `dvt <= MAX_DVT_NS`, so every instant fits an `i64` for centuries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell {
     /// `max_burst + 1`: requests admitted at once when idle.
-    pub limit: u64,
+    limit: u64,
     /// The emission interval `T` in nanoseconds (rule 1).
-    pub emission_ns: u64,
+    emission_ns: u64,
 }
 
 /// The largest delay variation tolerance: 3650 days, the longest duration the
@@ -107,7 +115,7 @@ pub enum CellError {
 
 impl Cell {
     /// redis-cell's rate from `count` per `period_s` seconds with `max_burst`
-    /// (rules 1 and 2). Callers pass `count >= 1`, `period_s >= 1`.
+    /// (rules 1 and 2). A zero `count` or `period_s` is a zero rate.
     pub fn new(max_burst: u64, count: u64, period_s: u64) -> Result<Cell, CellError> {
         let emission_ns = emission_interval_ns(count, period_s);
         if emission_ns == 0 {
@@ -118,6 +126,18 @@ impl Cell {
             return Err(CellError::BurstTooLong);
         }
         Ok(Cell { limit, emission_ns })
+    }
+
+    /// `max_burst + 1`: requests admitted at once when idle (at least 1).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The emission interval `T` in nanoseconds (rule 1; at least 1).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn emission_ns(&self) -> u64 {
+        self.emission_ns
     }
 
     /// The delay variation tolerance `T * limit` (rule 2).
@@ -162,13 +182,23 @@ impl Throttle {
     }
 }
 
-/// Rule 9: whole seconds (truncated toward zero), plus one if the sub-second
-/// part holds at least one whole millisecond.
+/// Rule 9, as redis-cell 0.5 computes it from a `time` 0.3 `Duration` of `ns`:
+/// `as_seconds_f64() as i64`, plus one if `subsec_milliseconds() > 0`.
+/// Saturates where the seconds do not fit an `i64` (no `Duration` holds them).
 pub fn reply_seconds(ns: i128) -> i64 {
-    let secs = ns / NANOS_PER_SEC;
-    let subsec_ms = (ns % NANOS_PER_SEC) / NANOS_PER_MS;
-    let rounded = if subsec_ms > 0 { secs + 1 } else { secs };
-    rounded.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    let Ok(seconds) = i64::try_from(ns / NANOS_PER_SEC) else {
+        return if ns < 0 { i64::MIN } else { i64::MAX };
+    };
+    // Truncated toward zero: the same sign as `seconds`, as in a `Duration`.
+    let nanoseconds = (ns % NANOS_PER_SEC) as i32;
+    let as_seconds_f64 = seconds as f64 + nanoseconds as f64 / 1_000_000_000.0;
+    let subsec_milliseconds = (nanoseconds / NANOS_PER_MS as i32) as i16;
+    let truncated = as_seconds_f64 as i64;
+    if subsec_milliseconds > 0 {
+        truncated.saturating_add(1)
+    } else {
+        truncated
+    }
 }
 
 /// Decides `quantity` at `now_ns` given the stored TAT (`None`: absent key), as
@@ -298,6 +328,8 @@ mod tests {
         // Zero rates.
         assert_eq!(emission_interval_ns(2_000_000_000, 1), 0);
         assert_eq!(Cell::new(0, 2_000_000_000, 1), Err(CellError::ZeroRate));
+        assert_eq!(Cell::new(0, 0, 1), Err(CellError::ZeroRate));
+        assert_eq!(Cell::new(0, 1, 0), Err(CellError::ZeroRate));
         assert_eq!(Cell::new(0, 1_000_000_000, 1).unwrap().emission_ns, 1);
         // The burst window is capped at 3650 days.
         assert_eq!(
@@ -317,6 +349,22 @@ mod tests {
         assert_eq!(reply_seconds(2 * S + MS), 3);
         assert_eq!(reply_seconds(-S), -1);
         assert_eq!(reply_seconds(-S / 2), 0);
+    }
+
+    #[test]
+    fn reply_seconds_are_redis_cells_f64_sum() {
+        // From 2^24 s, 999,999,999 ns rounds the f64 sum up to the next second,
+        // which then gains one more for its leftover milliseconds.
+        assert_eq!(reply_seconds(16_777_216 * S + 999_999_999), 16_777_218);
+        assert_eq!(reply_seconds(16_777_215 * S + 999_999_999), 16_777_216);
+        assert_eq!(reply_seconds(16_777_216 * S + 999_999_998), 16_777_217);
+        assert_eq!(reply_seconds(298_582_783 * S + 1), 298_582_783);
+        assert_eq!(reply_seconds(315_360_000 * S + 999_999_999), 315_360_002);
+        // Beyond an i64 of seconds (no Duration holds it): saturated.
+        assert_eq!(reply_seconds(i64::MAX as i128 * S + S - 1), i64::MAX);
+        assert_eq!(reply_seconds(i128::MAX), i64::MAX);
+        assert_eq!(reply_seconds(i128::MIN), i64::MIN);
+        assert_eq!(reply_seconds(i64::MIN as i128 * S - S + 1), i64::MIN);
     }
 
     #[test]

@@ -1,25 +1,49 @@
 //! GCRA: `limit` requests per `period`, evenly spaced, with up to `burst` at once.
 //! State: the theoretical arrival time (TAT).
 
-use super::schedule::{InstantLimiter, Schedule};
+use std::num::NonZeroU64;
+
+use super::schedule::{checked_rate, InstantLimiter, Schedule};
 use super::Outcome;
 
-/// Invariant: every field is at least 1, and `period_ns >= limit` (one unit costs
-/// at least 1 ns; `args` refuses faster rates).
+/// GCRA's parameters, as checked by [`Gcra::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gcra {
-    pub limit: u64,
-    pub period_ns: u64,
-    pub burst: u64,
+    limit: NonZeroU64,
+    period_ns: NonZeroU64,
+    burst: NonZeroU64,
 }
 
 impl Gcra {
+    /// `None` unless every parameter is at least 1 and `period_ns >= limit`
+    /// (see [`checked_rate`]).
+    pub fn new(limit: u64, period_ns: u64, burst: u64) -> Option<Gcra> {
+        let (limit, period_ns) = checked_rate(limit, period_ns)?;
+        Some(Gcra {
+            limit,
+            period_ns,
+            burst: NonZeroU64::new(burst)?,
+        })
+    }
+
+    /// Requests regained per period.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn limit(&self) -> u64 {
+        self.limit.get()
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn period_ns(&self) -> u64 {
+        self.period_ns.get()
+    }
+
+    /// Requests admitted at once when idle.
+    pub fn burst(&self) -> u64 {
+        self.burst.get()
+    }
+
     fn schedule(&self) -> Schedule {
-        Schedule {
-            period_ns: self.period_ns as u128,
-            rate: self.limit as u128,
-            burst: self.burst as u128,
-        }
+        Schedule::of(self.period_ns, self.limit, self.burst)
     }
 }
 
@@ -27,12 +51,14 @@ impl InstantLimiter for Gcra {
     /// `tat` is the stored TAT in nanoseconds (`0` when the key is absent);
     /// the outcome's write is the new TAT.
     fn decide(&self, tat: u128, now: u128, cost: u64) -> Outcome<u128> {
-        self.schedule().step(tat, now, cost).outcome(self.burst)
+        self.schedule().step(tat, now, cost).outcome(self.burst())
     }
 
     /// Gives `units` back (`REFUND`).
     fn refund(&self, tat: u128, now: u128, units: u64) -> Outcome<u128> {
-        self.schedule().refund(tat, now, units).outcome(self.burst)
+        self.schedule()
+            .refund(tat, now, units)
+            .outcome(self.burst())
     }
 }
 
@@ -55,11 +81,7 @@ mod tests {
     #[test]
     fn burst_then_denial_with_exact_times() {
         // 10 per second (T = 100 ms), burst 5.
-        let g = Gcra {
-            limit: 10,
-            period_ns: 1_000 * MS as u64,
-            burst: 5,
-        };
+        let g = Gcra::new(10, 1_000 * MS as u64, 5).unwrap();
         let mut tat = 0;
         assert_eq!(run(&g, &mut tat, T0, 1), [1, 5, 4, 0, 100]);
         for left in (0..4).rev() {
@@ -77,11 +99,7 @@ mod tests {
 
     #[test]
     fn strict_spacing_by_default() {
-        let g = Gcra {
-            limit: 2,
-            period_ns: 1_000 * MS as u64,
-            burst: 1,
-        };
+        let g = Gcra::new(2, 1_000 * MS as u64, 1).unwrap();
         let mut tat = 0;
         assert_eq!(run(&g, &mut tat, T0, 1), [1, 1, 0, 0, 500]);
         assert_eq!(run(&g, &mut tat, T0 + 1, 1), [0, 1, 0, 500, 500]);
@@ -90,11 +108,7 @@ mod tests {
 
     #[test]
     fn cost_above_burst_is_never_admitted_and_cost_zero_peeks() {
-        let g = Gcra {
-            limit: 10,
-            period_ns: 1_000 * MS as u64,
-            burst: 5,
-        };
+        let g = Gcra::new(10, 1_000 * MS as u64, 5).unwrap();
         let out = g.decide(0, T0, 6);
         assert_eq!(out.decision.retry_after, Wait::Never);
         assert_eq!(out.decision.reply(), [0, 5, 5, -1, 0]);
@@ -106,11 +120,7 @@ mod tests {
 
     #[test]
     fn refills_continuously() {
-        let g = Gcra {
-            limit: 10,
-            period_ns: 1_000 * MS as u64,
-            burst: 10,
-        };
+        let g = Gcra::new(10, 1_000 * MS as u64, 10).unwrap();
         let mut tat = 0;
         assert_eq!(run(&g, &mut tat, T0, 10)[..3], [1, 10, 0]);
         // 350 ms later 3.5 units are back: 3 whole ones.
@@ -122,11 +132,7 @@ mod tests {
 
     #[test]
     fn clock_stepping_back_grants_nothing() {
-        let g = Gcra {
-            limit: 10,
-            period_ns: 1_000 * MS as u64,
-            burst: 2,
-        };
+        let g = Gcra::new(10, 1_000 * MS as u64, 2).unwrap();
         let mut tat = 0;
         run(&g, &mut tat, T0, 2);
         // The clock jumps back an hour: the limiter is further from idle, not closer.
@@ -139,11 +145,7 @@ mod tests {
 
     #[test]
     fn a_million_per_second_is_exact() {
-        let g = Gcra {
-            limit: 1_000_000,
-            period_ns: 1_000 * MS as u64,
-            burst: 1,
-        };
+        let g = Gcra::new(1_000_000, 1_000 * MS as u64, 1).unwrap();
         let mut tat = 0;
         let mut admitted = 0;
         // One attempt every 250 ns for 1 ms: exactly one admission per microsecond.

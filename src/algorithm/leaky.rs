@@ -3,25 +3,48 @@
 //! `level + cost <= capacity` and is told to wait for the work queued ahead of it.
 //! Stored as the instant the queue is drained (`level = (drained_at - now) / T`).
 
-use super::schedule::{InstantLimiter, Schedule};
+use std::num::NonZeroU64;
+
+use super::schedule::{checked_rate, InstantLimiter, Schedule};
 use super::{Outcome, Wait};
 
-/// Invariant: every field is at least 1, and `period_ns >= leak` (one unit costs
-/// at least 1 ns; `args` refuses faster rates).
+/// The leaky bucket's parameters, as checked by [`Leaky::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Leaky {
-    pub capacity: u64,
-    pub leak: u64,
-    pub period_ns: u64,
+    capacity: NonZeroU64,
+    leak: NonZeroU64,
+    period_ns: NonZeroU64,
 }
 
 impl Leaky {
+    /// `None` unless every parameter is at least 1 and `period_ns >= leak`
+    /// (see [`checked_rate`]).
+    pub fn new(capacity: u64, leak: u64, period_ns: u64) -> Option<Leaky> {
+        let (leak, period_ns) = checked_rate(leak, period_ns)?;
+        Some(Leaky {
+            capacity: NonZeroU64::new(capacity)?,
+            leak,
+            period_ns,
+        })
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity.get()
+    }
+
+    /// Units drained per period.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn leak(&self) -> u64 {
+        self.leak.get()
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn period_ns(&self) -> u64 {
+        self.period_ns.get()
+    }
+
     fn schedule(&self) -> Schedule {
-        Schedule {
-            period_ns: self.period_ns as u128,
-            rate: self.leak as u128,
-            burst: self.capacity as u128,
-        }
+        Schedule::of(self.period_ns, self.leak, self.capacity)
     }
 }
 
@@ -30,7 +53,7 @@ impl InstantLimiter for Leaky {
     fn decide(&self, drained_at: u128, now: u128, cost: u64) -> Outcome<u128> {
         let step = self.schedule().step(drained_at, now, cost);
         let queued_ns = step.queued_ns;
-        let mut out = step.outcome(self.capacity);
+        let mut out = step.outcome(self.capacity());
         if out.decision.allowed {
             // Admitted requests wait for the work queued ahead of them.
             out.decision.retry_after = Wait::After(queued_ns);
@@ -42,7 +65,7 @@ impl InstantLimiter for Leaky {
     fn refund(&self, drained_at: u128, now: u128, units: u64) -> Outcome<u128> {
         self.schedule()
             .refund(drained_at, now, units)
-            .outcome(self.capacity)
+            .outcome(self.capacity())
     }
 }
 
@@ -56,11 +79,7 @@ mod tests {
     #[test]
     fn admitted_requests_wait_for_the_queue_ahead() {
         // Capacity 3, drains 2 per second (500 ms a unit).
-        let lb = Leaky {
-            capacity: 3,
-            leak: 2,
-            period_ns: 1_000_000_000,
-        };
+        let lb = Leaky::new(3, 2, 1_000_000_000).unwrap();
         let mut at = 0;
         let mut replies = vec![];
         for _ in 0..4 {
@@ -86,11 +105,7 @@ mod tests {
 
     #[test]
     fn cost_above_capacity_is_never_admitted() {
-        let lb = Leaky {
-            capacity: 3,
-            leak: 2,
-            period_ns: 1_000_000_000,
-        };
+        let lb = Leaky::new(3, 2, 1_000_000_000).unwrap();
         assert_eq!(lb.decide(0, T0, 4).decision.reply(), [0, 3, 3, -1, 0]);
     }
 }

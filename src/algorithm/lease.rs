@@ -7,13 +7,17 @@
 //!
 //! Lease ids are opaque bytes here: the store adds its member prefix.
 
-use super::{Decision, Outcome, Wait, NANOS_PER_US};
+use std::num::NonZeroU64;
 
-/// Invariant: both fields are at least 1; `timeout_ns` is a whole number of milliseconds.
+use super::{Decision, Outcome, Wait, WholeMs, NANOS_PER_US};
+
+/// At most `limit` leases held at once, each lapsing `timeout_ns` after it was
+/// last acquired. The fields' types are their checks: at least 1, and a whole
+/// number of milliseconds (so of microseconds, the lapse times' unit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
-    pub limit: u64,
-    pub timeout_ns: u64,
+    pub limit: NonZeroU64,
+    pub timeout_ns: WholeMs,
 }
 
 /// Read access to the stored leases (a sorted set in Redis, a vector in tests):
@@ -82,8 +86,17 @@ fn latest_other(view: &(impl LeaseView + ?Sized), own: Option<u64>, now_us: u64)
 }
 
 impl Lease {
+    /// `None` unless `limit >= 1` and `timeout_ns` is a positive whole number of
+    /// milliseconds.
+    pub fn new(limit: u64, timeout_ns: u64) -> Option<Lease> {
+        Some(Lease {
+            limit: NonZeroU64::new(limit)?,
+            timeout_ns: WholeMs::from_ns(timeout_ns)?,
+        })
+    }
+
     fn timeout_us(&self) -> u64 {
-        self.timeout_ns / NANOS_PER_US
+        self.timeout_ns.get() / NANOS_PER_US
     }
 
     /// Acquires (or, if `id` is held, renews) a lease at `now` (ns). A renewal
@@ -98,13 +111,14 @@ impl Lease {
         now: u64,
         id: &[u8],
     ) -> Outcome<LeaseWrite> {
+        let limit = self.limit.get();
         let now_us = us_of(now);
         let now_wide = now as u128;
         let until = |lapse_us: u64| lapse_ns(lapse_us).saturating_sub(now_wide);
         let held = view.held_at(now_us);
         let own = view.lapse_of(id);
         let renewal = own.is_some_and(|l| l > now_us);
-        if renewal || held < self.limit {
+        if renewal || held < limit {
             let lapse_us = match own {
                 Some(l) if renewal => l.max(now_us.saturating_add(self.timeout_us())),
                 _ => now_us.saturating_add(self.timeout_us()),
@@ -114,8 +128,8 @@ impl Lease {
             return Outcome {
                 decision: Decision {
                     allowed: true,
-                    limit: self.limit,
-                    remaining: self.limit.saturating_sub(held_after),
+                    limit,
+                    remaining: limit.saturating_sub(held_after),
                     retry_after: Wait::After(0),
                     reset_after_ns: until(latest_us),
                 },
@@ -129,13 +143,13 @@ impl Lease {
         // Denied: a slot frees when the (held - limit + 1)-th earliest lease lapses
         // (the earliest one, unless the limit was lowered below the leases held).
         let retry = view
-            .nth_lapse_after(now_us, held - self.limit)
+            .nth_lapse_after(now_us, held - limit)
             .map_or(Wait::Never, |l| Wait::After(until(l)));
         let latest = view.nth_latest(0).filter(|&l| l > now_us);
         Outcome {
             decision: Decision {
                 allowed: false,
-                limit: self.limit,
+                limit,
                 remaining: 0,
                 retry_after: retry,
                 reset_after_ns: latest.map_or(0, until),
@@ -272,10 +286,7 @@ mod tests {
     }
 
     fn three_per_second() -> Lease {
-        Lease {
-            limit: 3,
-            timeout_ns: 1_000 * MS,
-        }
+        Lease::new(3, 1_000 * MS).unwrap()
     }
 
     #[test]
@@ -313,10 +324,7 @@ mod tests {
             [0, 3, 0, 700, 900]
         );
         // A renewal never moves a lapse earlier (a shorter timeout on this call).
-        let short = Lease {
-            limit: 3,
-            timeout_ns: 100 * MS,
-        };
+        let short = Lease::new(3, 100 * MS).unwrap();
         assert_eq!(
             acquire(&short, &mut s, T0 + 1_000 * MS, "a"),
             [1, 3, 0, 0, 900]
@@ -325,10 +333,7 @@ mod tests {
 
     #[test]
     fn a_lease_lapses_exactly_at_its_timeout() {
-        let l = Lease {
-            limit: 1,
-            timeout_ns: 200 * MS,
-        };
+        let l = Lease::new(1, 200 * MS).unwrap();
         let mut s = VecLeases::default();
         assert_eq!(acquire(&l, &mut s, T0, "a"), [1, 1, 0, 0, 200]);
         // One nanosecond before the lapse, its microsecond is not reached yet.
@@ -404,10 +409,7 @@ mod tests {
             })
         );
         // Renewing one of two leases with the same lapse: the other keeps the latest.
-        let short = Lease {
-            limit: 3,
-            timeout_ns: MS,
-        };
+        let short = Lease::new(3, MS).unwrap();
         let out = short.acquire(&s, T0, b"a");
         assert_eq!(out.write.map(|w| w.latest_us), Some(us_of(T0 + 1_000 * MS)));
     }
@@ -419,10 +421,7 @@ mod tests {
         for (at, id) in [(0, "a"), (100, "b"), (200, "c")] {
             acquire(&l, &mut s, T0 + at * MS, id);
         }
-        let one = Lease {
-            limit: 1,
-            timeout_ns: 1_000 * MS,
-        };
+        let one = Lease::new(1, 1_000 * MS).unwrap();
         // Three held, limit 1: a new lease waits until all three have lapsed (1200 ms).
         assert_eq!(
             acquire(&one, &mut s, T0 + 300 * MS, "d"),
@@ -437,10 +436,7 @@ mod tests {
 
     #[test]
     fn a_clock_stepping_back_grants_nothing() {
-        let l = Lease {
-            limit: 2,
-            timeout_ns: 1_000 * MS,
-        };
+        let l = Lease::new(2, 1_000 * MS).unwrap();
         let mut s = VecLeases::default();
         acquire(&l, &mut s, T0, "a");
         acquire(&l, &mut s, T0 + 500 * MS, "b");
@@ -470,10 +466,7 @@ mod tests {
 
     #[test]
     fn extremes_of_the_grammar_do_not_overflow() {
-        let l = Lease {
-            limit: 1_000_000_000_000,
-            timeout_ns: 3650 * 86_400_000 * MS,
-        };
+        let l = Lease::new(1_000_000_000_000, 3650 * 86_400_000 * MS).unwrap();
         let mut s = VecLeases::default();
         let r = acquire(&l, &mut s, T0, "a");
         assert_eq!(

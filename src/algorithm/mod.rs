@@ -4,6 +4,13 @@
 //!
 //! Time is integer nanoseconds since the Unix epoch (`u128` where a value can run
 //! far into the future, such as a theoretical arrival time with a huge burst).
+//!
+//! Parameters are checked once, when a limiter is built, and carried in types
+//! that hold what was checked: a count or rate is a [`NonZeroU64`], a window or
+//! a timeout a [`WholeMs`]. A limiter whose parameters are related as well (the
+//! GCRA family's `period_ns >= rate`) keeps them private behind a checked `new`.
+
+use std::num::NonZeroU64;
 
 pub mod cell;
 pub mod decimal;
@@ -22,6 +29,27 @@ pub const NANOS_PER_US: u64 = 1_000;
 /// Expiry times are capped here (about the year 33658): a state whose idle time
 /// lies beyond it is kept until then, which no real deployment will reach.
 pub const MAX_EXPIRE_MS: u64 = 1_000_000_000_000_000;
+
+/// A duration in nanoseconds that is a positive whole number of milliseconds:
+/// a window or a lease timeout. Its edges, aligned to multiples of it since the
+/// epoch, are whole milliseconds (as stored) and whole microseconds (as scored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WholeMs(NonZeroU64);
+
+impl WholeMs {
+    /// `ns` if it is a positive whole number of milliseconds.
+    pub const fn from_ns(ns: u64) -> Option<WholeMs> {
+        match NonZeroU64::new(ns) {
+            Some(ns) if ns.get() % NANOS_PER_MS == 0 => Some(WholeMs(ns)),
+            _ => None,
+        }
+    }
+
+    /// The duration in nanoseconds: at least [`NANOS_PER_MS`].
+    pub const fn get(self) -> u64 {
+        self.0.get()
+    }
+}
 
 /// [`MAX_EXPIRE_MS`] in nanoseconds.
 const MAX_EXPIRE_NS: u128 = MAX_EXPIRE_MS as u128 * NANOS_PER_MS as u128;
@@ -161,44 +189,32 @@ mod extremes {
     fn no_panic_no_overflow_and_invariants_hold() {
         for limit in COUNTS {
             for period in PERIODS_NS {
-                let g = Gcra {
-                    limit,
-                    period_ns: period,
-                    burst: limit,
-                };
-                let tb = TokenBucket {
-                    capacity: limit,
-                    refill: limit,
-                    period_ns: period,
-                };
-                let lb = Leaky {
-                    capacity: limit,
-                    leak: 1,
-                    period_ns: period,
-                };
-                let fx = Fixed {
-                    limit,
-                    window_ns: period,
-                };
-                let sw = Sliding {
-                    limit,
-                    window_ns: period,
-                };
-                let sl = SlidingLog {
-                    limit,
-                    window_ns: period,
-                };
+                // GCRA and the token bucket refuse rates above 1 per nanosecond.
+                let g = Gcra::new(limit, period, limit);
+                let tb = TokenBucket::new(limit, limit, period);
+                assert_eq!(
+                    (g.is_some(), tb.is_some()),
+                    (period >= limit, period >= limit)
+                );
+                let lb = Leaky::new(limit, 1, period).unwrap();
+                let fx = Fixed::new(limit, period).unwrap();
+                let sw = Sliding::new(limit, period).unwrap();
+                let sl = SlidingLog::new(limit, period).unwrap();
                 let (mut tat, mut full, mut drained) = (0u128, 0u128, 0u128);
                 let (mut fs, mut ss, mut log) = (None, None, VecLog::default());
                 for now in NOWS {
                     for cost in COSTS {
                         let wide = now as u128;
-                        let o = g.decide(tat, wide, cost);
-                        check(&o.decision, cost);
-                        tat = o.write.unwrap_or(tat);
-                        let o = tb.decide(full, wide, cost);
-                        check(&o.decision, cost);
-                        full = o.write.unwrap_or(full);
+                        if let Some(g) = g {
+                            let o = g.decide(tat, wide, cost);
+                            check(&o.decision, cost);
+                            tat = o.write.unwrap_or(tat);
+                        }
+                        if let Some(tb) = tb {
+                            let o = tb.decide(full, wide, cost);
+                            check(&o.decision, cost);
+                            full = o.write.unwrap_or(full);
+                        }
                         let o = lb.decide(drained, wide, cost);
                         check(&o.decision, cost);
                         drained = o.write.unwrap_or(drained);

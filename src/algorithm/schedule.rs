@@ -9,17 +9,30 @@
 //! (at most 1 ns per admitted request, and never when `T` is a whole number of
 //! nanoseconds).
 
+use std::num::{NonZeroU128, NonZeroU64};
+
 use super::{clamp_u64, Decision, Outcome, Wait};
 
-/// Parameters of a virtual schedule. Invariant: every field is at least 1.
+/// Parameters of a virtual schedule, each at least 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Schedule {
     /// Nanoseconds in which `rate` units are regained.
-    pub period_ns: u128,
+    pub period_ns: NonZeroU128,
     /// Units regained per period.
-    pub rate: u128,
+    pub rate: NonZeroU128,
     /// Units admissible at once when idle (burst, capacity).
-    pub burst: u128,
+    pub burst: NonZeroU128,
+}
+
+/// `rate` units per `period_ns` as GCRA, the token bucket and the leaky bucket
+/// take it: both at least 1, and `period_ns >= rate`, so that one unit costs at
+/// least 1 ns. The stored instant has nanosecond resolution: at a faster rate an
+/// admitted request could spend nothing (the command grammar refuses such rates).
+pub fn checked_rate(rate: u64, period_ns: u64) -> Option<(NonZeroU64, NonZeroU64)> {
+    if period_ns < rate {
+        return None;
+    }
+    Some((NonZeroU64::new(rate)?, NonZeroU64::new(period_ns)?))
 }
 
 /// The result of one step of the schedule.
@@ -66,24 +79,33 @@ impl Step {
 }
 
 impl Schedule {
+    /// The schedule of a checked limiter (widened: no conversion can fail).
+    pub fn of(period_ns: NonZeroU64, rate: NonZeroU64, burst: NonZeroU64) -> Schedule {
+        Schedule {
+            period_ns: period_ns.into(),
+            rate: rate.into(),
+            burst: burst.into(),
+        }
+    }
+
     /// Decides a request of `cost` units at `now`, given the stored TAT (`0` when absent).
     /// A TAT in the past counts as idle, so a clock that stepped backwards only
     /// lengthens the debt: it never grants capacity.
     pub fn step(&self, tat: u128, now: u128, cost: u64) -> Step {
         let debt = tat.saturating_sub(now);
         let cost = cost as u128;
-        let capacity = self.burst.saturating_mul(self.period_ns);
+        let capacity = self.burst.get().saturating_mul(self.period_ns.get());
 
-        if cost > self.burst {
+        if cost > self.burst.get() {
             return self.unchanged(debt, false, Wait::Never);
         }
         if cost == 0 {
             return self.unchanged(debt, true, Wait::After(0));
         }
-        let spend = cost * self.period_ns; // cost <= burst: no overflow.
+        let spend = cost * self.period_ns.get(); // cost <= burst: no overflow.
         let room = capacity - spend;
         // Admitted iff debt*rate + spend <= capacity, i.e. debt <= room/rate (exact).
-        if debt.saturating_mul(self.rate) <= room {
+        if debt.saturating_mul(self.rate.get()) <= room {
             let debt_after = debt + spend / self.rate;
             return Step {
                 allowed: true,
@@ -102,7 +124,7 @@ impl Schedule {
     /// refund never exceeds what was spent), never below idle.
     pub fn refund(&self, tat: u128, now: u128, units: u64) -> Step {
         let debt = tat.saturating_sub(now);
-        let back = units as u128 * self.period_ns / self.rate;
+        let back = units as u128 * self.period_ns.get() / self.rate;
         let debt_after = debt.saturating_sub(back);
         Step {
             new_tat: (debt > 0 && units > 0).then_some(now + debt_after),
@@ -123,8 +145,8 @@ impl Schedule {
 
     /// `floor((burst*T - debt) / T)`, at least 0.
     fn remaining(&self, debt: u128) -> u64 {
-        let capacity = self.burst.saturating_mul(self.period_ns);
-        clamp_u64(capacity.saturating_sub(debt.saturating_mul(self.rate)) / self.period_ns)
+        let capacity = self.burst.get().saturating_mul(self.period_ns.get());
+        clamp_u64(capacity.saturating_sub(debt.saturating_mul(self.rate.get())) / self.period_ns)
     }
 }
 
@@ -135,10 +157,11 @@ mod tests {
     const S: u128 = 1_000_000_000;
 
     fn sched(period_ns: u128, rate: u128, burst: u128) -> Schedule {
+        let positive = |v| NonZeroU128::new(v).unwrap();
         Schedule {
-            period_ns,
-            rate,
-            burst,
+            period_ns: positive(period_ns),
+            rate: positive(rate),
+            burst: positive(burst),
         }
     }
 

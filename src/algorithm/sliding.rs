@@ -2,13 +2,16 @@
 //! weighted `estimate = previous * (1 - elapsed/window) + current`; admitted iff
 //! `estimate + cost <= limit`. Computed exactly, in integers scaled by the window.
 
-use super::{clamp_u64, Decision, Outcome, Wait, NANOS_PER_MS};
+use std::num::NonZeroU64;
 
-/// Invariant: every field is at least 1; `window_ns` is a whole number of milliseconds.
+use super::{clamp_u64, Decision, Outcome, Wait, WholeMs, NANOS_PER_MS};
+
+/// `limit` units per window of `window_ns`. The fields' types are their checks:
+/// at least 1, and a whole number of milliseconds (each window starts on one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sliding {
-    pub limit: u64,
-    pub window_ns: u64,
+    pub limit: NonZeroU64,
+    pub window_ns: WholeMs,
 }
 
 /// The stored state: the current window's start (ms since the epoch) and both counts.
@@ -31,15 +34,23 @@ struct View {
 }
 
 impl Sliding {
+    /// `None` unless `limit >= 1` and `window_ns` is a positive whole number of
+    /// milliseconds.
+    pub fn new(limit: u64, window_ns: u64) -> Option<Sliding> {
+        Some(Sliding {
+            limit: NonZeroU64::new(limit)?,
+            window_ns: WholeMs::from_ns(window_ns)?,
+        })
+    }
+
     fn view(&self, stored: Option<SlidingState>, now: u64) -> View {
         let stored_start = stored.map_or(0, |s| s.start_ms.saturating_mul(NANOS_PER_MS));
         let at = now.max(stored_start);
-        let start = at - at % self.window_ns;
+        let window_ns = self.window_ns.get();
+        let start = at - at % window_ns;
         let (previous, current) = match stored {
             Some(s) if stored_start >= start => (s.previous, s.current),
-            Some(s) if stored_start as u128 + self.window_ns as u128 >= start as u128 => {
-                (s.current, 0)
-            }
+            Some(s) if stored_start as u128 + window_ns as u128 >= start as u128 => (s.current, 0),
             _ => (0, 0),
         };
         View {
@@ -59,13 +70,13 @@ impl Sliding {
         (p, c): (u128, u128),
         retry_after: Wait,
     ) -> Decision {
-        let w = self.window_ns as u128;
+        let w = self.window_ns.get() as u128;
         let scaled = p * (w - (v.at - v.start) as u128) + c * w;
         let window_end = v.start as u128 + w - now as u128; // from the caller's now
         Decision {
             allowed,
-            limit: self.limit,
-            remaining: clamp_u64((self.limit as u128 * w).saturating_sub(scaled) / w),
+            limit: self.limit.get(),
+            remaining: clamp_u64((self.limit.get() as u128 * w).saturating_sub(scaled) / w),
             retry_after,
             reset_after_ns: if c > 0 {
                 window_end + w
@@ -84,8 +95,8 @@ impl Sliding {
         cost: u64,
     ) -> Outcome<SlidingState> {
         let v = self.view(stored, now);
-        let w = self.window_ns as u128;
-        let limit = self.limit as u128;
+        let w = self.window_ns.get() as u128;
+        let limit = self.limit.get() as u128;
         let (p, c, n) = (v.previous as u128, v.current as u128, cost as u128);
         let elapsed = (v.at - v.start) as u128;
         let weighted_prev = p * (w - elapsed);
@@ -155,8 +166,8 @@ impl Sliding {
 
 /// The absolute expiry of a stored sliding window: the end of the window after it,
 /// when its current count has fully decayed.
-pub fn idle_at_ns(state: &SlidingState, window_ns: u64) -> u128 {
-    state.start_ms as u128 * NANOS_PER_MS as u128 + 2 * window_ns as u128
+pub fn idle_at_ns(state: &SlidingState, window_ns: WholeMs) -> u128 {
+    state.start_ms as u128 * NANOS_PER_MS as u128 + 2 * window_ns.get() as u128
 }
 
 #[cfg(test)]
@@ -168,10 +179,7 @@ mod tests {
     const W0: u64 = 1_700_000_000 * SEC; // a 10 s window boundary
 
     fn s(limit: u64) -> Sliding {
-        Sliding {
-            limit,
-            window_ns: 10 * SEC,
-        }
+        Sliding::new(limit, 10 * SEC).unwrap()
     }
 
     #[test]
@@ -205,7 +213,7 @@ mod tests {
             })
         );
         assert_eq!(
-            idle_at_ns(&out.write.unwrap(), 10 * SEC),
+            idle_at_ns(&out.write.unwrap(), lim.window_ns),
             (W0 + 30 * SEC) as u128
         );
     }

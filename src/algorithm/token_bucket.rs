@@ -3,25 +3,48 @@
 //! makes it the virtual schedule with `burst = capacity` and `T = period / refill`:
 //! its decisions equal GCRA's with those parameters, by construction and by test.
 
-use super::schedule::{InstantLimiter, Schedule};
+use std::num::NonZeroU64;
+
+use super::schedule::{checked_rate, InstantLimiter, Schedule};
 use super::Outcome;
 
-/// Invariant: every field is at least 1, and `period_ns >= refill` (one unit costs
-/// at least 1 ns; `args` refuses faster rates).
+/// The token bucket's parameters, as checked by [`TokenBucket::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TokenBucket {
-    pub capacity: u64,
-    pub refill: u64,
-    pub period_ns: u64,
+    capacity: NonZeroU64,
+    refill: NonZeroU64,
+    period_ns: NonZeroU64,
 }
 
 impl TokenBucket {
+    /// `None` unless every parameter is at least 1 and `period_ns >= refill`
+    /// (see [`checked_rate`]).
+    pub fn new(capacity: u64, refill: u64, period_ns: u64) -> Option<TokenBucket> {
+        let (refill, period_ns) = checked_rate(refill, period_ns)?;
+        Some(TokenBucket {
+            capacity: NonZeroU64::new(capacity)?,
+            refill,
+            period_ns,
+        })
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity.get()
+    }
+
+    /// Tokens regained per period.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn refill(&self) -> u64 {
+        self.refill.get()
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn period_ns(&self) -> u64 {
+        self.period_ns.get()
+    }
+
     fn schedule(&self) -> Schedule {
-        Schedule {
-            period_ns: self.period_ns as u128,
-            rate: self.refill as u128,
-            burst: self.capacity as u128,
-        }
+        Schedule::of(self.period_ns, self.refill, self.capacity)
     }
 }
 
@@ -31,14 +54,14 @@ impl InstantLimiter for TokenBucket {
     fn decide(&self, full_at: u128, now: u128, cost: u64) -> Outcome<u128> {
         self.schedule()
             .step(full_at, now, cost)
-            .outcome(self.capacity)
+            .outcome(self.capacity())
     }
 
     /// Puts `tokens` back (`REFUND`), never above `capacity`.
     fn refund(&self, full_at: u128, now: u128, tokens: u64) -> Outcome<u128> {
         self.schedule()
             .refund(full_at, now, tokens)
-            .outcome(self.capacity)
+            .outcome(self.capacity())
     }
 }
 
@@ -54,11 +77,7 @@ mod tests {
     #[test]
     fn refill_and_exact_waits() {
         // 5 tokens, 1 token per 200 ms.
-        let tb = TokenBucket {
-            capacity: 5,
-            refill: 1,
-            period_ns: 200_000_000,
-        };
+        let tb = TokenBucket::new(5, 1, 200_000_000).unwrap();
         let mut full_at = 0;
         let out = tb.decide(full_at, T0, 5);
         assert_eq!(out.decision.reply(), [1, 5, 0, 0, 1000]);
@@ -84,16 +103,8 @@ mod tests {
             let capacity = rng.random_range(1..=50u64);
             let refill = rng.random_range(1..=1_000u64);
             let period_ns = rng.random_range(1..=10_000u64) * 1_000_000;
-            let tb = TokenBucket {
-                capacity,
-                refill,
-                period_ns,
-            };
-            let g = Gcra {
-                limit: refill,
-                period_ns,
-                burst: capacity,
-            };
+            let tb = TokenBucket::new(capacity, refill, period_ns).unwrap();
+            let g = Gcra::new(refill, period_ns, capacity).unwrap();
             let (mut a, mut b) = (0u128, 0u128);
             let mut now = T0;
             for _ in 0..300 {

@@ -26,10 +26,12 @@ pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {
     let [limit, timeout, id, options @ ..] = params else {
         return Err(RlError::WrongArity("rl.acquire"));
     };
-    let lease = Lease {
-        limit: parse_count("limit", limit, caps.sliding_log_max.min(MAX_COUNT))?,
-        timeout_ns: parse_duration("timeout", timeout)?,
-    };
+    // The limit is at least 1 by now: only the timeout can be refused.
+    let lease = Lease::new(
+        parse_count("limit", limit, caps.sliding_log_max.min(MAX_COUNT))?,
+        parse_duration("timeout", timeout)?,
+    )
+    .ok_or(RlError::BadDuration("timeout"))?;
     check_id(id)?;
     let mut peek = false;
     let mut block = None;
@@ -75,10 +77,7 @@ mod tests {
         assert_eq!(
             p(&[b"10", b"30s", b"job-1"]),
             Ok(Acquire {
-                lease: Lease {
-                    limit: 10,
-                    timeout_ns: 30_000_000_000
-                },
+                lease: Lease::new(10, 30_000_000_000).unwrap(),
                 peek: false,
                 block: None
             })

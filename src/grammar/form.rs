@@ -132,36 +132,35 @@ pub fn parse_form(
         return Err(RlError::CostWithRefund);
     }
 
-    let limiter = match kind {
-        Kind::Gcra => Limiter::Gcra(Gcra {
-            limit: count(0)?,
-            period_ns: duration(1)?,
-            burst: burst.unwrap_or(1),
-        }),
-        Kind::TokenBucket => Limiter::TokenBucket(TokenBucket {
-            capacity: count(0)?,
-            refill: count(1)?,
-            period_ns: duration(2)?,
-        }),
-        Kind::Leaky => Limiter::Leaky(Leaky {
-            capacity: count(0)?,
-            leak: count(1)?,
-            period_ns: duration(2)?,
-        }),
-        Kind::Sliding => Limiter::Sliding(Sliding {
-            limit: count(0)?,
-            window_ns: duration(1)?,
-        }),
-        Kind::SlidingLog => Limiter::SlidingLog(SlidingLog {
-            limit: parse_count(names[0], positional[0], caps.sliding_log_max)?,
-            window_ns: duration(1)?,
-        }),
-        Kind::Fixed => Limiter::Fixed(Fixed {
-            limit: count(0)?,
-            window_ns: duration(1)?,
-        }),
+    // Counts are at least 1 and durations whole milliseconds by now, so the
+    // constructors can refuse only a rate or a window.
+    let rate = || RlError::RateTooHigh {
+        rate: names[names.len() - 2],
+        period: names[names.len() - 1],
     };
-    check_rate(kind, &limiter)?;
+    let window = || RlError::BadDuration(names[1]);
+    let limiter = match kind {
+        Kind::Gcra => {
+            Limiter::Gcra(Gcra::new(count(0)?, duration(1)?, burst.unwrap_or(1)).ok_or_else(rate)?)
+        }
+        Kind::TokenBucket => Limiter::TokenBucket(
+            TokenBucket::new(count(0)?, count(1)?, duration(2)?).ok_or_else(rate)?,
+        ),
+        Kind::Leaky => {
+            Limiter::Leaky(Leaky::new(count(0)?, count(1)?, duration(2)?).ok_or_else(rate)?)
+        }
+        Kind::Sliding => {
+            Limiter::Sliding(Sliding::new(count(0)?, duration(1)?).ok_or_else(window)?)
+        }
+        Kind::SlidingLog => Limiter::SlidingLog(
+            SlidingLog::new(
+                parse_count(names[0], positional[0], caps.sliding_log_max)?,
+                duration(1)?,
+            )
+            .ok_or_else(window)?,
+        ),
+        Kind::Fixed => Limiter::Fixed(Fixed::new(count(0)?, duration(1)?).ok_or_else(window)?),
+    };
     Ok(Request {
         limiter,
         cost: refund.or(cost).unwrap_or(1),
@@ -179,25 +178,5 @@ fn expected_options(kind: Kind, form: Form) -> &'static str {
         (_, Form::Command) => "COST, REFUND, PEEK or BLOCK",
         (Kind::Gcra, Form::Clause | Form::Peek) => "BURST or COST",
         (_, Form::Clause | Form::Peek) => "COST",
-    }
-}
-
-/// The GCRA family regains `rate` units per `period`; one unit must cost at
-/// least 1 ns (`period_ns >= rate`), as the stored instant has nanosecond
-/// resolution: below that, an admitted request would spend nothing.
-fn check_rate(kind: Kind, limiter: &Limiter) -> Result<(), RlError> {
-    let (rate, period_ns) = match *limiter {
-        Limiter::Gcra(g) => (g.limit, g.period_ns),
-        Limiter::TokenBucket(t) => (t.refill, t.period_ns),
-        Limiter::Leaky(l) => (l.leak, l.period_ns),
-        _ => return Ok(()),
-    };
-    let names = kind.positionals();
-    match rate <= period_ns {
-        true => Ok(()),
-        false => Err(RlError::RateTooHigh {
-            rate: names[names.len() - 2],
-            period: names[names.len() - 1],
-        }),
     }
 }

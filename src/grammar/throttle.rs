@@ -52,11 +52,14 @@ mod tests {
     #[test]
     fn parses_redis_cell_arguments() {
         let (cell, q) = p("15 30 60").unwrap();
-        assert_eq!((cell.limit, cell.emission_ns, q), (16, 2_000_000_000, 1));
+        assert_eq!(
+            (cell.limit(), cell.emission_ns(), q),
+            (16, 2_000_000_000, 1)
+        );
         assert_eq!(p("0 1 1 0").unwrap().1, 0);
         assert_eq!(p("0 1 1 1000000000000").unwrap().1, MAX_COST);
         assert_eq!(
-            p("1000000000000 1000000000 1").unwrap().0.limit,
+            p("1000000000000 1000000000 1").unwrap().0.limit(),
             MAX_COUNT + 1
         );
     }
