@@ -1,0 +1,187 @@
+//! Unit tests of `ledger`.
+
+use super::*;
+
+const ADMIT: Outcome = Outcome::Decided {
+    allowed: true,
+    cost: 1,
+};
+const DENY: Outcome = Outcome::Decided {
+    allowed: false,
+    cost: 5,
+};
+
+fn calls(l: &Ledger<2>) -> [u64; 2] {
+    l.tallies().map(|t| t.calls)
+}
+
+#[test]
+fn counts_while_redis_counts_along() {
+    let mut l = Ledger::<2>::new();
+    l.record(0, ADMIT);
+    l.record(0, DENY);
+    l.record(1, Outcome::Error);
+    assert_eq!(calls(&l), [2, 1]);
+    assert_eq!(l.recent(), 3);
+    l.settle([2, 1]);
+    l.record(0, ADMIT);
+    l.settle([3, 1]);
+    let t = l.tallies()[0];
+    assert_eq!((t.calls, t.admitted, t.denied, t.cost_denied), (3, 2, 1, 5));
+    assert_eq!(l.tallies()[1].errors, 1);
+}
+
+#[test]
+fn a_settled_burst_leaves_no_memory_behind() {
+    let mut l = Ledger::<2>::new();
+    for _ in 0..100_000 {
+        l.record(0, ADMIT);
+    }
+    l.settle([100_000, 0]);
+    assert_eq!(l.tallies()[0].calls, 100_000);
+    assert!(l.recent.capacity() <= KEPT_CAPACITY);
+}
+
+#[test]
+fn a_reset_between_settles_keeps_only_the_calls_after_it() {
+    let mut l = Ledger::<2>::new();
+    for _ in 0..4 {
+        l.record(0, ADMIT);
+    }
+    l.settle([4, 0]);
+    // Two more calls, then a reset, then one denied call: Redis says 1.
+    l.record(0, ADMIT);
+    l.record(0, ADMIT);
+    l.record(0, DENY);
+    l.record(1, ADMIT);
+    l.settle([1, 1]);
+    let t = l.tallies();
+    assert_eq!((t[0].calls, t[0].admitted, t[0].denied), (1, 0, 1));
+    // Command 1 had no call before the reset: its one call stays.
+    assert_eq!(t[1].calls, 1);
+}
+
+#[test]
+fn a_reset_with_more_calls_after_it_than_before_is_still_seen() {
+    let mut l = Ledger::<2>::new();
+    l.record(0, DENY);
+    l.settle([1, 0]);
+    l.record(0, DENY);
+    // Reset, then three admitted: Redis counts 3, above the old baseline 1.
+    for _ in 0..3 {
+        l.record(0, ADMIT);
+    }
+    l.settle([3, 0]);
+    assert_eq!(l.tallies()[0], {
+        let mut t = Tally::ZERO;
+        (0..3).for_each(|_| t.add(ADMIT));
+        t
+    });
+}
+
+fn late(allowed: bool, cost: u64, token: Token) -> Outcome {
+    Outcome::Late {
+        allowed,
+        cost,
+        token,
+    }
+}
+
+#[test]
+fn a_blocked_call_counts_once_and_its_late_decision_is_not_a_call() {
+    let mut l = Ledger::<2>::new();
+    l.record(0, Outcome::Blocked(1));
+    l.settle([1, 0]);
+    l.record(0, late(true, 2, 1));
+    l.settle([1, 0]);
+    let t = l.tallies()[0];
+    assert_eq!(
+        (t.calls, t.admitted, t.cost_admitted, t.waits_admitted),
+        (1, 1, 2, 1)
+    );
+    l.record(
+        0,
+        Outcome::Waited {
+            allowed: false,
+            cost: 1,
+        },
+    );
+    l.settle([2, 0]);
+    let t = l.tallies()[0];
+    assert_eq!((t.calls, t.denied, t.waits_timed_out), (2, 1, 1));
+    assert!(l.pending.is_empty());
+}
+
+#[test]
+fn a_wait_across_a_reset_counts_in_neither_tally() {
+    // Blocked, then reset, then its decision and one call: Redis says 1.
+    let mut l = Ledger::<2>::new();
+    l.record(0, Outcome::Blocked(1));
+    l.record(0, late(false, 1, 1));
+    l.record(0, ADMIT);
+    l.settle([1, 0]);
+    assert_eq!(l.tallies()[0], {
+        let mut t = Tally::ZERO;
+        t.add(ADMIT);
+        t
+    });
+    // Blocked and settled, then reset, then its decision: nothing counts.
+    let mut l = Ledger::<2>::new();
+    l.record(0, ADMIT);
+    l.record(0, Outcome::Blocked(2));
+    l.settle([2, 0]);
+    l.record(0, late(false, 1, 2));
+    l.settle([0, 0]);
+    assert_eq!(l.tallies()[0], Tally::ZERO);
+    // An abandoned wait completes its call without a decision.
+    l.record(0, Outcome::Blocked(3));
+    l.record(0, Outcome::Abandoned(3));
+    l.record(0, Outcome::Blocked(4));
+    l.settle([2, 0]);
+    l.record(0, late(false, 1, 4));
+    l.settle([2, 0]);
+    let t = l.tallies()[0];
+    assert_eq!((t.calls, t.denied, t.waits_timed_out), (2, 1, 1));
+    assert!(l.pending.is_empty());
+}
+
+#[test]
+fn waits_made_after_a_reset_count_whatever_order_waits_end_in() {
+    // Two waits pending from before a reset; three new ones that time out
+    // first, then the old ones end.
+    let mut l = Ledger::<2>::new();
+    l.record(0, Outcome::Blocked(10));
+    l.record(0, Outcome::Blocked(11));
+    l.settle([2, 0]);
+    for token in 20..23 {
+        l.record(0, Outcome::Blocked(token));
+    }
+    l.settle([3, 0]);
+    for token in 20..23 {
+        l.record(0, late(false, 1, token));
+    }
+    l.record(0, late(true, 1, 10));
+    l.record(0, Outcome::Abandoned(11));
+    l.settle([3, 0]);
+    let t = l.tallies()[0];
+    assert_eq!(
+        (
+            t.calls,
+            t.admitted,
+            t.denied,
+            t.waits_timed_out,
+            t.waits_admitted
+        ),
+        (3, 0, 3, 3, 0)
+    );
+    assert!(l.pending.is_empty());
+}
+
+#[test]
+fn a_reset_with_no_call_since_clears_the_tally() {
+    let mut l = Ledger::<2>::new();
+    l.record(1, ADMIT);
+    l.settle([0, 1]);
+    l.settle([0, 0]);
+    assert_eq!(l.tallies(), [Tally::ZERO; 2]);
+}
