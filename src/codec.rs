@@ -52,14 +52,41 @@ fn push_field(text: &mut Text, value: u128) {
 }
 
 /// Encodes a state of `N` fields (at most 3: a tag and three 41-byte fields fit the buffer).
+#[cfg(test)]
 pub fn encode<const N: usize>(kind: Kind, fields: [u128; N]) -> Text {
-    const { assert!(N <= 3) };
-    let mut text = Text::new();
-    text.push(kind.tag().as_bytes());
-    for value in fields {
-        push_field(&mut text, value);
+    Fields::new(kind, fields).encode()
+}
+
+/// A state to store: its algorithm and its fields, encoded only when written
+/// (a fraction of the text's size while a decision is passed along).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fields {
+    kind: Kind,
+    values: [u128; 3],
+    len: u8,
+}
+
+impl Fields {
+    pub fn new<const N: usize>(kind: Kind, fields: [u128; N]) -> Fields {
+        const { assert!(N <= 3) };
+        let mut values = [0; 3];
+        values[..N].copy_from_slice(&fields);
+        Fields {
+            kind,
+            values,
+            len: N as u8,
+        }
     }
-    text
+
+    /// The stored text: the tag, then each field.
+    pub fn encode(&self) -> Text {
+        let mut text = Text::new();
+        text.push(self.kind.tag().as_bytes());
+        for &value in &self.values[..self.len as usize] {
+            push_field(&mut text, value);
+        }
+        text
+    }
 }
 
 /// Decodes a value that `kind` must have written into its `N` fields.

@@ -7,7 +7,7 @@ use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
 use crate::algorithm::{expire_ms, fixed, sliding, Decision, Outcome};
-use crate::codec::{decode, encode, Text};
+use crate::codec::{decode, Fields};
 use crate::error::RlError;
 use crate::grammar::{Kind, Limiter, Request};
 use crate::store::{Held, Key};
@@ -15,7 +15,7 @@ use crate::store::{Held, Key};
 /// The effect of an admitted request (or a refund) on its key.
 pub enum Write {
     /// Store a string state with an absolute expiry.
-    Set { value: Text, expire_ms: u64 },
+    Set { state: Fields, expire_ms: u64 },
     /// The limiter is idle again: the key goes, as it would at its expiry.
     Delete,
     /// Add a sliding-log entry (after dropping a bounded number of lapsed ones).
@@ -98,7 +98,7 @@ fn decide_window<S, const N: usize>(
         write: out.write.map(|s| match store(&s) {
             None => Write::Delete,
             Some((fields, idle_at_ns)) => Write::Set {
-                value: encode(kind, fields),
+                state: Fields::new(kind, fields),
                 expire_ms: expire_ms(idle_at_ns),
             },
         }),
@@ -151,7 +151,7 @@ fn decide_log(
 /// Applies a write to the key it was decided for, replicating its effect.
 pub fn commit(key: &Key, write: &Write) {
     match write {
-        Write::Set { value, expire_ms } => key.write_string(value.as_bytes(), *expire_ms),
+        Write::Set { state, expire_ms } => key.write_string(state.encode().as_bytes(), *expire_ms),
         Write::Delete => key.delete(),
         Write::LogAdd { write, expire_ms } => key.write_log(write, *expire_ms),
         Write::LogRefund { refund, expire_ms } => key.refund_log(refund, *expire_ms),
@@ -185,7 +185,7 @@ fn instant_write(kind: Kind, t: u128, now: u128) -> Write {
         return Write::Delete;
     }
     Write::Set {
-        value: encode(kind, [t]),
+        state: Fields::new(kind, [t]),
         expire_ms: expire_ms(t),
     }
 }
