@@ -4,7 +4,6 @@
 use std::num::NonZeroU64;
 
 use super::schedule::{checked_rate, InstantLimiter, Schedule};
-use super::Outcome;
 
 /// GCRA's parameters, as checked by [`Gcra::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,24 +40,15 @@ impl Gcra {
     pub fn burst(&self) -> u64 {
         self.burst.get()
     }
-
-    fn schedule(&self) -> Schedule {
-        Schedule::of(self.period_ns, self.limit, self.burst)
-    }
 }
 
 impl InstantLimiter for Gcra {
-    /// `tat` is the stored TAT in nanoseconds (`0` when the key is absent);
-    /// the outcome's write is the new TAT.
-    fn decide(&self, tat: u128, now: u128, cost: u64) -> Outcome<u128> {
-        self.schedule().step(tat, now, cost).outcome(self.burst())
+    fn schedule(&self) -> Schedule {
+        Schedule::of(self.period_ns, self.limit, self.burst)
     }
 
-    /// Gives `units` back (`REFUND`).
-    fn refund(&self, tat: u128, now: u128, units: u64) -> Outcome<u128> {
-        self.schedule()
-            .refund(tat, now, units)
-            .outcome(self.burst())
+    fn idle_capacity(&self) -> u64 {
+        self.burst()
     }
 }
 

@@ -42,13 +42,17 @@ impl Leaky {
     pub fn period_ns(&self) -> u64 {
         self.period_ns.get()
     }
-
-    fn schedule(&self) -> Schedule {
-        Schedule::of(self.period_ns, self.leak, self.capacity)
-    }
 }
 
 impl InstantLimiter for Leaky {
+    fn schedule(&self) -> Schedule {
+        Schedule::of(self.period_ns, self.leak, self.capacity)
+    }
+
+    fn idle_capacity(&self) -> u64 {
+        self.capacity()
+    }
+
     /// `drained_at` is the stored instant the queue is empty (`0` when absent).
     fn decide(&self, drained_at: u128, now: u128, cost: u64) -> Outcome<u128> {
         let step = self.schedule().step(drained_at, now, cost);
@@ -59,13 +63,6 @@ impl InstantLimiter for Leaky {
             out.decision.retry_after = Wait::After(queued_ns);
         }
         out
-    }
-
-    /// Takes `units` out of the queue (`REFUND`), never below empty.
-    fn refund(&self, drained_at: u128, now: u128, units: u64) -> Outcome<u128> {
-        self.schedule()
-            .refund(drained_at, now, units)
-            .outcome(self.capacity())
     }
 }
 

@@ -56,10 +56,25 @@ pub struct Step {
 /// one instant (the TAT, the time the bucket is full, the time the queue is empty),
 /// `0` when the key is absent. The outcome's write is the new instant.
 pub trait InstantLimiter {
-    /// Decides a request of `cost` units at `now`.
-    fn decide(&self, at: u128, now: u128, cost: u64) -> Outcome<u128>;
+    /// The virtual schedule the limiter runs on.
+    fn schedule(&self) -> Schedule;
+    /// The units admitted at once when idle (the reply's `limit`).
+    fn idle_capacity(&self) -> u64;
+
+    /// Decides a request of `cost` units at `now`, given the stored instant
+    /// `at` (`0` when the key is absent); the outcome's write is the new one.
+    fn decide(&self, at: u128, now: u128, cost: u64) -> Outcome<u128> {
+        self.schedule()
+            .step(at, now, cost)
+            .outcome(self.idle_capacity())
+    }
+
     /// Gives `units` back (`REFUND`), never beyond the idle state.
-    fn refund(&self, at: u128, now: u128, units: u64) -> Outcome<u128>;
+    fn refund(&self, at: u128, now: u128, units: u64) -> Outcome<u128> {
+        self.schedule()
+            .refund(at, now, units)
+            .outcome(self.idle_capacity())
+    }
 }
 
 impl Step {

@@ -6,7 +6,6 @@
 use std::num::NonZeroU64;
 
 use super::schedule::{checked_rate, InstantLimiter, Schedule};
-use super::Outcome;
 
 /// The token bucket's parameters, as checked by [`TokenBucket::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,26 +41,15 @@ impl TokenBucket {
     pub fn period_ns(&self) -> u64 {
         self.period_ns.get()
     }
-
-    fn schedule(&self) -> Schedule {
-        Schedule::of(self.period_ns, self.refill, self.capacity)
-    }
 }
 
 impl InstantLimiter for TokenBucket {
-    /// `full_at` is the stored instant the bucket is full again (`0` when absent);
-    /// the outcome's write is the new one.
-    fn decide(&self, full_at: u128, now: u128, cost: u64) -> Outcome<u128> {
-        self.schedule()
-            .step(full_at, now, cost)
-            .outcome(self.capacity())
+    fn schedule(&self) -> Schedule {
+        Schedule::of(self.period_ns, self.refill, self.capacity)
     }
 
-    /// Puts `tokens` back (`REFUND`), never above `capacity`.
-    fn refund(&self, full_at: u128, now: u128, tokens: u64) -> Outcome<u128> {
-        self.schedule()
-            .refund(full_at, now, tokens)
-            .outcome(self.capacity())
+    fn idle_capacity(&self) -> u64 {
+        self.capacity()
     }
 }
 
