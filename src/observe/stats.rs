@@ -78,8 +78,16 @@ fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The slot of the command labelled `label`: labels are the command table's
+/// own constants, so their addresses usually match (one compare per slot);
+/// otherwise, by text.
 fn index(label: &str) -> Option<usize> {
-    counted().iter().position(|(c, _)| c.label == label)
+    let table = counted();
+    let same = |(c, _): &(Counted, CString)| std::ptr::eq(c.label, label);
+    table
+        .iter()
+        .position(same)
+        .or_else(|| table.iter().position(|(c, _)| c.label == label))
 }
 
 /// The call in progress decided: admitted or denied, for `cost` units (a
