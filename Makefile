@@ -4,7 +4,7 @@
 MODULE := $(CURDIR)/target/release/librl.so
 CARGO ?= cargo
 
-.PHONY: all deps deps-run build build-only run cluster cluster-stop test memcheck bench bench-profile dist check-dist lint clean
+.PHONY: all deps deps-run build build-only library run cluster cluster-stop test memcheck bench bench-profile dist check-dist lint clean
 
 all: build
 
@@ -20,6 +20,10 @@ build-only:
 	$(CARGO) build --release
 
 build: deps-run build-only
+
+# functions/rl.lua, the Functions library, from its parts (functions/parts/*.lua).
+library:
+	bash scripts/build-library.sh
 
 # A Redis on 127.0.0.1:$(PORT) (default 6379) with the module loaded from
 # redis.conf.example (its append-only file goes to ./appendonlydir).

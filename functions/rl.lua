@@ -17,7 +17,9 @@ REPLACE < functions/rl.lua`) and call
 BLOCK is accepted and decides at once: a script cannot wait.
 
 Sections: exact integers; errors and the grammar; state on keys; the algorithms
-(a line-by-line port of src/algorithm/*.rs); the commands; registration.
+(a line-by-line port of src/algorithm/*.rs); the commands; registration. Each is a
+file of functions/parts/, which scripts/build-library.sh (make library) joins into
+this file: edit the parts, not this file.
 
 Invariants:
 - Time is the server's TIME, in nanoseconds (microsecond resolution), read once per call.

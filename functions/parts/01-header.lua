@@ -1,0 +1,41 @@
+#!lua name=rl
+--[[
+rl as a Redis Functions library: the rl module's commands, with its grammar, replies,
+errors and stored state formats, for servers that cannot load modules (managed Redis
+and Valkey). Load it with `FUNCTION LOAD REPLACE` (or `redis-cli -x FUNCTION LOAD
+REPLACE < functions/rl.lua`) and call
+
+  FCALL rl_gcra 1 key limit period [BURST b] [COST n | REFUND n] [PEEK] [BLOCK ms]
+    (and rl_tokenbucket, rl_leaky, rl_sliding, rl_slidinglog, rl_fixed likewise)
+  FCALL rl_all numkeys key [key ...] ALGO params [COST n] ... [PEEK]
+  FCALL rl_acquire 1 key limit timeout lease_id [PEEK] [BLOCK ms]
+  FCALL rl_release 1 key lease_id
+  FCALL cl_throttle 1 key max_burst count period [quantity]
+  FCALL_RO rl_peek 1 key ALGO params [COST n]      (flag no-writes: replicas too)
+  FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id
+
+BLOCK is accepted and decides at once: a script cannot wait.
+
+Sections: exact integers; errors and the grammar; state on keys; the algorithms
+(a line-by-line port of src/algorithm/*.rs); the commands; registration. Each is a
+file of functions/parts/, which scripts/build-library.sh (make library) joins into
+this file: edit the parts, not this file.
+
+Invariants:
+- Time is the server's TIME, in nanoseconds (microsecond resolution), read once per call.
+- Integers are exact: a Lua number below 2^53, a table of base-10^7 limbs above (instants
+  in ns, products such as burst * period); no value beyond 2^53 is ever a rounded double,
+  except CL.THROTTLE's emission interval, which redis-cell computes in doubles.
+- Every call validates and decides everything before its first write, so an error
+  reply never follows a partial write; a Lua runtime error becomes the module's
+  `ERR internal error in RL.X: the request was not applied`.
+]]
+
+-- Redis loads a library with only `redis` in scope (no string, math or table),
+-- so everything is built on the first call, inside `build`.
+local function build()
+  local type, tonumber, assert, pcall, error = type, tonumber, assert, pcall, error
+  local floor = math.floor
+  local sub, find, fmt, upper, gsub = string.sub, string.find, string.format, string.upper, string.gsub
+  local concat = table.concat
+

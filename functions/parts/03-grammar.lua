@@ -1,0 +1,187 @@
+  --------------------------------------------------------------------------------
+  -- Errors and the grammar (src/args.rs, src/error.rs): the same checks in the same
+  -- order, the same texts.
+  --------------------------------------------------------------------------------
+
+  -- Raises an error reply; caught by `guarded`, which replies it.
+  local function fail(msg)
+    error({ rl = msg }, 0)
+  end
+
+  local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+  local MAX_COUNT = 1000000000000
+  local MAX_COST = 1000000000000
+  local MAX_DURATION_MS = 3650 * 86400000
+  local SLIDING_LOG_MAX = 100000
+  local MAX_LAYERS = 64
+
+  local function wrong_arity(command)
+    fail(fmt("ERR wrong number of arguments for '%s' command", command))
+  end
+
+  local function bad_integer(name, lo, hi)
+    fail(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi))
+  end
+
+  local function foreign(label)
+    fail(fmt('ERR key holds a value that %s did not write: use another key or DEL it', label))
+  end
+
+  -- A client's bytes made safe to echo: at most 32, printable ASCII, else '?'.
+  local function sanitize(s)
+    local shown = gsub(sub(s, 1, 32), '[^\33-\126]', '?')
+    if #s > 32 then shown = shown .. '...' end
+    return shown
+  end
+
+  -- A run of ASCII digits as a number, saturated at 10^16 (every range checked
+  -- here ends below that); nil unless non-empty and all digits.
+  local function digits(s)
+    if s == '' or find(s, '[^0-9]') then return nil end
+    if #s <= 15 then return tonumber(s) end
+    local t = gsub(s, '^0+', '')
+    if t == '' then return 0 end
+    if #t > 16 then return 1e16 end
+    return tonumber(t)
+  end
+
+  local function count_from(name, s, lo, hi)
+    local v = digits(s)
+    if not v or v < lo or v > hi then bad_integer(name, lo, hi) end
+    return v
+  end
+
+  local UNIT_MS = { [''] = 1000, S = 1000, MS = 1, M = 60000, H = 3600000, D = 86400000 }
+
+  -- A duration in milliseconds: digits with an optional unit, 1 ms to 3650 d.
+  local function duration(name, s)
+    local at = find(s, '[^0-9]')
+    local n = digits(at and sub(s, 1, at - 1) or s)
+    local unit = UNIT_MS[upper(at and sub(s, at) or '')]
+    local ms = n and unit and n * unit
+    if not ms or ms < 1 or ms > MAX_DURATION_MS then
+      fail(fmt('ERR %s must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)', name))
+    end
+    return ms
+  end
+
+  -- The algorithms: their command, label, stored tag and positional parameters.
+  local KINDS = {
+    GCRA = { command = 'rl.gcra', label = 'RL.GCRA', tag = 'gcra', params = { 'limit', 'period' } },
+    TOKENBUCKET = { command = 'rl.tokenbucket', label = 'RL.TOKENBUCKET', tag = 'bucket', params = { 'capacity', 'refill', 'period' } },
+    LEAKY = { command = 'rl.leaky', label = 'RL.LEAKY', tag = 'leaky', params = { 'capacity', 'leak', 'period' } },
+    SLIDING = { command = 'rl.sliding', label = 'RL.SLIDING', tag = 'sliding', params = { 'limit', 'window' } },
+    SLIDINGLOG = { command = 'rl.slidinglog', label = 'RL.SLIDINGLOG', tag = 'slidinglog', params = { 'limit', 'window' } },
+    FIXED = { command = 'rl.fixed', label = 'RL.FIXED', tag = 'fixed', params = { 'limit', 'window' } },
+  }
+  for name, k in pairs(KINDS) do k.name = name end
+  local TAG_LABELS = {}
+  for _, k in pairs(KINDS) do TAG_LABELS[k.tag] = k.label end
+
+  -- The position of the rate among the positionals (the period follows it).
+  local RATE_PARAM = { GCRA = 1, TOKENBUCKET = 2, LEAKY = 2 }
+
+  -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
+  -- 'clause' (an RL.ALL clause: COST and BURST only) or 'peek' (rl_peek).
+  local parse
+  function parse(kind, args, first, last, form)
+    local names = kind.params
+    local np = #names
+    if last - first + 1 < np then
+      if form == 'clause' then
+        fail(fmt('ERR RL.ALL clause %s has too few parameters', kind.name))
+      end
+      wrong_arity(form == 'peek' and 'rl.peek' or kind.command)
+    end
+    local command = form == 'command'
+    local req = { kind = kind, peek = form == 'peek' }
+    local cost, refund, burst, block, peek
+    local i = first + np
+    local function once(current, option)
+      if current ~= nil then fail(fmt('ERR option %s given more than once', option)) end
+      if i + 1 > last then fail(fmt('ERR option %s needs a value', option)) end
+      i = i + 1
+      return args[i]
+    end
+    while i <= last do
+      local option = args[i]
+      local up = upper(option)
+      if up == 'COST' then
+        cost = count_from('COST', once(cost, 'COST'), 0, MAX_COST)
+      elseif command and up == 'REFUND' then
+        refund = count_from('REFUND', once(refund, 'REFUND'), 0, MAX_COST)
+      elseif command and up == 'PEEK' then
+        if peek then fail('ERR option PEEK given more than once') end
+        peek = true
+      elseif command and up == 'BLOCK' then
+        -- A script cannot wait: BLOCK is validated and the call decides at once.
+        block = count_from('BLOCK', once(block, 'BLOCK'), 0, MAX_DURATION_MS)
+      elseif kind.name == 'GCRA' and up == 'BURST' then
+        burst = count_from('BURST', once(burst, 'BURST'), 1, MAX_COUNT)
+      else
+        -- The options this form takes, exactly (args.rs expected_options).
+        local expected
+        if form == 'command' then
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, PEEK or BLOCK'
+            or 'COST, REFUND, PEEK or BLOCK'
+        else -- an RL.ALL clause, or rl_peek: BURST and COST only
+          expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
+        end
+        if form == 'clause' then
+          fail(fmt("ERR unknown option '%s' in RL.ALL clause %s (expected %s)", sanitize(option),
+            kind.name, expected))
+        end
+        fail(fmt("ERR unknown option '%s' for '%s' (expected %s)", sanitize(option),
+          form == 'peek' and 'rl.peek' or kind.command, expected))
+      end
+      i = i + 1
+    end
+    if cost and refund then fail('ERR COST and REFUND cannot be used together') end
+    local p = {}
+    for j = 1, np do
+      local name, s = names[j], args[first + j - 1]
+      if name == 'period' or name == 'window' then
+        p[j] = mul(duration(name, s), NS_PER_MS) -- ns; up to 3.2e17: a limb table above 2^53
+      elseif kind.name == 'SLIDINGLOG' and j == 1 then
+        p[j] = count_from(name, s, 1, SLIDING_LOG_MAX)
+      else
+        p[j] = count_from(name, s, 1, MAX_COUNT)
+      end
+    end
+    -- The GCRA family: one unit must cost at least 1 ns (period_ns >= rate), as
+    -- the stored instant has nanosecond resolution (args.rs check_rate).
+    local rate_at = RATE_PARAM[kind.name]
+    if rate_at and cmp(p[rate_at], p[rate_at + 1]) > 0 then
+      local rate, period = names[rate_at], names[rate_at + 1]
+      fail(fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns',
+        rate, period, period, rate))
+    end
+    req.p = p
+    req.burst = burst or 1
+    req.cost = refund or cost or 1
+    req.refund = refund ~= nil
+    req.peek = req.peek or peek or false
+    return req
+  end
+
+  -- Parsed requests by their arguments: an application sends the same few limiter
+  -- configurations over and over. Invariant: a cached request is never modified;
+  -- errors are never cached; the cache is emptied when it reaches CACHE_MAX.
+  local CACHE_MAX = 512
+  local cache, cached = {}, 0
+  local uncached_parse = parse
+  parse = function(kind, args, first, last, form)
+    local parts = { form, kind.name }
+    for i = first, last do
+      local a = args[i]
+      parts[#parts + 1] = #a .. ':' .. a -- length-prefixed: no two vectors share a key
+    end
+    local id = concat(parts, ' ')
+    local req = cache[id]
+    if req then return req end
+    req = uncached_parse(kind, args, first, last, form)
+    if cached >= CACHE_MAX then cache, cached = {}, 0 end
+    cache[id], cached = req, cached + 1
+    return req
+  end
+

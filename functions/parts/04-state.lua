@@ -1,0 +1,72 @@
+  --------------------------------------------------------------------------------
+  -- State on keys (src/codec.rs, src/store): read what a key holds, write with an
+  -- absolute expiry exactly what the module writes, so the replicated effects
+  -- (SET ... PXAT, DEL, ZADD, ZREM, PEXPIREAT) and the state are byte-identical.
+  --------------------------------------------------------------------------------
+
+  -- The decimal fields of the string state `kind` wrote on `key`; nil if absent.
+  -- GET, or the error reply it gave (WRONGTYPE for another type; NOPERM ...).
+  local function get(key)
+    local v = redis.pcall('GET', key)
+    if type(v) == 'table' then fail(v.err or WRONGTYPE) end
+    return v
+  end
+
+  -- Strings this short may be int-encoded values, which the module tells apart by
+  -- length alone; every string state is longer (store/mod.rs SHORT_STRING).
+  local SHORT_STRING = 20
+
+  local function read_string(key, kind, nfields)
+    local v = get(key)
+    if not v then return nil end
+    if #v <= SHORT_STRING then foreign(kind.label) end
+    local parts, pos = {}, 1
+    while true do
+      local c = find(v, ':', pos, true)
+      if not c then
+        parts[#parts + 1] = sub(v, pos)
+        break
+      end
+      parts[#parts + 1] = sub(v, pos, c - 1)
+      pos = c + 1
+      if #parts > nfields + 1 then break end
+    end
+    if parts[1] ~= kind.tag then
+      local found = TAG_LABELS[parts[1]]
+      if found then
+        fail(fmt('ERR key holds %s state, not %s state: use another key or DEL it', found, kind.label))
+      end
+      foreign(kind.label)
+    end
+    if #parts ~= nfields + 1 then foreign(kind.label) end
+    local fields = {}
+    for i = 2, nfields + 1 do
+      local f = parts[i]
+      if f == '' or #f > 38 or find(f, '[^0-9]') then foreign(kind.label) end
+      fields[i - 1] = big(f)
+    end
+    return fields
+  end
+
+  -- An absolute time in ns as a Redis expiry in ms: rounded up, capped at 10^15.
+  local function expire_ms(at_ns)
+    return min(div_ceil(at_ns, NS_PER_MS), MAX_EXPIRE_MS)
+  end
+
+  -- Applies a write decided earlier.
+  local function commit(key, w)
+    if w.op == 'set' then
+      redis.call('SET', key, w.value, 'PXAT', str(w.expire))
+    elseif w.op == 'del' then
+      redis.call('DEL', key)
+    else
+      w.apply(key)
+    end
+  end
+
+  -- The server's clock in ns: TIME's seconds and microseconds.
+  local function now_ns()
+    local t = redis.call('TIME')
+    return ns_of_time(tonumber(t[1]), tonumber(t[2]))
+  end
+

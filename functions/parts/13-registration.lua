@@ -1,0 +1,47 @@
+  return {
+    decision = decision_command,
+    kinds = KINDS,
+    all = all_command,
+    peek = peek_command,
+    throttle = throttle_command,
+    acquire = acquire_command,
+    release = release_command,
+    -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
+    ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
+  }
+end
+
+--------------------------------------------------------------------------------
+-- Registration (load time: no standard library, only `redis`).
+--------------------------------------------------------------------------------
+
+local api
+
+-- The handler named `name`; the library is built on the first call.
+local function handler(name, arg)
+  local fn
+  return function(keys, args)
+    if not fn then
+      api = api or build()
+      if name == 'decision' then
+        fn = api.decision(api.kinds[arg[1]], arg[2])
+      else
+        fn = api[name]
+      end
+    end
+    return fn(keys, args)
+  end
+end
+
+redis.register_function('rl_gcra', handler('decision', { 'GCRA', 'rl_gcra' }))
+redis.register_function('rl_tokenbucket', handler('decision', { 'TOKENBUCKET', 'rl_tokenbucket' }))
+redis.register_function('rl_leaky', handler('decision', { 'LEAKY', 'rl_leaky' }))
+redis.register_function('rl_sliding', handler('decision', { 'SLIDING', 'rl_sliding' }))
+redis.register_function('rl_slidinglog', handler('decision', { 'SLIDINGLOG', 'rl_slidinglog' }))
+redis.register_function('rl_fixed', handler('decision', { 'FIXED', 'rl_fixed' }))
+redis.register_function('rl_all', handler('all'))
+redis.register_function('cl_throttle', handler('throttle'))
+redis.register_function('rl_acquire', handler('acquire'))
+-- RL.RELEASE is registered without deny-oom (it only frees): so is rl_release.
+redis.register_function { function_name = 'rl_release', callback = handler('release'), flags = { 'allow-oom' } }
+redis.register_function { function_name = 'rl_peek', callback = handler('peek'), flags = { 'no-writes' } }

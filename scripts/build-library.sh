@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds functions/rl.lua, the one file `FUNCTION LOAD` takes, by joining the library's
+# parts (functions/parts/*.lua: the exact integers, the grammar and errors, state, each
+# algorithm, the commands, registration) in name order. Edit the parts, then run this
+# (or `make library`).
+#
+#   scripts/build-library.sh           rewrite functions/rl.lua
+#   scripts/build-library.sh --check   exit 1 if functions/rl.lua is not the parts' join
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+joined() { cat functions/parts/*.lua; }
+
+case "${1:-}" in
+  --check)
+    if ! joined | cmp -s - functions/rl.lua; then
+      echo "functions/rl.lua is stale: run scripts/build-library.sh (make library)" >&2
+      exit 1
+    fi
+    ;;
+  "")
+    joined >functions/rl.lua.tmp
+    mv functions/rl.lua.tmp functions/rl.lua
+    ;;
+  *)
+    echo "usage: scripts/build-library.sh [--check]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,37 @@
+"""functions/rl.lua, the file `FUNCTION LOAD` takes, is built from functions/parts/*.lua
+by scripts/build-library.sh: the committed file must be the parts' join."""
+
+import shutil
+import subprocess
+
+from conftest import ROOT
+
+PARTS = sorted((ROOT / "functions/parts").glob("*.lua"))
+
+
+def check(root):
+    return subprocess.run(["bash", str(root / "scripts/build-library.sh"), "--check"],
+                          capture_output=True, text=True)
+
+
+def test_the_committed_library_is_its_parts_joined():
+    out = check(ROOT)
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_part_changed_without_a_rebuild_is_caught(tmp_path):
+    shutil.copytree(ROOT / "functions", tmp_path / "functions")
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts/build-library.sh", tmp_path / "scripts")
+    part = tmp_path / "functions/parts" / PARTS[1].name
+    part.write_text(part.read_text() + "  -- a change\n")
+    out = check(tmp_path)
+    assert out.returncode == 1 and "stale" in out.stderr
+
+
+def test_the_parts_are_the_sections_and_each_is_small():
+    names = [p.stem for p in PARTS]
+    assert names[0].endswith("header") and names[-1].endswith("registration"), names
+    for p in PARTS:
+        lines = p.read_text().count("\n")
+        assert lines <= 500, f"{p.name}: {lines} lines"
