@@ -21,6 +21,8 @@ mod ffi;
 #[cfg(test)]
 mod fuzz;
 mod grammar;
+#[cfg(test)]
+mod library_tests;
 mod observe;
 mod reply;
 mod store;

@@ -59,7 +59,7 @@ impl Kind {
     }
 
     /// Names of the positional parameters after the key.
-    pub(super) fn positionals(self) -> &'static [&'static str] {
+    pub fn positionals(self) -> &'static [&'static str] {
         match self {
             Kind::Gcra => &["limit", "period"],
             Kind::TokenBucket => &["capacity", "refill", "period"],

@@ -1,0 +1,85 @@
+//! The constants the Functions library (`functions/rl.lua`) shares with the
+//! module, checked against the module's own: the kinds, the per-call caps, the
+//! default settings and the stored-state details. A change on one side fails
+//! here until the other follows. (Error texts are compared byte for byte by the
+//! library's conformance fuzz, `tests/functions.rs`.)
+
+use crate::algorithm::MAX_EXPIRE_MS;
+use crate::bounds::{MAX_COST, MAX_COUNT, MAX_DURATION_MS, MAX_LAYERS, MAX_PERIOD_S, TRIM_MAX};
+use crate::config::DEFAULT_SLIDING_LOG_MAX;
+use crate::error::RlError;
+use crate::grammar::Kind;
+use crate::store::SHORT_STRING;
+
+const LIBRARY: &str = include_str!("../functions/rl.lua");
+
+/// The text after `local NAME = ` on the library's line defining `name`.
+fn definition(name: &str) -> &'static str {
+    let start = format!("  local {name} = ");
+    let line = LIBRARY
+        .lines()
+        .find(|l| l.starts_with(&start))
+        .unwrap_or_else(|| panic!("the library defines no {name}"));
+    line[start.len()..].trim()
+}
+
+/// A numeric constant: digits, a product of digits, or `big('digits')`.
+fn number(name: &str) -> u128 {
+    let text = definition(name);
+    let text = text
+        .strip_prefix("big('")
+        .and_then(|t| t.strip_suffix("')"))
+        .unwrap_or(text);
+    text.split('*')
+        .map(|f| {
+            f.trim()
+                .parse::<u128>()
+                .unwrap_or_else(|_| panic!("{name} = {text}"))
+        })
+        .product()
+}
+
+#[test]
+fn caps_and_defaults_are_the_modules() {
+    for (name, module) in [
+        ("MAX_COUNT", MAX_COUNT as u128),
+        ("MAX_COST", MAX_COST as u128),
+        ("MAX_DURATION_MS", MAX_DURATION_MS as u128),
+        ("MAX_LAYERS", MAX_LAYERS as u128),
+        ("MAX_PERIOD_S", MAX_PERIOD_S as u128),
+        ("TRIM_MAX", TRIM_MAX as u128),
+        ("SLIDING_LOG_MAX", DEFAULT_SLIDING_LOG_MAX as u128),
+        ("MAX_EXPIRE_MS", MAX_EXPIRE_MS as u128),
+        ("SHORT_STRING", SHORT_STRING as u128),
+        ("U64_MAX", u64::MAX as u128),
+        ("I64_MAX", i64::MAX as u128),
+    ] {
+        assert_eq!(number(name), module, "{name}");
+    }
+}
+
+#[test]
+fn stored_formats_and_texts_are_the_modules() {
+    assert_eq!(definition("LEASE_PREFIX"), "'lease:'");
+    assert_eq!(crate::store::lease_member(b""), b"lease:");
+    assert_eq!(definition("WRONGTYPE"), format!("'{}'", RlError::WrongType));
+}
+
+#[test]
+fn every_kind_has_the_modules_names_and_parameters() {
+    for kind in Kind::ALL {
+        let line = format!(
+            "    {} = {{ command = '{}', label = '{}', tag = '{}', params = {{ {} }} }},",
+            kind.tag_upper(),
+            kind.command(),
+            kind.label(),
+            kind.tag(),
+            kind.positionals()
+                .iter()
+                .map(|p| format!("'{p}'"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        assert!(LIBRARY.contains(&line), "the library's KINDS lacks\n{line}");
+    }
+}
