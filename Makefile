@@ -59,7 +59,7 @@ bench: deps build
 # and every command, with the ratios, and where RL.GCRA's instructions go.
 bench-profile: build
 	@bash scripts/install-deps.sh profile
-	python3 scripts/profile.py --module $(MODULE) --breakdown
+	python3 scripts/profile.py --module $(MODULE) --breakdown --library
 
 # Release archives users load without Rust, for x86_64 and aarch64 Linux with glibc 2.17 or
 # later: dist/rl-<version>-linux-<arch>.tar.gz and .sha256 (scripts/dist.sh: zig through

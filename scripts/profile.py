@@ -10,14 +10,19 @@ string written with an absolute expiry, replicated). With --breakdown, also prin
 RL.GCRA's instructions go, by module API function (inclusive counts per call), and
 what SET … PXAT's own command pays for the same ends.
 
-Usage: scripts/profile.py [--module PATH] [--calls N] [--keys N] [--breakdown]
+With --library, also counts the Functions library (FCALL) against the seed articles'
+scripts (EVALSHA, the same parameters as `make bench`) on a server without the module.
+
+Usage: scripts/profile.py [--module PATH] [--calls N] [--keys N] [--breakdown] [--library]
 Figures are as measured; nothing here is a test.
 """
 
 import argparse
+import atexit
 import glob
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -96,69 +101,128 @@ def main():
     ap.add_argument("--calls", type=int, default=50_000)
     ap.add_argument("--keys", type=int, default=8_000)
     ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--library", action="store_true",
+                    help="also count the Functions library (FCALL) against the seed "
+                         "scripts (EVALSHA) on a server without the module")
     args = ap.parse_args()
 
+    rows = measure(["--loadmodule", args.module], [], COMMANDS, args.calls, args.keys,
+                   keep=("RL.GCRA", "SET … PXAT") if args.breakdown else ())
+    incr, floor = rows[0][1], rows[1][1]
+    print(f"#### Instructions per call (callgrind; {args.calls:,} calls each, "
+          f"{args.keys:,} random keys, every call admitted)\n")
+    print("| command | instructions/call | × INCR | × `SET … PXAT` |")
+    print("|---|---:|---:|---:|")
+    for name, ir, _ in rows:
+        print(f"| {name} | {ir:,.0f} | {ir / incr:.2f} | {ir / floor:.2f} |")
+    if args.breakdown:
+        breakdown(rows, args.calls)
+    if args.library:
+        library(max(args.calls // 5, 1_000), args.keys)
+
+
+def measure(server_args, setup, commands, calls, keys, keep=()):
+    """Starts redis-server under callgrind with `server_args`, runs each `setup`
+    command (a redis-cli argument list, with the text to send on stdin or None),
+    then for each (name, words) of `commands` counts the instructions of `calls`
+    calls on random keys. Returns [(name, instructions/call, dump)]; the dumps
+    of the rows named in `keep` stay readable until the caller's next call."""
     port = free_port()
-    with tempfile.TemporaryDirectory(prefix="rl-profile-") as tmp:
-        out = os.path.join(tmp, "callgrind.out")
-        server = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p",
-             "--dump-instr=no", "--collect-jumps=no",
-             "redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
-             "--dir", tmp, "--loadmodule", args.module],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.time() + 60
-            while True:
-                try:
-                    if cli(port, "PING") == "PONG":
-                        break
-                except subprocess.CalledProcessError:
-                    pass
-                if time.time() > deadline or server.poll() is not None:
-                    sys.exit("redis-server did not start under valgrind")
-                time.sleep(0.2)
-            rows = []
-            for name, words in COMMANDS:
-                cli(port, "FLUSHALL")
-                # Warm up (allocator, dict sizes), then count exactly args.calls calls.
-                bench(port, words, args.calls // 5, args.keys)
-                control(server.pid, "--zero")
-                bench(port, words, args.calls, args.keys)
-                before = set(glob.glob(out + ".*"))
-                control(server.pid, "--dump=" + name)
-                dump = wait_new_dump(out, before)
-                ir = total_ir(dump) / args.calls
-                rows.append((name, ir, dump))
-                print(f"{name}: {ir:,.0f} instructions/call", file=sys.stderr)
-            incr, floor = rows[0][1], rows[1][1]
-            print(f"#### Instructions per call (callgrind; {args.calls:,} calls each, "
-                  f"{args.keys:,} random keys, every call admitted)\n")
-            print("| command | instructions/call | × INCR | × `SET … PXAT` |")
-            print("|---|---:|---:|---:|")
-            for name, ir, _ in rows:
-                print(f"| {name} | {ir:,.0f} | {ir / incr:.2f} | {ir / floor:.2f} |")
-            if args.breakdown:
-                dump = next(d for n, _, d in rows if n == "RL.GCRA")
-                found = inclusive(dump, [fn.replace("RedisModule_", "RM_") for fn in API])
-                print("\n#### Where RL.GCRA's instructions go (inclusive, per call)\n")
-                print("| function | instructions/call |")
-                print("|---|---:|")
-                for fn in API:
-                    ir = found.get(fn.replace("RedisModule_", "RM_"))
-                    if ir is not None:
-                        print(f"| `{fn}` | {ir / args.calls:,.0f} |")
-                dump = next(d for n, _, d in rows if n == "SET … PXAT")
-                found = inclusive(dump, SET_PARTS)
-                print("\n#### What SET … PXAT's command pays for the same (inclusive, per call)\n")
-                print("| function | instructions/call |")
-                print("|---|---:|")
-                for fn in SET_PARTS:
-                    if fn in found:
-                        print(f"| `{fn}` | {found[fn] / args.calls:,.0f} |")
-        finally:
-            server.terminate()
-            server.wait(timeout=120)
+    tmp = tempfile.mkdtemp(prefix="rl-profile-")
+    atexit.register(shutil.rmtree, tmp, True)
+    out = os.path.join(tmp, "callgrind.out")
+    server = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p",
+         "--dump-instr=no", "--collect-jumps=no",
+         "redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
+         "--dir", tmp, *server_args],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if cli(port, "PING") == "PONG":
+                    break
+            except subprocess.CalledProcessError:
+                pass
+            if time.time() > deadline or server.poll() is not None:
+                sys.exit("redis-server did not start under valgrind")
+            time.sleep(0.2)
+        for words, stdin in setup:
+            subprocess.run(["redis-cli", "-p", str(port), *words], input=stdin,
+                           capture_output=True, text=True, check=True)
+        rows = []
+        for name, words in commands:
+            cli(port, "FLUSHALL")
+            # Warm up (allocator, dict sizes), then count exactly `calls` calls.
+            bench(port, words, calls // 5, keys)
+            control(server.pid, "--zero")
+            bench(port, words, calls, keys)
+            before = set(glob.glob(out + ".*"))
+            control(server.pid, "--dump=" + name)
+            dump = wait_new_dump(out, before)
+            ir = total_ir(dump) / calls
+            rows.append((name, ir, dump if name in keep else None))
+            print(f"{name}: {ir:,.0f} instructions/call", file=sys.stderr)
+        return rows
+    finally:
+        server.terminate()
+        server.wait(timeout=120)
+
+
+def breakdown(rows, calls):
+    """Where RL.GCRA's instructions go, and what SET … PXAT's command pays."""
+    dump = next(d for n, _, d in rows if n == "RL.GCRA")
+    found = inclusive(dump, [fn.replace("RedisModule_", "RM_") for fn in API])
+    print("\n#### Where RL.GCRA's instructions go (inclusive, per call)\n")
+    print("| function | instructions/call |")
+    print("|---|---:|")
+    for fn in API:
+        ir = found.get(fn.replace("RedisModule_", "RM_"))
+        if ir is not None:
+            print(f"| `{fn}` | {ir / calls:,.0f} |")
+    dump = next(d for n, _, d in rows if n == "SET … PXAT")
+    found = inclusive(dump, SET_PARTS)
+    print("\n#### What SET … PXAT's command pays for the same (inclusive, per call)\n")
+    print("| function | instructions/call |")
+    print("|---|---:|")
+    for fn in SET_PARTS:
+        if fn in found:
+            print(f"| `{fn}` | {found[fn] / calls:,.0f} |")
+
+
+def library(calls, keys):
+    """The Functions library (FCALL) against the seed articles' scripts (EVALSHA)
+    with the same parameters, on a server without the module: instructions per
+    call, and the library ÷ seed-script ratio, the figure a change to the
+    library is compared by between builds."""
+    from bench import CASES, LUA, function_name  # noqa: E402 (scripts/ is on sys.path)
+
+    with open(os.path.join(ROOT, "functions/rl.lua")) as f:
+        setup = [(["-x", "FUNCTION", "LOAD", "REPLACE"], f.read())]
+    shas = {name: sha1(src) for name, src in LUA.items()}
+    setup += [(["SCRIPT", "LOAD", src], None) for src in LUA.values()]
+    shapes = [("k:__rand_int__", f"{keys:,} random keys, admitted"),
+              ("hot", "one hot key, denied")]
+    for key, shape in shapes:
+        commands = []
+        for name, _stat, params, lua, lua_args in CASES:
+            commands.append((f"{name} seed", ["EVALSHA", shas[lua], "1", key, *lua_args]))
+            commands.append((f"{name} library", ["FCALL", function_name(name), "1", key, *params]))
+        rows = {n: ir for n, ir, _ in measure([], setup, commands, calls, keys)}
+        print(f"\n#### The library against the seed scripts: {shape} (callgrind; {calls:,} "
+              "calls each, no module loaded)\n")
+        print("| command | seed script instructions/call | library instructions/call "
+              "| library ÷ seed script |")
+        print("|---|---:|---:|---:|")
+        for name, *_ in CASES:
+            seed, lib = rows[f"{name} seed"], rows[f"{name} library"]
+            print(f"| {name} | {seed:,.0f} | {lib:,.0f} | {lib / seed:.2f} |")
+
+
+def sha1(text):
+    import hashlib
+    return hashlib.sha1(text.encode()).hexdigest()
 
 
 def bench(port, words, calls, keys):
