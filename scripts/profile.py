@@ -118,7 +118,7 @@ def main():
     if args.breakdown:
         breakdown(rows, args.calls)
     if args.library:
-        library(max(args.calls // 5, 1_000), args.keys)
+        library(max(args.calls // 25, 1_000), args.keys)
 
 
 def measure(server_args, setup, commands, calls, keys, keep=()):
