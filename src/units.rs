@@ -2,8 +2,8 @@
 //! milliseconds (timers, expiries, `BLOCK`), the algorithms nanoseconds.
 //! Converting is explicit, and rounding says which way it goes.
 
-/// Nanoseconds per millisecond.
-pub const NANOS_PER_MS: u64 = 1_000_000;
+/// Nanoseconds per millisecond (the algorithms' constant: one definition).
+pub use crate::algorithm::NANOS_PER_MS;
 
 /// A span of milliseconds (`BLOCK ms`, a timer's delay).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]

@@ -12,6 +12,7 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
+use crate::bounds::COPY_MAX;
 use crate::ffi::{api, OwnedString};
 
 mod effect;
@@ -29,12 +30,6 @@ pub use leases::lease_member;
 /// the module API would re-encode it: they are told apart by length alone.
 /// Every string state the `RL.*` commands write is longer.
 pub const SHORT_STRING: usize = 20;
-
-/// The most bytes a read-only handle copies of a string value. Every state
-/// the module writes is shorter (a tag and at most three 38-digit fields), so
-/// a longer value is foreign whatever its further bytes: the copy decides as
-/// the whole value would.
-const COPY_MAX: usize = 137;
 
 const READ_WRITE: c_int = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
 
