@@ -415,7 +415,7 @@ local function build()
   local I64_MAX_DOUBLE = 9223372036854774784
 
   --------------------------------------------------------------------------------
-  -- Errors and the grammar (src/args.rs, src/error.rs): the same checks in the same
+  -- Errors and the grammar (src/grammar, src/error.rs): the same checks in the same
   -- order, the same texts.
   --------------------------------------------------------------------------------
 
@@ -535,7 +535,7 @@ local function build()
       elseif kind.name == 'GCRA' and up == 'BURST' then
         burst = count_from('BURST', once(burst, 'BURST'), 1, MAX_COUNT)
       else
-        -- The options this form takes, exactly (args.rs expected_options).
+        -- The options this form takes, exactly (grammar/form.rs expected_options).
         local expected
         if form == 'command' then
           expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, PEEK or BLOCK'
@@ -565,7 +565,7 @@ local function build()
       end
     end
     -- The GCRA family: one unit must cost at least 1 ns (period_ns >= rate), as
-    -- the stored instant has nanosecond resolution (args.rs check_rate).
+    -- the stored instant has nanosecond resolution (algorithm/schedule.rs checked_rate).
     local rate_at = RATE_PARAM[kind.name]
     if rate_at and cmp(p[rate_at], p[rate_at + 1]) > 0 then
       local rate, period = names[rate_at], names[rate_at + 1]
@@ -718,7 +718,7 @@ local function build()
     return step
   end
 
-  -- GCRA, token bucket, leaky bucket on one key (decision.rs decide_instant).
+  -- GCRA, token bucket, leaky bucket on one key (decision/limiter.rs decide_instant).
   local function decide_instant(key, req, now)
     local kind, p = req.kind, req.p
     local s
@@ -891,7 +891,7 @@ local function build()
   local peek_acquire
 
   -- Every key is gone, and its limiter idle, at the expiry cap at the latest: no
-  -- decision promises a wait beyond it (decision.rs, within_expiry_cap).
+  -- decision promises a wait beyond it (decision/limiter.rs, within_expiry_cap).
   local MAX_EXPIRE_NS = mul(MAX_EXPIRE_MS, NS_PER_MS)
 
   local function decide(key, req, now)
@@ -949,7 +949,7 @@ local function build()
       -- RL.PEEK's arity (-5): ALGO key and at least two parameters.
       if #args < 3 then wrong_arity('rl.peek') end
       if upper(args[1]) == 'ACQUIRE' then
-        -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (peek.rs).
+        -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (commands/peek.rs).
         if #args ~= 4 then wrong_arity('rl.peek') end
         return peek_acquire(key, args)
       end
@@ -962,7 +962,7 @@ local function build()
     end)
   end
 
-  -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (all.rs).
+  -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
   local function all_command(keys, args)
     return guarded('RL.ALL', function()
       local n = #keys
@@ -1042,7 +1042,7 @@ local function build()
 
   --------------------------------------------------------------------------------
   -- CL.THROTTLE key max_burst count period [quantity]: redis-cell's GCRA (cell.rs,
-  -- throttle.rs), its reply in seconds and its state: the bare TAT in ns.
+  -- commands/throttle.rs), its reply in seconds and its state: the bare TAT in ns.
   --------------------------------------------------------------------------------
 
   local MAX_PERIOD_S = 3650 * 86400
@@ -1132,7 +1132,7 @@ local function build()
   end
 
   ------------------------------------------------------------------------------
-  -- Sorted-set states: the sliding log (sliding_log.rs, store/log.rs) and lease
+  -- Sorted-set states: the sliding log (algorithm/sliding_log/, store/log.rs) and lease
   -- sets (lease.rs, store/leases.rs), read with O(log n) commands (ZCOUNT, ZRANGE
   -- by rank, ZRANGEBYSCORE ... LIMIT) and written as the module replicates them:
   -- ZREM of at most TRIM_MAX lapsed members, ZADD, PEXPIREAT (or DEL).
@@ -1198,7 +1198,7 @@ local function build()
     if #lapsed > 0 then redis.call('ZREM', key, unpack(lapsed)) end
   end
 
-  -- The log on `key` (nil if absent): the LogView of sliding_log.rs.
+  -- The log on `key` (nil if absent): the LogView of algorithm/sliding_log/view.rs.
   -- ZRANGE key 0 0 WITHSCORES: empty for an absent key, WRONGTYPE for another type.
   local function first_entry(key)
     local r = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')

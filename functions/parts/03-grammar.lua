@@ -1,5 +1,5 @@
   --------------------------------------------------------------------------------
-  -- Errors and the grammar (src/args.rs, src/error.rs): the same checks in the same
+  -- Errors and the grammar (src/grammar, src/error.rs): the same checks in the same
   -- order, the same texts.
   --------------------------------------------------------------------------------
 
@@ -119,7 +119,7 @@
       elseif kind.name == 'GCRA' and up == 'BURST' then
         burst = count_from('BURST', once(burst, 'BURST'), 1, MAX_COUNT)
       else
-        -- The options this form takes, exactly (args.rs expected_options).
+        -- The options this form takes, exactly (grammar/form.rs expected_options).
         local expected
         if form == 'command' then
           expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, PEEK or BLOCK'
@@ -149,7 +149,7 @@
       end
     end
     -- The GCRA family: one unit must cost at least 1 ns (period_ns >= rate), as
-    -- the stored instant has nanosecond resolution (args.rs check_rate).
+    -- the stored instant has nanosecond resolution (algorithm/schedule.rs checked_rate).
     local rate_at = RATE_PARAM[kind.name]
     if rate_at and cmp(p[rate_at], p[rate_at + 1]) > 0 then
       local rate, period = names[rate_at], names[rate_at + 1]

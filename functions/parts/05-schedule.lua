@@ -43,7 +43,7 @@
     return step
   end
 
-  -- GCRA, token bucket, leaky bucket on one key (decision.rs decide_instant).
+  -- GCRA, token bucket, leaky bucket on one key (decision/limiter.rs decide_instant).
   local function decide_instant(key, req, now)
     local kind, p = req.kind, req.p
     local s

@@ -13,7 +13,7 @@
   local peek_acquire
 
   -- Every key is gone, and its limiter idle, at the expiry cap at the latest: no
-  -- decision promises a wait beyond it (decision.rs, within_expiry_cap).
+  -- decision promises a wait beyond it (decision/limiter.rs, within_expiry_cap).
   local MAX_EXPIRE_NS = mul(MAX_EXPIRE_MS, NS_PER_MS)
 
   local function decide(key, req, now)
@@ -71,7 +71,7 @@
       -- RL.PEEK's arity (-5): ALGO key and at least two parameters.
       if #args < 3 then wrong_arity('rl.peek') end
       if upper(args[1]) == 'ACQUIRE' then
-        -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (peek.rs).
+        -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (commands/peek.rs).
         if #args ~= 4 then wrong_arity('rl.peek') end
         return peek_acquire(key, args)
       end
@@ -84,7 +84,7 @@
     end)
   end
 
-  -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (all.rs).
+  -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
   local function all_command(keys, args)
     return guarded('RL.ALL', function()
       local n = #keys

@@ -1,6 +1,6 @@
   --------------------------------------------------------------------------------
   -- CL.THROTTLE key max_burst count period [quantity]: redis-cell's GCRA (cell.rs,
-  -- throttle.rs), its reply in seconds and its state: the bare TAT in ns.
+  -- commands/throttle.rs), its reply in seconds and its state: the bare TAT in ns.
   --------------------------------------------------------------------------------
 
   local MAX_PERIOD_S = 3650 * 86400

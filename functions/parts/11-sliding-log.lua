@@ -1,5 +1,5 @@
   ------------------------------------------------------------------------------
-  -- Sorted-set states: the sliding log (sliding_log.rs, store/log.rs) and lease
+  -- Sorted-set states: the sliding log (algorithm/sliding_log/, store/log.rs) and lease
   -- sets (lease.rs, store/leases.rs), read with O(log n) commands (ZCOUNT, ZRANGE
   -- by rank, ZRANGEBYSCORE ... LIMIT) and written as the module replicates them:
   -- ZREM of at most TRIM_MAX lapsed members, ZADD, PEXPIREAT (or DEL).
@@ -65,7 +65,7 @@
     if #lapsed > 0 then redis.call('ZREM', key, unpack(lapsed)) end
   end
 
-  -- The log on `key` (nil if absent): the LogView of sliding_log.rs.
+  -- The log on `key` (nil if absent): the LogView of algorithm/sliding_log/view.rs.
   -- ZRANGE key 0 0 WITHSCORES: empty for an absent key, WRONGTYPE for another type.
   local function first_entry(key)
     local r = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
