@@ -33,7 +33,7 @@ use crate::units::{delay_ms, Millis, Nanos};
 
 use ending::{free_privdata, on_reply};
 use policy::{behind, never, wait_ns};
-use queue::Waiter;
+use queue::{QueueId, Waiter};
 use timers::schedule;
 
 pub use timers::wake;
@@ -105,9 +105,10 @@ pub fn spend(
     for layer in layers.iter_mut() {
         layer.step = Some(layer.claim.decide(&layer.key, now)?);
     }
-    if let ([layer], Some(block)) = (&mut *layers, how.block) {
-        if !how.peek && may_wait(ctx, layer, now)? {
-            enqueue(ctx, layer, now, block);
+    if let ([layer], Some(block), false) = (&mut *layers, how.block, how.peek) {
+        let queue = queue::find(selected_db(ctx), arg_bytes(layer.name));
+        if may_wait(ctx, layer, queue, now)? {
+            enqueue(ctx, layer, queue, now, block);
             return Ok(Spent::Blocked);
         }
     }
@@ -156,9 +157,13 @@ pub fn spend(
 }
 
 /// True if a call with `BLOCK` may wait here rather than be decided at once.
-fn may_wait(ctx: *mut raw::RedisModuleCtx, layer: &Layer, now: u64) -> Result<bool, RlError> {
+fn may_wait(
+    ctx: *mut raw::RedisModuleCtx,
+    layer: &Layer,
+    queue: Option<QueueId>,
+    now: u64,
+) -> Result<bool, RlError> {
     let decision = layer.decision();
-    let queue = queue::find(selected_db(ctx), arg_bytes(layer.name));
     Ok(context_flags(ctx) & NO_WAIT == 0
         && layer.claim.spends(&layer.key, now)?
         && !never(decision)
@@ -197,11 +202,17 @@ fn queued(
 }
 
 /// Blocks the client and queues it at the tail of its key's queue.
-fn enqueue(ctx: *mut raw::RedisModuleCtx, layer: &Layer, now: u64, block: Millis) {
+fn enqueue(
+    ctx: *mut raw::RedisModuleCtx,
+    layer: &Layer,
+    queue: Option<QueueId>,
+    now: u64,
+    block: Millis,
+) {
     let db = selected_db(ctx);
     let name = arg_bytes(layer.name);
     // The first waiter of a key looks again when it could be admitted.
-    let head_wait = match queue::find(db, name) {
+    let head_wait = match queue {
         Some(_) => None,
         None => Some(wait_ns(layer.decision().retry_after)),
     };
