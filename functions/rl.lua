@@ -389,11 +389,12 @@ local function build()
     return q
   end
 
-  -- seconds * 10^9 + microseconds * 1000, built limb by limb (this runs on every call).
-  local function ns_of_time(seconds, micros)
-    local x, y = seconds * 100, micros * 1000 -- ns = x * BASE + y; both exact
-    local l1 = y % BASE
-    local x2 = x + (y - l1) / BASE
+  -- The instant (seconds, nanoseconds) as one integer: seconds * 10^9 + nanoseconds,
+  -- built limb by limb.
+  local function ns_of_time(seconds, nanos)
+    local x = seconds * 100 -- ns = x * BASE + nanos; both exact
+    local l1 = nanos % BASE
+    local x2 = x + (nanos - l1) / BASE
     local l2 = x2 % BASE
     return norm(trim({ l1, l2, (x2 - l2) / BASE }))
   end
@@ -414,6 +415,117 @@ local function build()
   -- numbers are doubles; Redis converts them to integer replies).
   local I64_MAX_DOUBLE = 9223372036854774784
 
+  --------------------------------------------------------------------------------
+  -- Exact integers in doubles, for the fast paths. Every value here is an integer
+  -- 0 <= x < SMALL, exact in a double; products of two such values may pass 2^53,
+  -- so they are compared and divided through an exact two-term product (Dekker),
+  -- never rounded. An instant is a pair (s, n): seconds and nanoseconds within
+  -- them (0 <= n < NS_PER_S), so that instants (about 1.8e18 ns) need no limbs.
+  -- A fast path that meets a value it cannot hold this way returns nil, and the
+  -- call is decided again by the exact limb arithmetic above (never a rounding).
+  --------------------------------------------------------------------------------
+
+  local SPLIT = 134217729 -- 2^27 + 1: splits a double into two 26-bit halves
+  local HUGE = math.huge
+  local match = string.match
+
+  -- a * b as p + e exactly (p the rounded product), for integers 0 <= a, b < 2^53.
+  local function two_prod(a, b)
+    local p = a * b
+    if p < SMALL then return p, 0 end
+    local c = SPLIT * a
+    local ah = c - (c - a)
+    local al = a - ah
+    c = SPLIT * b
+    local bh = c - (c - b)
+    local bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+  end
+
+  -- The sign of a * b - c * d, exactly: -1, 0 or 1. (p - q is exact where the
+  -- products are within a factor of two, and f - e is exact as |e|, |f| <= 2^52;
+  -- elsewhere p - q is far larger than f - e, so its sign decides.)
+  local function mul_cmp(a, b, c, d)
+    local p, e = two_prod(a, b)
+    local q, f = two_prod(c, d)
+    local x, y = p - q, f - e
+    if x > y then return 1 end
+    if x < y then return -1 end
+    return 0
+  end
+
+  -- floor(a * b / d) for integers a, b >= 0, d > 0 below SMALL, and whether
+  -- the division is exact; nil when the quotient is not below SMALL.
+  local function muldiv(a, b, d)
+    local p = a * b
+    if p < SMALL then
+      local r = fmod(p, d)
+      return (p - r) / d, r == 0
+    end
+    -- q is within a few units of the quotient (two roundings): correct it exactly.
+    local q = floor(p / d)
+    if q >= SMALL + 8 then return nil end
+    while q > 0 and mul_cmp(q, d, a, b) > 0 do q = q - 1 end
+    while mul_cmp(q + 1, d, a, b) <= 0 do q = q + 1 end
+    if q >= SMALL then return nil end
+    return q, mul_cmp(q, d, a, b) == 0
+  end
+
+  -- ceil(a * b / d), or nil (see muldiv).
+  local function muldiv_ceil(a, b, d)
+    local q, exact = muldiv(a, b, d)
+    if q and not exact then q = q + 1 end
+    return q
+  end
+
+  -- Nanoseconds as whole milliseconds, rounded up (the replies' rule).
+  local function ceil_ms(ns)
+    local r = fmod(ns, NS_PER_MS)
+    if r == 0 then return ns / NS_PER_MS end
+    return (ns - r) / NS_PER_MS + 1
+  end
+
+  -- The fast paths take clocks before this second (the year 2540): instants and
+  -- expiries then stay far below U64_MAX ns and the expiry cap, so neither caps.
+  local FAST_S = 18000000000
+  -- A debt or wait held in doubles stays below this (about 104 days), so that a
+  -- sum of it and a nanosecond of the second stays below SMALL.
+  local FAST_NS = SMALL - NS_PER_S
+
+  -- The instant (s, n) written as the module writes it: decimal ns, no leading zeros.
+  local function instant_str(s, n)
+    if s == 0 then return fmt('%.0f', n) end
+    return fmt('%.0f%09.0f', s, n)
+  end
+
+  -- (s, n) + ns, for 0 <= ns < FAST_NS.
+  local function later(s, n, ns)
+    local t = n + ns
+    local r = fmod(t, NS_PER_S)
+    return s + (t - r) / NS_PER_S, r
+  end
+
+  -- max(at - now, 0) in ns for instants (ts, tn) and (s, n); nil when not below FAST_NS.
+  local function debt_of(ts, tn, s, n)
+    if ts > s then
+      if ts - s >= 8999999 then return nil end
+      return (ts - s) * NS_PER_S + (tn - n)
+    end
+    if ts == s and tn > n then return tn - n end
+    return 0
+  end
+
+  -- The expiry of the instant (s, n): whole ms, rounded up.
+  local function expire_at(s, n)
+    return s * 1000 + ceil_ms(n)
+  end
+
+  -- The instant that the digits `hi .. lo` (lo: the last 9) write, as a pair; nil
+  -- when there are too many digits for a double.
+  local function instant_of(hi, lo)
+    if #hi > 15 then return nil end
+    return tonumber(hi), tonumber(lo)
+  end
   --------------------------------------------------------------------------------
   -- Errors and the grammar (src/grammar, src/error.rs): the same checks in the same
   -- order, the same texts.
@@ -581,33 +693,65 @@ local function build()
   end
 
   -- Parsed requests by their arguments: an application sends the same few limiter
-  -- configurations over and over. Invariant: a cached request is never modified;
+  -- configurations over and over. The cache is a trie per form and kind, one level
+  -- per argument (no string is built to look a request up); a node holds its
+  -- request under the key REQ. Invariant: a cached request is never modified;
   -- errors are never cached; the cache is emptied when it reaches CACHE_MAX.
+  -- A kind's `prepare` (set by its algorithm's section) adds the constants its
+  -- fast path needs, once per request.
   local CACHE_MAX = 512
-  local cache, cached = {}, 0
-  local uncached_parse = parse
-  parse = function(kind, args, first, last, form)
-    local parts = { form, kind.name }
-    for i = first, last do
-      local a = args[i]
-      parts[#parts + 1] = #a .. ':' .. a -- length-prefixed: no two vectors share a key
+  local REQ = {}
+  local roots, cached
+  local function empty_cache()
+    roots, cached = { command = {}, clause = {}, peek = {}, throttle = {} }, 0
+    for _, form in pairs({ roots.command, roots.clause, roots.peek }) do
+      for name in pairs(KINDS) do form[name] = {} end
     end
-    local id = concat(parts, ' ')
-    local req = cache[id]
-    if req then return req end
-    req = uncached_parse(kind, args, first, last, form)
-    if cached >= CACHE_MAX then cache, cached = {}, 0 end
-    cache[id], cached = req, cached + 1
-    return req
+  end
+  empty_cache()
+
+  -- The request cached under args[first..last] in the trie `node`, or nil.
+  local function cached_request(node, args, first, last)
+    for i = first, last do
+      node = node[args[i]]
+      if not node then return nil end
+    end
+    return node[REQ]
   end
 
+  -- Caches `req` under args[first..last] in the trie roots[a][b] (roots[a] when
+  -- b is nil), first emptying the cache if it is full.
+  local function cache_request(a, b, args, first, last, req)
+    if cached >= CACHE_MAX then empty_cache() end
+    local node = roots[a]
+    if b then node = node[b] end
+    for i = first, last do
+      local arg = args[i]
+      local child = node[arg]
+      if not child then
+        child = {}
+        node[arg] = child
+      end
+      node = child
+    end
+    node[REQ], cached = req, cached + 1
+  end
+
+  local uncached_parse = parse
+  parse = function(kind, args, first, last, form)
+    local req = cached_request(roots[form][kind.name], args, first, last)
+    if req then return req end
+    req = uncached_parse(kind, args, first, last, form)
+    if kind.prepare then kind.prepare(req) end
+    cache_request(form, kind.name, args, first, last, req)
+    return req
+  end
   --------------------------------------------------------------------------------
   -- State on keys (src/codec.rs, src/store): read what a key holds, write with an
   -- absolute expiry exactly what the module writes, so the replicated effects
   -- (SET ... PXAT, DEL, ZADD, ZREM, PEXPIREAT) and the state are byte-identical.
   --------------------------------------------------------------------------------
 
-  -- The decimal fields of the string state `kind` wrote on `key`; nil if absent.
   -- GET, or the error reply it gave (WRONGTYPE for another type; NOPERM ...).
   local function get(key)
     local v = redis.pcall('GET', key)
@@ -619,8 +763,9 @@ local function build()
   -- length alone; every string state is longer (store/mod.rs SHORT_STRING).
   local SHORT_STRING = 20
 
-  local function read_string(key, kind, nfields)
-    local v = get(key)
+  -- The decimal fields of the string state `kind` wrote, from the key's value `v`
+  -- (nil if absent).
+  local function read_string(v, kind, nfields)
     if not v then return nil end
     if #v <= SHORT_STRING then foreign(kind.label) end
     local parts, pos = {}, 1
@@ -667,10 +812,15 @@ local function build()
     end
   end
 
-  -- The server's clock in ns: TIME's seconds and microseconds.
-  local function now_ns()
+  -- The server's clock: TIME's seconds, and its microseconds as nanoseconds.
+  local function clock()
     local t = redis.call('TIME')
-    return ns_of_time(tonumber(t[1]), tonumber(t[2]))
+    return tonumber(t[1]), tonumber(t[2]) * NS_PER_US
+  end
+
+  -- The server's clock in ns, as an exact integer.
+  local function now_ns()
+    return ns_of_time(clock())
   end
 
   --------------------------------------------------------------------------------
@@ -719,7 +869,7 @@ local function build()
   end
 
   -- GCRA, token bucket, leaky bucket on one key (decision/limiter.rs decide_instant).
-  local function decide_instant(key, req, now)
+  local function decide_instant(v, req, now)
     local kind, p = req.kind, req.p
     local s
     if kind.name == 'GCRA' then
@@ -727,7 +877,7 @@ local function build()
     else
       s = { period = p[3], rate = int(p[2]), burst = int(p[1]), burstn = p[1] }
     end
-    local stored = read_string(key, kind, 1)
+    local stored = read_string(v, kind, 1)
     local tat = stored and stored[1] or ZERO
     local step
     if req.refund then
@@ -748,10 +898,93 @@ local function build()
     return step, write
   end
 
+
+  -- The same in doubles (the fast path). A request's constants, set once when it
+  -- is parsed, for a period below FAST_NS: P, R, B (period, rate, burst) and, for
+  -- its cost n, L = floor((B - n) * P / R), the largest debt that admits it (HUGE
+  -- when beyond any debt held here), and Q = floor(n * P / R), the debt admitting
+  -- it adds (a refund's: the debt it gives back, HUGE when beyond any).
+  local fast_instant
+
+  local function below_fast(x)
+    if type(x) == 'number' and x < FAST_NS then return x end
+    return HUGE
+  end
+
+  local function prepare_instant(req)
+    local p, gcra = req.p, req.kind.name == 'GCRA'
+    local period, rate = p[gcra and 2 or 3], p[gcra and 1 or 2]
+    local burst = gcra and req.burst or p[1]
+    req.limit = burst
+    if type(period) ~= 'number' or period >= FAST_NS then return end
+    local n = req.cost
+    if req.refund then
+      req.Q = below_fast(div(mul(n, period), rate))
+    elseif n > 0 and n <= burst then
+      req.L = below_fast(div(mul(burst - n, period), rate))
+      req.Q = below_fast(div(mul(n, period), rate))
+      if req.Q == HUGE then return end
+    end
+    req.P, req.R, req.B = period, rate, burst
+    req.fast = fast_instant
+  end
+
+  -- floor(max(B * P - x * R, 0) / P) = B - ceil(x * R / P), at least 0: whole
+  -- units admissible at debt x.
+  local function instant_left(req, x)
+    if x == 0 then return req.B end
+    local q = muldiv_ceil(x, req.R, req.P)
+    if not q or q >= req.B then return 0 end
+    return req.B - q
+  end
+
+  -- The state `tag:<ns>` of the instant (s, n) and its expiry.
+  local function instant_state(tag, s, n)
+    if s == 0 then return tag .. ':' .. fmt('%.0f', n), expire_at(s, n) end
+    return fmt('%s:%.0f%09.0f', tag, s, n), expire_at(s, n)
+  end
+
+  -- Decides `req` at (s, n) on the key's value v: allowed, remaining, retry (ns,
+  -- or NEVER), reset (ns), and the write: nil (none), false (DEL), or the value and
+  -- its expiry in ms. nil when a value does not fit the fast path.
+  fast_instant = function(req, v, s, n)
+    local kind, debt = req.kind, 0
+    if v then
+      if #v <= SHORT_STRING then return nil end
+      local hi, lo = match(v, kind.fast_pattern)
+      if not hi or #hi > 15 then return nil end
+      debt = debt_of(tonumber(hi), tonumber(lo), s, n)
+      if not debt then return nil end
+    end
+    local cost = req.cost
+    if req.refund then
+      local after = debt - req.Q
+      if after < 0 then after = 0 end
+      if debt == 0 or cost == 0 then return true, instant_left(req, after), 0, after end
+      if after == 0 then return true, req.B, 0, 0, false end
+      return true, instant_left(req, after), 0, after, instant_state(kind.tag, later(s, n, after))
+    end
+    if cost > req.B then return false, instant_left(req, debt), NEVER, debt end
+    local leaky = kind.name == 'LEAKY'
+    if cost == 0 then return true, instant_left(req, debt), leaky and debt or 0, debt end
+    if debt <= req.L then
+      local after = debt + req.Q
+      if after >= FAST_NS then return nil end
+      return true, instant_left(req, after), leaky and debt or 0, after,
+        instant_state(kind.tag, later(s, n, after))
+    end
+    return false, instant_left(req, debt), debt - req.L, debt
+  end
+
+  for _, name in ipairs({ 'GCRA', 'TOKENBUCKET', 'LEAKY' }) do
+    local kind = KINDS[name]
+    kind.prepare = prepare_instant
+    kind.fast_pattern = '^' .. kind.tag .. ':(%d+)(%d%d%d%d%d%d%d%d%d)$'
+  end
   -- Fixed window (fixed.rs).
-  local function decide_fixed(key, req, now)
+  local function decide_fixed(v, req, now)
     local kind, limit, w = req.kind, req.p[1], req.p[2]
-    local stored = read_string(key, kind, 2)
+    local stored = read_string(v, kind, 2)
     local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
     local at = max(now, stored_start)
     local start = sub_(at, mod(at, w))
@@ -782,11 +1015,78 @@ local function build()
     return decision(true, after, ZERO), n > 0 and write_count(after) or nil
   end
 
+
+  -- Windows in doubles (the fast paths of fixed and sliding windows): the window
+  -- of width w_ms that holds `at`, the later of now (s, n) and a stored window
+  -- start (whole ms, or nil). Returns the window's start in ms, ns from now to its
+  -- end, ns from its start to `at` (elapsed) and from now to `at`; nil when the
+  -- end is `bound_ms` or more ahead. (Windows are whole ms, so a window holds
+  -- `at` exactly when it holds floor(at / 1 ms).)
+  local function fast_window(w_ms, stored_ms, s, n, bound_ms)
+    local sub_ms = fmod(n, NS_PER_MS)
+    local now_ms = s * 1000 + (n - sub_ms) / NS_PER_MS
+    local at_ms, frac, ahead = now_ms, sub_ms, 0
+    if stored_ms and stored_ms > now_ms then
+      at_ms, frac, ahead = stored_ms, 0, (stored_ms - now_ms) * NS_PER_MS - sub_ms
+    end
+    local start_ms = at_ms - fmod(at_ms, w_ms)
+    local to_end = start_ms + w_ms - now_ms
+    if to_end >= bound_ms then return nil end
+    return start_ms, to_end * NS_PER_MS - sub_ms, (at_ms - start_ms) * NS_PER_MS + frac, ahead
+  end
+
+  -- A stored window start (ms) the fast paths take: no more than 18e12 ms, so
+  -- that it is below U64_MAX ns (which the exact path caps it at).
+  local FAST_START_MS = 18000000000000
+
+  local fast_fixed
+
+  local function prepare_fixed(req)
+    local w = req.p[2]
+    req.limit = req.p[1]
+    if type(w) == 'number' and w < FAST_NS then
+      req.w_ms, req.fast = w / NS_PER_MS, fast_fixed
+    end
+  end
+
+  -- The fixed window's decision in doubles: as fast_instant's.
+  fast_fixed = function(req, v, s, n)
+    local stored_ms, count = nil, 0
+    if v then
+      if #v <= SHORT_STRING then return nil end
+      local a, b = match(v, '^fixed:(%d+):(%d+)$')
+      if not a or #a > 15 or #b > 15 then return nil end
+      stored_ms, count = tonumber(a), tonumber(b)
+      if stored_ms > FAST_START_MS then return nil end
+    end
+    local w_ms = req.w_ms
+    local start_ms, until_end = fast_window(w_ms, stored_ms, s, n, 8900000000)
+    if not start_ms then return nil end
+    if stored_ms and stored_ms < start_ms then count = 0 end
+    local limit, cost = req.limit, req.cost
+    local after
+    if req.refund then
+      after = count > cost and count - cost or 0
+      if after == count then return true, limit > after and limit - after or 0, 0, after > 0 and until_end or 0 end
+    else
+      local left = limit > count and limit - count or 0
+      local reset = count > 0 and until_end or 0
+      if cost > limit then return false, left, NEVER, reset end
+      after = count + cost
+      if after > limit then return false, left, until_end, reset end
+      if cost == 0 then return true, left, 0, reset end
+    end
+    local left = limit > after and limit - after or 0
+    if after == 0 then return true, left, 0, 0, false end
+    return true, left, 0, until_end, fmt('fixed:%.0f:%.0f', start_ms, after), start_ms + w_ms
+  end
+
+  KINDS.FIXED.prepare = prepare_fixed
   -- Sliding window counter (sliding.rs).
-  local function decide_sliding(key, req, now)
+  local function decide_sliding(v, req, now)
     local kind, limitn, w = req.kind, req.p[1], req.p[2]
     local limit = int(limitn)
-    local stored = read_string(key, kind, 3)
+    local stored = read_string(v, kind, 3)
     local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
     local at = max(now, stored_start)
     local start = sub_(at, mod(at, w))
@@ -853,6 +1153,90 @@ local function build()
     return decision(false, prev, cur, wait)
   end
 
+
+  -- The same in doubles (the fast path), for windows below SLIDING_FAST_MS, whose
+  -- sums of up to four waits and windows stay below FAST_NS.
+  local SLIDING_FAST_MS = 2000000000
+  local fast_sliding
+
+  local function prepare_sliding(req)
+    local w = req.p[2]
+    req.limit = req.p[1]
+    if type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
+      req.w, req.w_ms, req.fast = w, w / NS_PER_MS, fast_sliding
+    end
+  end
+
+  -- Remaining at weights p (previous window) and c (current), `elapsed` into the
+  -- window: floor(max(limit * w - p * (w - elapsed) - c * w, 0) / w).
+  local function sliding_left(limit, w, p, c, elapsed)
+    if c >= limit then return 0 end
+    local q = muldiv_ceil(p, w - elapsed, w)
+    if q >= limit - c then return 0 end
+    return limit - c - q
+  end
+
+  -- The sliding window's decision in doubles: as fast_instant's.
+  fast_sliding = function(req, v, s, n)
+    local stored_ms, sp, sc
+    if v then
+      if #v <= SHORT_STRING then return nil end
+      local a, b, c = match(v, '^sliding:(%d+):(%d+):(%d+)$')
+      if not a or #a > 15 or #b > 15 or #c > 15 then return nil end
+      stored_ms, sp, sc = tonumber(a), tonumber(b), tonumber(c)
+      if stored_ms > FAST_START_MS then return nil end
+    end
+    local w, w_ms, limit, cost = req.w, req.w_ms, req.limit, req.cost
+    local start_ms, window_end, elapsed, ahead = fast_window(w_ms, stored_ms, s, n, SLIDING_FAST_MS)
+    if not start_ms then return nil end
+    local prev, cur = 0, 0
+    if stored_ms then
+      if stored_ms >= start_ms then
+        prev, cur = sp, sc
+      elseif stored_ms + w_ms >= start_ms then
+        prev = sc
+      end
+    end
+    local allowed, retry, p2, c2, write = true, 0, prev, cur, false
+    if req.refund then
+      local from_current = cost < cur and cost or cur
+      local from_previous = cost - from_current
+      if from_previous > prev then from_previous = prev end
+      p2, c2 = prev - from_previous, cur - from_current
+      write = from_current + from_previous > 0
+    elseif cost > limit then
+      allowed, retry = false, NEVER
+    else
+      local cn = cur + cost
+      if cn <= limit and mul_cmp(prev, w - elapsed, limit - cn, w) <= 0 then
+        c2, write = cn, cost > 0
+      else
+        -- The first instant the estimate admits it, in this window or the next
+        -- (prev > 0 here: with prev = 0 and cur + n <= limit it was admitted).
+        allowed, retry = false, nil
+        if cn <= limit then
+          local q = muldiv(limit - cn, w, prev)
+          if q > 0 then retry = w - q - elapsed end
+        end
+        if not retry then
+          local e_next = 0
+          if cur > 0 then
+            local q = muldiv(limit - cost, w, cur)
+            if q and q < w then e_next = w - q end
+          end
+          retry = w - elapsed + e_next
+        end
+        retry = retry + ahead
+      end
+    end
+    local reset = c2 > 0 and window_end + w or (p2 > 0 and window_end or 0)
+    local left = sliding_left(limit, w, p2, c2, elapsed)
+    if not write then return allowed, left, retry, reset end
+    if p2 == 0 and c2 == 0 then return true, left, 0, reset, false end
+    return true, left, 0, reset, fmt('sliding:%.0f:%.0f:%.0f', start_ms, p2, c2), start_ms + 2 * w_ms
+  end
+
+  KINDS.SLIDING.prepare = prepare_sliding
   --------------------------------------------------------------------------------
   -- Replies.
   --------------------------------------------------------------------------------
@@ -894,23 +1278,48 @@ local function build()
   -- decision promises a wait beyond it (decision/limiter.rs, within_expiry_cap).
   local MAX_EXPIRE_NS = mul(MAX_EXPIRE_MS, NS_PER_MS)
 
-  local function decide(key, req, now)
-    local d, write
-    if req.kind.name == 'SLIDINGLOG' then
-      d, write = decide_log(key, req, now)
-    else
-      d, write = DECIDE[req.kind.name](key, req, now)
-    end
+  local function within_cap(d, write, now)
     local horizon = satsub(MAX_EXPIRE_NS, now)
     d.reset = min(d.reset, horizon)
     if d.retry then d.retry = min(d.retry, horizon) end
     return d, write
   end
 
-  -- Runs `body` and replies: its result, its error reply, or for any other Lua
-  -- error the module's internal-error reply (never a Lua runtime error).
-  local function guarded(label, body)
-    local ok, result = pcall(body)
+  -- The exact decision of a string state's value `v` (nil: absent) at (s, n).
+  local function decide_exactly(req, v, s, n)
+    local now = ns_of_time(s, n)
+    local d, write = DECIDE[req.kind.name](v, req, now)
+    return within_cap(d, write, now)
+  end
+
+  -- Decides `req` on `key` at the instant (s, n): the decision and its write (see
+  -- commit). A string state is decided in doubles where it fits (the kind's
+  -- fast path), else exactly.
+  local function decide(key, req, s, n)
+    if req.kind.name == 'SLIDINGLOG' then
+      local now = ns_of_time(s, n)
+      local d, write = decide_log(key, req, now)
+      return within_cap(d, write, now)
+    end
+    local v = get(key)
+    if req.fast and s < FAST_S then
+      local allowed, left, retry, reset, value, expire = req.fast(req, v, s, n)
+      if allowed ~= nil then
+        local write
+        if value then
+          write = { op = 'set', value = value, expire = expire }
+        elseif value == false then
+          write = { op = 'del' }
+        end
+        return { allowed = allowed, limit = req.limit, remaining = left, retry = retry, reset = reset }, write
+      end
+    end
+    return decide_exactly(req, v, s, n)
+  end
+
+  -- Runs `body` under pcall and replies: its result, its error reply, or for any
+  -- other Lua error the module's internal-error reply (never a Lua runtime error).
+  local function guarded(label, ok, result)
     if ok then return result end
     if type(result) == 'table' and result.rl then return redis.error_reply(result.rl) end
     -- A command the library called was refused (an ACL without the commands it
@@ -927,117 +1336,147 @@ local function build()
     return keys[1]
   end
 
-  -- RL.<ALGO> key params... as FCALL rl_<algo> 1 key params...
+  -- RL.<ALGO> key params... as FCALL rl_<algo> 1 key params... A string state
+  -- decided on the fast path replies without building a decision.
   local function decision_command(kind, fname)
+    local log = kind.name == 'SLIDINGLOG'
+    local function body(keys, args)
+      local key = one_key(fname, keys)
+      local req = parse(kind, args, 1, #args, 'command')
+      local s, n = clock()
+      local v
+      if not log then
+        v = get(key)
+        local fast = req.fast
+        if fast and s < FAST_S then
+          local allowed, left, retry, reset, value, expire = fast(req, v, s, n)
+          if allowed ~= nil then
+            if value ~= nil and not req.peek then
+              if value then
+                redis.call('SET', key, value, 'PXAT', expire)
+              else
+                redis.call('DEL', key)
+              end
+            end
+            return { allowed and 1 or 0, req.limit, left, retry and ceil_ms(retry) or -1, ceil_ms(reset) }
+          end
+        end
+      end
+      local d, write
+      if log then
+        d, write = decide(key, req, s, n)
+      else
+        d, write = decide_exactly(req, v, s, n)
+      end
+      if write and not req.peek then commit(key, write) end
+      return reply(d)
+    end
     return function(keys, args)
-      return guarded(kind.label, function()
-        local key = one_key(fname, keys)
-        local req = parse(kind, args, 1, #args, 'command')
-        local now = now_ns()
-        local d, write = decide(key, req, now)
-        if write and not req.peek then commit(key, write) end
-        return reply(d)
-      end)
+      return guarded(kind.label, pcall(body, keys, args))
     end
   end
 
   -- FCALL_RO rl_peek 1 key ALGO params [COST n]: RL.<ALGO> ... PEEK, never writing.
   -- FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id: RL.ACQUIRE ... PEEK.
+  local function peek_body(keys, args)
+    local key = one_key('rl_peek', keys)
+    -- RL.PEEK's arity (-5): ALGO key and at least two parameters.
+    if #args < 3 then wrong_arity('rl.peek') end
+    if upper(args[1]) == 'ACQUIRE' then
+      -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (commands/peek.rs).
+      if #args ~= 4 then wrong_arity('rl.peek') end
+      return peek_acquire(key, args)
+    end
+    local kind = KINDS[upper(args[1])]
+    if not kind then
+      fail('ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE')
+    end
+    local req = parse(kind, args, 2, #args, 'peek')
+    return reply((decide(key, req, clock())))
+  end
+
   local function peek_command(keys, args)
-    return guarded('RL.PEEK', function()
-      local key = one_key('rl_peek', keys)
-      -- RL.PEEK's arity (-5): ALGO key and at least two parameters.
-      if #args < 3 then wrong_arity('rl.peek') end
-      if upper(args[1]) == 'ACQUIRE' then
-        -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (commands/peek.rs).
-        if #args ~= 4 then wrong_arity('rl.peek') end
-        return peek_acquire(key, args)
-      end
-      local kind = KINDS[upper(args[1])]
-      if not kind then
-        fail('ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE')
-      end
-      local req = parse(kind, args, 2, #args, 'peek')
-      return reply((decide(key, req, now_ns())))
-    end)
+    return guarded('RL.PEEK', pcall(peek_body, keys, args))
   end
 
   -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
-  local function all_command(keys, args)
-    return guarded('RL.ALL', function()
-      local n = #keys
-      -- Redis checks RL.ALL's arity (-6) before the module runs.
+  local function all_body(keys, args)
+    local n = #keys
+    -- Redis checks RL.ALL's arity (-6) before the module runs.
     if 2 + n + #args < 6 then wrong_arity('rl.all') end
-      if n < 1 or n > MAX_LAYERS then bad_integer('numkeys', 1, MAX_LAYERS) end
-      if #args < 1 then
-        fail('ERR RL.ALL needs numkeys keys followed by one algorithm clause per key')
+    if n < 1 or n > MAX_LAYERS then bad_integer('numkeys', 1, MAX_LAYERS) end
+    if #args < 1 then
+      fail('ERR RL.ALL needs numkeys keys followed by one algorithm clause per key')
+    end
+    local last, peek = #args, false
+    if upper(args[last]) == 'PEEK' then last, peek = last - 1, true end
+    local starts = {}
+    for i = 1, last do
+      if KINDS[upper(args[i])] then starts[#starts + 1] = i end
+    end
+    if starts[1] ~= 1 then
+      fail('ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED')
+    end
+    if #starts ~= n then fail('ERR RL.ALL needs exactly one algorithm clause per key') end
+    local reqs = {}
+    for i, start in ipairs(starts) do
+      local stop = (starts[i + 1] or last + 1) - 1
+      reqs[i] = parse(KINDS[upper(args[start])], args, start + 1, stop, 'clause')
+    end
+    for i = 2, n do
+      for j = 1, i - 1 do
+        if keys[i] == keys[j] then fail('ERR RL.ALL keys must be distinct') end
       end
-      local last, peek = #args, false
-      if upper(args[last]) == 'PEEK' then last, peek = last - 1, true end
-      local starts = {}
-      for i = 1, last do
-        if KINDS[upper(args[i])] then starts[#starts + 1] = i end
+    end
+    local s, ns = clock()
+    local layers, writes, all_admit = {}, {}, true
+    for i = 1, n do
+      layers[i], writes[i] = decide(keys[i], reqs[i], s, ns)
+      all_admit = all_admit and layers[i].allowed
+    end
+    if all_admit and not peek then
+      for i = 1, n do
+        if writes[i] then commit(keys[i], writes[i]) end
       end
-      if starts[1] ~= 1 then
-        fail('ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED')
+    elseif not all_admit then
+      -- Nothing is spent: a layer that would admit reports its state as it is.
+      for i = 1, n do
+        if layers[i].allowed then
+          local unspent = {}
+          for field, value in pairs(reqs[i]) do unspent[field] = value end
+          unspent.cost = 0
+          layers[i] = decide(keys[i], unspent, s, ns)
+        end
       end
-      if #starts ~= n then fail('ERR RL.ALL needs exactly one algorithm clause per key') end
-      local reqs = {}
-      for i, start in ipairs(starts) do
-        local stop = (starts[i + 1] or last + 1) - 1
-        reqs[i] = parse(KINDS[upper(args[start])], args, start + 1, stop, 'clause')
+    end
+    -- The binding layer: on denial the longest wait (never first), else the
+    -- least remaining; ties go to the first.
+    local binding, wait
+    for i = 1, n do
+      local l = layers[i]
+      if not l.allowed and wait ~= NEVER then
+        if not l.retry then
+          binding, wait = i, NEVER
+        elseif not wait or cmp(l.retry, wait) > 0 then
+          binding, wait = i, l.retry
+        end
       end
+    end
+    if not binding then
+      binding = 1
       for i = 2, n do
-        for j = 1, i - 1 do
-          if keys[i] == keys[j] then fail('ERR RL.ALL keys must be distinct') end
-        end
+        if layers[i].remaining < layers[binding].remaining then binding = i end
       end
-      local now = now_ns()
-      local layers, writes, all_admit = {}, {}, true
-      for i = 1, n do
-        layers[i], writes[i] = decide(keys[i], reqs[i], now)
-        all_admit = all_admit and layers[i].allowed
-      end
-      if all_admit and not peek then
-        for i = 1, n do
-          if writes[i] then commit(keys[i], writes[i]) end
-        end
-      elseif not all_admit then
-        -- Nothing is spent: a layer that would admit reports its state as it is.
-        for i = 1, n do
-          if layers[i].allowed then
-            local unspent = {}
-            for field, value in pairs(reqs[i]) do unspent[field] = value end
-            unspent.cost = 0
-            layers[i] = decide(keys[i], unspent, now)
-          end
-        end
-      end
-      -- The binding layer: on denial the longest wait (never first), else the
-      -- least remaining; ties go to the first.
-      local binding, wait
-      for i = 1, n do
-        local l = layers[i]
-        if not l.allowed and wait ~= NEVER then
-          if not l.retry then
-            binding, wait = i, NEVER
-          elseif not wait or cmp(l.retry, wait) > 0 then
-            binding, wait = i, l.retry
-          end
-        end
-      end
-      if not binding then
-        binding = 1
-        for i = 2, n do
-          if layers[i].remaining < layers[binding].remaining then binding = i end
-        end
-      end
-      local out, all = {}, {}
-      for i = 1, n do all[i] = reply(layers[i]) end
-      for j = 1, 5 do out[j] = all[binding][j] end
-      out[6] = all
-      return out
-    end)
+    end
+    local out, all = {}, {}
+    for i = 1, n do all[i] = reply(layers[i]) end
+    for j = 1, 5 do out[j] = all[binding][j] end
+    out[6] = all
+    return out
+  end
+
+  local function all_command(keys, args)
+    return guarded('RL.ALL', pcall(all_body, keys, args))
   end
 
   --------------------------------------------------------------------------------
@@ -1082,53 +1521,117 @@ local function build()
     return r < limit and r or limit
   end
 
+  -- CL.THROTTLE's arguments, checked, and its constants: the emission interval t
+  -- and the delay variation tolerance dvt in ns, and the increment t * quantity;
+  -- `fast` when all three are below FAST_NS.
+  local function parse_throttle(args)
+    if #args < 3 or #args > 4 then wrong_arity('cl.throttle') end
+    local max_burst = cell_integer('max_burst', args[1], 0, MAX_COUNT)
+    local count = cell_integer('count', args[2], 1, MAX_COUNT)
+    local period = cell_integer('period (seconds)', args[3], 1, MAX_PERIOD_S)
+    local quantity = args[4] and cell_integer('quantity', args[4], 0, MAX_COST) or 1
+    -- redis-cell's float division, truncated: (period * 10^9) as f64 / count as f64.
+    local emission = floor(period * 1e9 / count)
+    if emission == 0 then
+      fail('ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate')
+    end
+    local t = big(fmt('%.0f', emission))
+    local limit = max_burst + 1
+    local dvt = mul(t, int(limit))
+    if cmp(dvt, MAX_DVT_NS) > 0 then
+      fail('ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days')
+    end
+    local increment = mul(t, int(quantity))
+    local fast = cmp(dvt, FAST_NS) < 0 and cmp(increment, FAST_NS) < 0 and cmp(t, FAST_NS) < 0
+    return { t = t, limit = limit, dvt = dvt, quantity = quantity, increment = increment,
+      t_us = div(t, NS_PER_US), fast = fast }
+  end
+
+  -- redis-cell's GCRA in doubles, on a TAT of more than 9 digits: the reply and
+  -- the TAT to write with its expiry (none when nil); nil when the TAT does not
+  -- fit the fast path.
+  local function fast_throttle(r, v, s, n)
+    local debt = 0
+    if v then
+      if #v > 19 then return nil end
+      local hi, lo = match(v, '^(%d+)(%d%d%d%d%d%d%d%d%d)$')
+      if not hi then return nil end
+      debt = debt_of(tonumber(hi), tonumber(lo), s, n)
+      if not debt then return nil end
+    end
+    local after = debt + r.increment
+    local limited = after > r.dvt
+    local ttl, retry = after, nil
+    if limited then
+      ttl = debt
+      if r.increment <= r.dvt then retry = after - r.dvt end
+    end
+    -- redis-cell's remaining, as cell_remaining computes it.
+    local t, limit, left = r.t, r.limit, nil
+    local neg = ttl > r.dvt
+    local next_abs = neg and ttl - r.dvt or r.dvt - ttl
+    if neg and next_abs >= t then
+      left = 0
+    elseif r.t_us == 0 then
+      left = neg and 0 or (next_abs - fmod(next_abs, t)) / t
+    else
+      local q = (next_abs - fmod(next_abs, NS_PER_US)) / NS_PER_US / r.t_us
+      left = neg and -floor(q) or floor(q)
+      if left == 0 then left = 0 end -- no negative zero
+    end
+    if left > limit then left = limit end
+    local out = { limited and 1 or 0, limit, left, retry and reply_seconds(retry) or -1, reply_seconds(ttl) }
+    if limited or r.quantity == 0 then return out end
+    local ts, tn = later(s, n, after)
+    return out, instant_str(ts, tn), expire_at(ts, tn)
+  end
+
+  local function throttle_body(keys, args)
+    local key = one_key('cl_throttle', keys)
+    local r = cached_request(roots.throttle, args, 1, #args)
+    if not r then
+      r = parse_throttle(args)
+      cache_request('throttle', nil, args, 1, #args, r)
+    end
+    local s, n = clock()
+    local v = get(key)
+    if r.fast and s < FAST_S then
+      local out, tat, expire = fast_throttle(r, v, s, n)
+      if out then
+        if tat then redis.call('SET', key, tat, 'PXAT', expire) end
+        return out
+      end
+    end
+    local t, limit, dvt, quantity, increment = r.t, r.limit, r.dvt, r.quantity, r.increment
+    local now = ns_of_time(s, n)
+    local stored
+    if v then
+      -- The state is a decimal TAT: at most 20 bytes (store/mod.rs SHORT_STRING).
+      if v == '' or #v > SHORT_STRING or find(v, '[^0-9]') then foreign('CL.THROTTLE') end
+      stored = big(v)
+      if cmp(stored, U64_MAX) > 0 then foreign('CL.THROTTLE') end
+    end
+    local tat = stored and max(stored, now) or now
+    local new_tat = add(tat, increment)
+    local limited = cmp(new_tat, add(now, dvt)) > 0
+    local ttl, retry, write
+    if limited then
+      ttl = sub_(tat, now)
+      if cmp(increment, dvt) <= 0 then retry = sub_(new_tat, add(dvt, now)) end
+    else
+      ttl = sub_(new_tat, now)
+      if quantity > 0 then write = min(new_tat, U64_MAX) end
+    end
+    local out = {
+      limited and 1 or 0, limit, cell_remaining(dvt, ttl, t, limit),
+      retry and reply_seconds(retry) or -1, reply_seconds(ttl),
+    }
+    if write then redis.call('SET', key, str(write), 'PXAT', str(expire_ms(write))) end
+    return out
+  end
+
   local function throttle_command(keys, args)
-    return guarded('CL.THROTTLE', function()
-      local key = one_key('cl_throttle', keys)
-      if #args < 3 or #args > 4 then wrong_arity('cl.throttle') end
-      local max_burst = cell_integer('max_burst', args[1], 0, MAX_COUNT)
-      local count = cell_integer('count', args[2], 1, MAX_COUNT)
-      local period = cell_integer('period (seconds)', args[3], 1, MAX_PERIOD_S)
-      local quantity = args[4] and cell_integer('quantity', args[4], 0, MAX_COST) or 1
-      -- redis-cell's float division, truncated: (period * 10^9) as f64 / count as f64.
-      local emission = floor(period * 1e9 / count)
-      if emission == 0 then
-        fail('ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate')
-      end
-      local t = big(fmt('%.0f', emission))
-      local limit = max_burst + 1
-      local dvt = mul(t, int(limit))
-      if cmp(dvt, MAX_DVT_NS) > 0 then
-        fail('ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days')
-      end
-      local now = now_ns()
-      local v = get(key)
-      local stored
-      if v then
-        -- The state is a decimal TAT: at most 20 bytes (store/mod.rs SHORT_STRING).
-        if v == '' or #v > SHORT_STRING or find(v, '[^0-9]') then foreign('CL.THROTTLE') end
-        stored = big(v)
-        if cmp(stored, U64_MAX) > 0 then foreign('CL.THROTTLE') end
-      end
-      local tat = stored and max(stored, now) or now
-      local increment = mul(t, int(quantity))
-      local new_tat = add(tat, increment)
-      local limited = cmp(new_tat, add(now, dvt)) > 0
-      local ttl, retry, write
-      if limited then
-        ttl = sub_(tat, now)
-        if cmp(increment, dvt) <= 0 then retry = sub_(new_tat, add(dvt, now)) end
-      else
-        ttl = sub_(new_tat, now)
-        if quantity > 0 then write = min(new_tat, U64_MAX) end
-      end
-      local out = {
-        limited and 1 or 0, limit, cell_remaining(dvt, ttl, t, limit),
-        retry and reply_seconds(retry) or -1, reply_seconds(ttl),
-      }
-      if write then redis.call('SET', key, str(write), 'PXAT', str(expire_ms(write))) end
-      return out
-    end)
+    return guarded('CL.THROTTLE', pcall(throttle_body, keys, args))
   end
 
   ------------------------------------------------------------------------------
@@ -1572,15 +2075,17 @@ local function build()
       retry = retry and until_(retry) or NEVER, reset = latest and until_(latest) or ZERO }
   end
 
+  local function acquire_body(keys, args)
+    local key = one_key('rl_acquire', keys)
+    if #args < 3 then wrong_arity('rl.acquire') end
+    local req = parse_acquire(args, 1)
+    local d, write = acquire(key, req, now_ns())
+    if write and not req.peek then commit(key, write) end
+    return reply(d)
+  end
+
   local function acquire_command(keys, args)
-    return guarded('RL.ACQUIRE', function()
-      local key = one_key('rl_acquire', keys)
-      if #args < 3 then wrong_arity('rl.acquire') end
-      local req = parse_acquire(args, 1)
-      local d, write = acquire(key, req, now_ns())
-      if write and not req.peek then commit(key, write) end
-      return reply(d)
-    end)
+    return guarded('RL.ACQUIRE', pcall(acquire_body, keys, args))
   end
 
   peek_acquire = function(key, args)
@@ -1588,27 +2093,29 @@ local function build()
   end
 
   -- RL.RELEASE key lease_id: 1 if the lease was held (and is now released), else 0.
+  local function release_body(keys, args)
+    local key = one_key('rl_release', keys)
+    if #args ~= 1 then wrong_arity('rl.release') end
+    check_id(args[1])
+    local member = LEASE_PREFIX .. args[1]
+    local now = now_ns()
+    local view = open_leases(key) or NO_LEASES
+    local now_us = num(div(now, NS_PER_US))
+    local own = view.lapse_of(member)
+    if not (own and own > now_us) then return 0 end
+    local latest = view.held_at(now_us) > 1 and latest_other(view, own, now_us)
+    if not latest then
+      redis.call('DEL', key)
+    else
+      trim_through(key, fmt('%.0f', now_us))
+      redis.call('ZREM', key, member)
+      redis.call('PEXPIREAT', key, str(expire_ms(mul(bignum(latest), NS_PER_US))))
+    end
+    return 1
+  end
+
   local function release_command(keys, args)
-    return guarded('RL.RELEASE', function()
-      local key = one_key('rl_release', keys)
-      if #args ~= 1 then wrong_arity('rl.release') end
-      check_id(args[1])
-      local member = LEASE_PREFIX .. args[1]
-      local now = now_ns()
-      local view = open_leases(key) or NO_LEASES
-      local now_us = num(div(now, NS_PER_US))
-      local own = view.lapse_of(member)
-      if not (own and own > now_us) then return 0 end
-      local latest = view.held_at(now_us) > 1 and latest_other(view, own, now_us)
-      if not latest then
-        redis.call('DEL', key)
-      else
-        trim_through(key, fmt('%.0f', now_us))
-        redis.call('ZREM', key, member)
-        redis.call('PEXPIREAT', key, str(expire_ms(mul(bignum(latest), NS_PER_US))))
-      end
-      return 1
-    end)
+    return guarded('RL.RELEASE', pcall(release_body, keys, args))
   end
 
   return {
@@ -1621,6 +2128,8 @@ local function build()
     release = release_command,
     -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
     ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
+    -- The exact products in doubles of the fast paths, for tests likewise.
+    doubles = { mul_cmp = mul_cmp, muldiv = muldiv },
   }
 end
 

@@ -47,7 +47,34 @@ const DURATIONS_MS: [u64; 8] = [
     86_400_000,
     315_360_000_000,
 ];
+const PERIODS_S: [u64; 6] = [1, 7, 60, 3_600, 86_400, 315_360_000];
 const STEPS: usize = 400;
+
+// The library decides in doubles where every value fits (debts and windows below
+// about 104 days, sliding windows below 2*10^9 ms, instants before 18*10^9 s) and
+// exactly elsewhere: parameters on both sides of each bound, and products that
+// pass 2^53 (sqrt(2^53) is about 94,906,266).
+const EDGE_COUNTS: [u64; 8] = [
+    1,
+    2,
+    5,
+    94_906_265,
+    94_906_267,
+    999_999_937,
+    999_999_999_999,
+    1_000_000_000_000,
+];
+const EDGE_DURATIONS_MS: [u64; 8] = [
+    86_400_000,
+    1_999_999_999,
+    2_000_000_000,
+    8_888_888_888,
+    8_899_999_999,
+    8_999_998_999,
+    8_999_999_000,
+    9_007_199_255,
+];
+const EDGE_PERIODS_S: [u64; 6] = [1, 3_600, 8_899_999, 8_999_999, 9_007_199, 315_360_000];
 
 /// A server without the module, with the library reading its clock from `rl-test:now`.
 fn clocked_library(flavor: Flavor) -> Server {
@@ -62,13 +89,27 @@ fn clocked_library(flavor: Flavor) -> Server {
            if a[1] == 'divmod' then local q, r = i.divmod(x, y) return { i.str(q), i.str(r) } end\n\
            if a[1] == 'cmp' then return i.cmp(x, y) end\n\
            return i.str(i[a[1]](x, y))\n\
+           end)\n\
+           redis.register_function('rl_test_doubles', function(_, a)\n\
+           api = api or build()\n\
+           local d = api.doubles\n\
+           local v = { tonumber(a[2]), tonumber(a[3]), tonumber(a[4]), tonumber(a[5]) }\n\
+           if a[1] == 'cmp' then return { tostring(d.mul_cmp(v[1], v[2], v[3], v[4])) } end\n\
+           local q, exact = d.muldiv(v[1], v[2], v[3])\n\
+           if not q then return { 'none' } end\n\
+           return { string.format('%.0f', q), tostring(exact) }\n\
            end)\n";
     let time =
-        "local t = redis.call('TIME')\n    return ns_of_time(tonumber(t[1]), tonumber(t[2]))";
-    let patched = source.replace(time, "return big(redis.call('GET', 'rl-test:now'))");
+        "local t = redis.call('TIME')\n    return tonumber(t[1]), tonumber(t[2]) * NS_PER_US";
+    let patched = source.replace(
+        time,
+        "local v = redis.call('GET', 'rl-test:now')\n    \
+         if #v <= 9 then return 0, tonumber(v) end\n    \
+         return tonumber(sub(v, 1, -10)), tonumber(sub(v, -9))",
+    );
     assert_ne!(
         source, patched,
-        "now_ns() in functions/rl.lua changed: update this test"
+        "clock() in functions/rl.lua changed: update this test"
     );
     let _: String = redis::cmd("FUNCTION")
         .arg("LOAD")
@@ -166,16 +207,16 @@ fn cost(rng: &mut StdRng, most: u64) -> u64 {
 }
 
 /// GCRA, token bucket, leaky bucket: one stored instant.
-fn instant_sequences(flavor: Flavor, seed: u64) {
+fn instant_sequences(flavor: Flavor, seed: u64, counts: &[u64], durations_ms: &[u64]) {
     let s = clocked_library(flavor);
     let c = &mut s.conn();
     let mut rng = StdRng::seed_from_u64(seed);
     for round in 0..24 {
         let (a, b) = (
-            *COUNTS.choose(&mut rng).unwrap(),
-            *COUNTS.choose(&mut rng).unwrap(),
+            *counts.choose(&mut rng).unwrap(),
+            *counts.choose(&mut rng).unwrap(),
         );
-        let period_ms = *DURATIONS_MS.choose(&mut rng).unwrap();
+        let period_ms = *durations_ms.choose(&mut rng).unwrap();
         let period_ns = period_ms * MS;
         // `None`: a rate above 1 per ns, which the constructors refuse.
         let (name, limiter, burst): (&str, Option<Box<dyn InstantLimiter>>, u64) = match round % 3 {
@@ -244,13 +285,13 @@ fn instant_sequences(flavor: Flavor, seed: u64) {
 }
 
 /// Fixed and sliding windows: counts in the stored window.
-fn window_sequences(flavor: Flavor, seed: u64) {
+fn window_sequences(flavor: Flavor, seed: u64, counts: &[u64], durations_ms: &[u64]) {
     let s = clocked_library(flavor);
     let c = &mut s.conn();
     let mut rng = StdRng::seed_from_u64(seed);
     for round in 0..24 {
-        let limit = *COUNTS.choose(&mut rng).unwrap();
-        let window_ms = *DURATIONS_MS.choose(&mut rng).unwrap();
+        let limit = *counts.choose(&mut rng).unwrap();
+        let window_ms = *durations_ms.choose(&mut rng).unwrap();
         let window_ns = window_ms * MS;
         let key = format!("w{round}");
         let mut now = start_ns(&mut rng);
@@ -302,7 +343,7 @@ fn window_sequences(flavor: Flavor, seed: u64) {
 }
 
 /// CL.THROTTLE: redis-cell's rules, including its float emission interval.
-fn throttle_sequences(flavor: Flavor, seed: u64) {
+fn throttle_sequences(flavor: Flavor, seed: u64, counts: &[u64], periods_s: &[u64]) {
     let s = clocked_library(flavor);
     let c = &mut s.conn();
     let mut rng = StdRng::seed_from_u64(seed);
@@ -311,10 +352,8 @@ fn throttle_sequences(flavor: Flavor, seed: u64) {
         let max_burst = *[0, 1, 4, 15, 999, 1_000_000_000_000]
             .choose(&mut rng)
             .unwrap();
-        let count = *COUNTS.choose(&mut rng).unwrap();
-        let period = *[1u64, 7, 60, 3_600, 86_400, 315_360_000]
-            .choose(&mut rng)
-            .unwrap();
+        let count = *counts.choose(&mut rng).unwrap();
+        let period = *periods_s.choose(&mut rng).unwrap();
         let Ok(cell) = Cell::new(max_burst, count, period) else {
             continue;
         };
@@ -461,13 +500,13 @@ fn stored_log(c: &mut redis::Connection, key: &str) -> Vec<(String, f64)> {
 }
 
 /// The sliding log: entries, one per admitted request, in a sorted set.
-fn log_sequences(flavor: Flavor, seed: u64) {
+fn log_sequences(flavor: Flavor, seed: u64, limits: &[u64], durations_ms: &[u64]) {
     let s = clocked_library(flavor);
     let c = &mut s.conn();
     let mut rng = StdRng::seed_from_u64(seed);
     for round in 0..24 {
-        let limit = *LOG_LIMITS.choose(&mut rng).unwrap();
-        let window_ms = *DURATIONS_MS.choose(&mut rng).unwrap();
+        let limit = *limits.choose(&mut rng).unwrap();
+        let window_ms = *durations_ms.choose(&mut rng).unwrap();
         let window_ns = window_ms * MS;
         let l = SlidingLog::new(limit, window_ns).unwrap();
         let key = format!("l{round}");
@@ -602,6 +641,81 @@ fn integers(flavor: Flavor, seed: u64) {
     }
 }
 
+/// A random u64 below SMALL (9 * 10^15, the fast paths' bound): every magnitude,
+/// the largest values, and values whose products pass 2^53 by a little.
+fn random_small(rng: &mut StdRng) -> u64 {
+    const SMALL: u64 = 9_000_000_000_000_000;
+    match rng.random_range(0..6) {
+        0 => rng.random_range(0..1_000),
+        1 => SMALL - 1 - rng.random_range(0..3),
+        2 => 94_906_265 + rng.random_range(0..3),
+        3 => 10u64.pow(rng.random_range(0..16)),
+        _ => rng.random_range(0..SMALL) >> rng.random_range(0..53),
+    }
+}
+
+/// floor(p / d) and whether it is exact, as the library's `muldiv` replies
+/// them: no quotient when it is not below 9 * 10^15.
+fn quotient(p: u128, d: u64) -> Vec<String> {
+    let q = p / d as u128;
+    if q >= 9_000_000_000_000_000 {
+        return vec!["none".to_string()];
+    }
+    vec![q.to_string(), (p % d as u128 == 0).to_string()]
+}
+
+/// The fast paths' exact products in doubles against Rust's u128: the sign of
+/// a*b - c*d, and floor(a*b/d) with whether it is exact.
+fn doubles(flavor: Flavor, seed: u64) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let call = |c: &mut redis::Connection, op: &str, v: [u64; 4]| -> Vec<String> {
+        let args: Vec<String> = v.iter().map(u64::to_string).collect();
+        redis::cmd("FCALL")
+            .arg("rl_test_doubles")
+            .arg(0)
+            .arg(op)
+            .arg(&args)
+            .query(c)
+            .unwrap_or_else(|e| panic!("{op} {v:?}: {e}"))
+    };
+    for _ in 0..3_000 {
+        let (a, b) = (random_small(&mut rng), random_small(&mut rng));
+        // Often c*d equals a*b.
+        let (x, y) = match rng.random_range(0..4) {
+            0 if a % 2 == 0 && b < 4_500_000_000_000_000 => (a / 2, b * 2),
+            1 => (b, a),
+            _ => (random_small(&mut rng), random_small(&mut rng)),
+        };
+        let (p, q) = (a as u128 * b as u128, x as u128 * y as u128);
+        let sign = call(c, "cmp", [a, b, x, y]);
+        assert_eq!(
+            sign,
+            vec![(p.cmp(&q) as i64).to_string()],
+            "cmp {a}*{b} {x}*{y}"
+        );
+        let d = y.max(1);
+        assert_eq!(
+            call(c, "muldiv", [a, b, d, 0]),
+            quotient(p, d),
+            "{a}*{b}/{d}"
+        );
+        // A product that is a multiple of d, and one more than it.
+        let m = rng.random_range(1..1_000);
+        if let Some(a2) = d.checked_mul(m).filter(|&v| v < 9_000_000_000_000_000 - 1) {
+            for a2 in [a2, a2 + 1] {
+                let p = a2 as u128 * b as u128;
+                assert_eq!(
+                    call(c, "muldiv", [a2, b, d, 0]),
+                    quotient(p, d),
+                    "{a2}*{b}/{d}"
+                );
+            }
+        }
+    }
+}
+
 /// The test's seed plus `RL_EXACT_SEED` (0 by default: another value runs another campaign).
 fn seed(base: u64) -> u64 {
     let extra: u64 = std::env::var("RL_EXACT_SEED")
@@ -617,15 +731,15 @@ server_tests! {
     }
 
     fn gcra_token_and_leaky_buckets_are_exact_at_chosen_instants(flavor) {
-        instant_sequences(flavor, seed(11));
+        instant_sequences(flavor, seed(11), &COUNTS, &DURATIONS_MS);
     }
 
     fn fixed_and_sliding_windows_are_exact_at_chosen_instants(flavor) {
-        window_sequences(flavor, seed(12));
+        window_sequences(flavor, seed(12), &COUNTS, &DURATIONS_MS);
     }
 
     fn cl_throttle_is_exact_at_chosen_instants(flavor) {
-        throttle_sequences(flavor, seed(13));
+        throttle_sequences(flavor, seed(13), &COUNTS, &PERIODS_S);
     }
 
     fn cl_throttle_rounds_long_durations_as_redis_cell(flavor) {
@@ -633,6 +747,17 @@ server_tests! {
     }
 
     fn sliding_log_is_exact_at_chosen_instants(flavor) {
-        log_sequences(flavor, seed(15));
+        log_sequences(flavor, seed(15), &LOG_LIMITS, &DURATIONS_MS);
+    }
+
+    fn fast_path_primitives_equal_u128_arithmetic(flavor) {
+        doubles(flavor, seed(16));
+    }
+
+    fn fast_path_edges_are_exact_at_chosen_instants(flavor) {
+        instant_sequences(flavor, seed(17), &EDGE_COUNTS, &EDGE_DURATIONS_MS);
+        window_sequences(flavor, seed(18), &EDGE_COUNTS, &EDGE_DURATIONS_MS);
+        throttle_sequences(flavor, seed(19), &EDGE_COUNTS, &EDGE_PERIODS_S);
+        log_sequences(flavor, seed(20), &LOG_LIMITS, &EDGE_DURATIONS_MS);
     }
 }

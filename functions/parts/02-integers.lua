@@ -348,11 +348,12 @@
     return q
   end
 
-  -- seconds * 10^9 + microseconds * 1000, built limb by limb (this runs on every call).
-  local function ns_of_time(seconds, micros)
-    local x, y = seconds * 100, micros * 1000 -- ns = x * BASE + y; both exact
-    local l1 = y % BASE
-    local x2 = x + (y - l1) / BASE
+  -- The instant (seconds, nanoseconds) as one integer: seconds * 10^9 + nanoseconds,
+  -- built limb by limb.
+  local function ns_of_time(seconds, nanos)
+    local x = seconds * 100 -- ns = x * BASE + nanos; both exact
+    local l1 = nanos % BASE
+    local x2 = x + (nanos - l1) / BASE
     local l2 = x2 % BASE
     return norm(trim({ l1, l2, (x2 - l2) / BASE }))
   end

@@ -125,15 +125,17 @@
       retry = retry and until_(retry) or NEVER, reset = latest and until_(latest) or ZERO }
   end
 
+  local function acquire_body(keys, args)
+    local key = one_key('rl_acquire', keys)
+    if #args < 3 then wrong_arity('rl.acquire') end
+    local req = parse_acquire(args, 1)
+    local d, write = acquire(key, req, now_ns())
+    if write and not req.peek then commit(key, write) end
+    return reply(d)
+  end
+
   local function acquire_command(keys, args)
-    return guarded('RL.ACQUIRE', function()
-      local key = one_key('rl_acquire', keys)
-      if #args < 3 then wrong_arity('rl.acquire') end
-      local req = parse_acquire(args, 1)
-      local d, write = acquire(key, req, now_ns())
-      if write and not req.peek then commit(key, write) end
-      return reply(d)
-    end)
+    return guarded('RL.ACQUIRE', pcall(acquire_body, keys, args))
   end
 
   peek_acquire = function(key, args)
@@ -141,26 +143,28 @@
   end
 
   -- RL.RELEASE key lease_id: 1 if the lease was held (and is now released), else 0.
+  local function release_body(keys, args)
+    local key = one_key('rl_release', keys)
+    if #args ~= 1 then wrong_arity('rl.release') end
+    check_id(args[1])
+    local member = LEASE_PREFIX .. args[1]
+    local now = now_ns()
+    local view = open_leases(key) or NO_LEASES
+    local now_us = num(div(now, NS_PER_US))
+    local own = view.lapse_of(member)
+    if not (own and own > now_us) then return 0 end
+    local latest = view.held_at(now_us) > 1 and latest_other(view, own, now_us)
+    if not latest then
+      redis.call('DEL', key)
+    else
+      trim_through(key, fmt('%.0f', now_us))
+      redis.call('ZREM', key, member)
+      redis.call('PEXPIREAT', key, str(expire_ms(mul(bignum(latest), NS_PER_US))))
+    end
+    return 1
+  end
+
   local function release_command(keys, args)
-    return guarded('RL.RELEASE', function()
-      local key = one_key('rl_release', keys)
-      if #args ~= 1 then wrong_arity('rl.release') end
-      check_id(args[1])
-      local member = LEASE_PREFIX .. args[1]
-      local now = now_ns()
-      local view = open_leases(key) or NO_LEASES
-      local now_us = num(div(now, NS_PER_US))
-      local own = view.lapse_of(member)
-      if not (own and own > now_us) then return 0 end
-      local latest = view.held_at(now_us) > 1 and latest_other(view, own, now_us)
-      if not latest then
-        redis.call('DEL', key)
-      else
-        trim_through(key, fmt('%.0f', now_us))
-        redis.call('ZREM', key, member)
-        redis.call('PEXPIREAT', key, str(expire_ms(mul(bignum(latest), NS_PER_US))))
-      end
-      return 1
-    end)
+    return guarded('RL.RELEASE', pcall(release_body, keys, args))
   end
 

@@ -8,6 +8,8 @@
     release = release_command,
     -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
     ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
+    -- The exact products in doubles of the fast paths, for tests likewise.
+    doubles = { mul_cmp = mul_cmp, muldiv = muldiv },
   }
 end
 

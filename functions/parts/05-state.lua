@@ -4,7 +4,6 @@
   -- (SET ... PXAT, DEL, ZADD, ZREM, PEXPIREAT) and the state are byte-identical.
   --------------------------------------------------------------------------------
 
-  -- The decimal fields of the string state `kind` wrote on `key`; nil if absent.
   -- GET, or the error reply it gave (WRONGTYPE for another type; NOPERM ...).
   local function get(key)
     local v = redis.pcall('GET', key)
@@ -16,8 +15,9 @@
   -- length alone; every string state is longer (store/mod.rs SHORT_STRING).
   local SHORT_STRING = 20
 
-  local function read_string(key, kind, nfields)
-    local v = get(key)
+  -- The decimal fields of the string state `kind` wrote, from the key's value `v`
+  -- (nil if absent).
+  local function read_string(v, kind, nfields)
     if not v then return nil end
     if #v <= SHORT_STRING then foreign(kind.label) end
     local parts, pos = {}, 1
@@ -64,9 +64,14 @@
     end
   end
 
-  -- The server's clock in ns: TIME's seconds and microseconds.
-  local function now_ns()
+  -- The server's clock: TIME's seconds, and its microseconds as nanoseconds.
+  local function clock()
     local t = redis.call('TIME')
-    return ns_of_time(tonumber(t[1]), tonumber(t[2]))
+    return tonumber(t[1]), tonumber(t[2]) * NS_PER_US
+  end
+
+  -- The server's clock in ns, as an exact integer.
+  local function now_ns()
+    return ns_of_time(clock())
   end
 

@@ -165,23 +165,56 @@
   end
 
   -- Parsed requests by their arguments: an application sends the same few limiter
-  -- configurations over and over. Invariant: a cached request is never modified;
+  -- configurations over and over. The cache is a trie per form and kind, one level
+  -- per argument (no string is built to look a request up); a node holds its
+  -- request under the key REQ. Invariant: a cached request is never modified;
   -- errors are never cached; the cache is emptied when it reaches CACHE_MAX.
+  -- A kind's `prepare` (set by its algorithm's section) adds the constants its
+  -- fast path needs, once per request.
   local CACHE_MAX = 512
-  local cache, cached = {}, 0
-  local uncached_parse = parse
-  parse = function(kind, args, first, last, form)
-    local parts = { form, kind.name }
-    for i = first, last do
-      local a = args[i]
-      parts[#parts + 1] = #a .. ':' .. a -- length-prefixed: no two vectors share a key
+  local REQ = {}
+  local roots, cached
+  local function empty_cache()
+    roots, cached = { command = {}, clause = {}, peek = {}, throttle = {} }, 0
+    for _, form in pairs({ roots.command, roots.clause, roots.peek }) do
+      for name in pairs(KINDS) do form[name] = {} end
     end
-    local id = concat(parts, ' ')
-    local req = cache[id]
-    if req then return req end
-    req = uncached_parse(kind, args, first, last, form)
-    if cached >= CACHE_MAX then cache, cached = {}, 0 end
-    cache[id], cached = req, cached + 1
-    return req
+  end
+  empty_cache()
+
+  -- The request cached under args[first..last] in the trie `node`, or nil.
+  local function cached_request(node, args, first, last)
+    for i = first, last do
+      node = node[args[i]]
+      if not node then return nil end
+    end
+    return node[REQ]
   end
 
+  -- Caches `req` under args[first..last] in the trie roots[a][b] (roots[a] when
+  -- b is nil), first emptying the cache if it is full.
+  local function cache_request(a, b, args, first, last, req)
+    if cached >= CACHE_MAX then empty_cache() end
+    local node = roots[a]
+    if b then node = node[b] end
+    for i = first, last do
+      local arg = args[i]
+      local child = node[arg]
+      if not child then
+        child = {}
+        node[arg] = child
+      end
+      node = child
+    end
+    node[REQ], cached = req, cached + 1
+  end
+
+  local uncached_parse = parse
+  parse = function(kind, args, first, last, form)
+    local req = cached_request(roots[form][kind.name], args, first, last)
+    if req then return req end
+    req = uncached_parse(kind, args, first, last, form)
+    if kind.prepare then kind.prepare(req) end
+    cache_request(form, kind.name, args, first, last, req)
+    return req
+  end

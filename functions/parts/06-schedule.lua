@@ -1,0 +1,158 @@
+  --------------------------------------------------------------------------------
+  -- The algorithms (src/algorithm). A decision is
+  -- { allowed, limit (number), remaining (number), retry (big, or false: never),
+  --   reset (big ns) }; an outcome adds `write` (nil when nothing changes).
+  --------------------------------------------------------------------------------
+
+  local NEVER = false
+
+  local function narrow(v) return min(v, U64_MAX) end
+
+  -- Virtual scheduling (schedule.rs): GCRA, token bucket and leaky bucket.
+  local function sched_remaining(s, capacity, debt)
+    return num(div(satsub(capacity, mul(debt, s.rate)), s.period))
+  end
+
+  local function sched_unchanged(s, capacity, debt, allowed, retry)
+    return { allowed = allowed, queued = debt, remaining = sched_remaining(s, capacity, debt), retry = retry, reset = debt }
+  end
+
+  local function sched_step(s, tat, now, cost)
+    local debt = satsub(tat, now)
+    local capacity = mul(s.burst, s.period)
+    if cost > s.burstn then return sched_unchanged(s, capacity, debt, false, NEVER) end
+    if cost == 0 then return sched_unchanged(s, capacity, debt, true, ZERO) end
+    local spend = mul(int(cost), s.period)
+    local room = sub_(capacity, spend)
+    if cmp(mul(debt, s.rate), room) <= 0 then
+      local debt_after = add(debt, div(spend, s.rate))
+      return {
+        allowed = true, queued = debt, remaining = sched_remaining(s, capacity, debt_after),
+        retry = ZERO, reset = debt_after, new_tat = add(now, debt_after),
+      }
+    end
+    return sched_unchanged(s, capacity, debt, false, sub_(debt, div(room, s.rate)))
+  end
+
+  local function sched_refund(s, tat, now, units)
+    local debt = satsub(tat, now)
+    local back = div(mul(int(units), s.period), s.rate)
+    local debt_after = satsub(debt, back)
+    local step = sched_unchanged(s, mul(s.burst, s.period), debt_after, true, ZERO)
+    if not is_zero(debt) and units > 0 then step.new_tat = add(now, debt_after) end
+    return step
+  end
+
+  -- GCRA, token bucket, leaky bucket on one key (decision/limiter.rs decide_instant).
+  local function decide_instant(v, req, now)
+    local kind, p = req.kind, req.p
+    local s
+    if kind.name == 'GCRA' then
+      s = { period = p[2], rate = int(p[1]), burst = int(req.burst), burstn = req.burst }
+    else
+      s = { period = p[3], rate = int(p[2]), burst = int(p[1]), burstn = p[1] }
+    end
+    local stored = read_string(v, kind, 1)
+    local tat = stored and stored[1] or ZERO
+    local step
+    if req.refund then
+      step = sched_refund(s, tat, now, req.cost)
+    else
+      step = sched_step(s, tat, now, req.cost)
+      if kind.name == 'LEAKY' and step.allowed then step.retry = step.queued end
+    end
+    local write
+    if step.new_tat then
+      if cmp(step.new_tat, now) <= 0 then
+        write = { op = 'del' }
+      else
+        write = { op = 'set', value = kind.tag .. ':' .. str(step.new_tat), expire = expire_ms(step.new_tat) }
+      end
+    end
+    step.limit = s.burstn
+    return step, write
+  end
+
+
+  -- The same in doubles (the fast path). A request's constants, set once when it
+  -- is parsed, for a period below FAST_NS: P, R, B (period, rate, burst) and, for
+  -- its cost n, L = floor((B - n) * P / R), the largest debt that admits it (HUGE
+  -- when beyond any debt held here), and Q = floor(n * P / R), the debt admitting
+  -- it adds (a refund's: the debt it gives back, HUGE when beyond any).
+  local fast_instant
+
+  local function below_fast(x)
+    if type(x) == 'number' and x < FAST_NS then return x end
+    return HUGE
+  end
+
+  local function prepare_instant(req)
+    local p, gcra = req.p, req.kind.name == 'GCRA'
+    local period, rate = p[gcra and 2 or 3], p[gcra and 1 or 2]
+    local burst = gcra and req.burst or p[1]
+    req.limit = burst
+    if type(period) ~= 'number' or period >= FAST_NS then return end
+    local n = req.cost
+    if req.refund then
+      req.Q = below_fast(div(mul(n, period), rate))
+    elseif n > 0 and n <= burst then
+      req.L = below_fast(div(mul(burst - n, period), rate))
+      req.Q = below_fast(div(mul(n, period), rate))
+      if req.Q == HUGE then return end
+    end
+    req.P, req.R, req.B = period, rate, burst
+    req.fast = fast_instant
+  end
+
+  -- floor(max(B * P - x * R, 0) / P) = B - ceil(x * R / P), at least 0: whole
+  -- units admissible at debt x.
+  local function instant_left(req, x)
+    if x == 0 then return req.B end
+    local q = muldiv_ceil(x, req.R, req.P)
+    if not q or q >= req.B then return 0 end
+    return req.B - q
+  end
+
+  -- The state `tag:<ns>` of the instant (s, n) and its expiry.
+  local function instant_state(tag, s, n)
+    if s == 0 then return tag .. ':' .. fmt('%.0f', n), expire_at(s, n) end
+    return fmt('%s:%.0f%09.0f', tag, s, n), expire_at(s, n)
+  end
+
+  -- Decides `req` at (s, n) on the key's value v: allowed, remaining, retry (ns,
+  -- or NEVER), reset (ns), and the write: nil (none), false (DEL), or the value and
+  -- its expiry in ms. nil when a value does not fit the fast path.
+  fast_instant = function(req, v, s, n)
+    local kind, debt = req.kind, 0
+    if v then
+      if #v <= SHORT_STRING then return nil end
+      local hi, lo = match(v, kind.fast_pattern)
+      if not hi or #hi > 15 then return nil end
+      debt = debt_of(tonumber(hi), tonumber(lo), s, n)
+      if not debt then return nil end
+    end
+    local cost = req.cost
+    if req.refund then
+      local after = debt - req.Q
+      if after < 0 then after = 0 end
+      if debt == 0 or cost == 0 then return true, instant_left(req, after), 0, after end
+      if after == 0 then return true, req.B, 0, 0, false end
+      return true, instant_left(req, after), 0, after, instant_state(kind.tag, later(s, n, after))
+    end
+    if cost > req.B then return false, instant_left(req, debt), NEVER, debt end
+    local leaky = kind.name == 'LEAKY'
+    if cost == 0 then return true, instant_left(req, debt), leaky and debt or 0, debt end
+    if debt <= req.L then
+      local after = debt + req.Q
+      if after >= FAST_NS then return nil end
+      return true, instant_left(req, after), leaky and debt or 0, after,
+        instant_state(kind.tag, later(s, n, after))
+    end
+    return false, instant_left(req, debt), debt - req.L, debt
+  end
+
+  for _, name in ipairs({ 'GCRA', 'TOKENBUCKET', 'LEAKY' }) do
+    local kind = KINDS[name]
+    kind.prepare = prepare_instant
+    kind.fast_pattern = '^' .. kind.tag .. ':(%d+)(%d%d%d%d%d%d%d%d%d)$'
+  end

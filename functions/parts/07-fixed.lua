@@ -1,0 +1,101 @@
+  -- Fixed window (fixed.rs).
+  local function decide_fixed(v, req, now)
+    local kind, limit, w = req.kind, req.p[1], req.p[2]
+    local stored = read_string(v, kind, 2)
+    local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
+    local at = max(now, stored_start)
+    local start = sub_(at, mod(at, w))
+    local count = (stored and cmp(stored_start, start) >= 0) and narrow(stored[2]) or ZERO
+    local until_end = sub_(add(start, w), now)
+    local function decision(allowed, c, retry)
+      return {
+        allowed = allowed, limit = limit, remaining = num(satsub(int(limit), c)),
+        retry = retry, reset = is_zero(c) and ZERO or until_end,
+      }
+    end
+    local function write_count(c)
+      if is_zero(c) then return { op = 'del' } end
+      local start_ms = div(start, NS_PER_MS)
+      return {
+        op = 'set', value = 'fixed:' .. str(start_ms) .. ':' .. str(c),
+        expire = expire_ms(add(mul(start_ms, NS_PER_MS), w)),
+      }
+    end
+    local n = req.cost
+    if req.refund then
+      local after = satsub(count, int(n))
+      return decision(true, after, ZERO), cmp(after, count) < 0 and write_count(after) or nil
+    end
+    if n > limit then return decision(false, count, NEVER) end
+    local after = add(count, int(n))
+    if cmp(after, int(limit)) > 0 then return decision(false, count, until_end) end
+    return decision(true, after, ZERO), n > 0 and write_count(after) or nil
+  end
+
+
+  -- Windows in doubles (the fast paths of fixed and sliding windows): the window
+  -- of width w_ms that holds `at`, the later of now (s, n) and a stored window
+  -- start (whole ms, or nil). Returns the window's start in ms, ns from now to its
+  -- end, ns from its start to `at` (elapsed) and from now to `at`; nil when the
+  -- end is `bound_ms` or more ahead. (Windows are whole ms, so a window holds
+  -- `at` exactly when it holds floor(at / 1 ms).)
+  local function fast_window(w_ms, stored_ms, s, n, bound_ms)
+    local sub_ms = fmod(n, NS_PER_MS)
+    local now_ms = s * 1000 + (n - sub_ms) / NS_PER_MS
+    local at_ms, frac, ahead = now_ms, sub_ms, 0
+    if stored_ms and stored_ms > now_ms then
+      at_ms, frac, ahead = stored_ms, 0, (stored_ms - now_ms) * NS_PER_MS - sub_ms
+    end
+    local start_ms = at_ms - fmod(at_ms, w_ms)
+    local to_end = start_ms + w_ms - now_ms
+    if to_end >= bound_ms then return nil end
+    return start_ms, to_end * NS_PER_MS - sub_ms, (at_ms - start_ms) * NS_PER_MS + frac, ahead
+  end
+
+  -- A stored window start (ms) the fast paths take: no more than 18e12 ms, so
+  -- that it is below U64_MAX ns (which the exact path caps it at).
+  local FAST_START_MS = 18000000000000
+
+  local fast_fixed
+
+  local function prepare_fixed(req)
+    local w = req.p[2]
+    req.limit = req.p[1]
+    if type(w) == 'number' and w < FAST_NS then
+      req.w_ms, req.fast = w / NS_PER_MS, fast_fixed
+    end
+  end
+
+  -- The fixed window's decision in doubles: as fast_instant's.
+  fast_fixed = function(req, v, s, n)
+    local stored_ms, count = nil, 0
+    if v then
+      if #v <= SHORT_STRING then return nil end
+      local a, b = match(v, '^fixed:(%d+):(%d+)$')
+      if not a or #a > 15 or #b > 15 then return nil end
+      stored_ms, count = tonumber(a), tonumber(b)
+      if stored_ms > FAST_START_MS then return nil end
+    end
+    local w_ms = req.w_ms
+    local start_ms, until_end = fast_window(w_ms, stored_ms, s, n, 8900000000)
+    if not start_ms then return nil end
+    if stored_ms and stored_ms < start_ms then count = 0 end
+    local limit, cost = req.limit, req.cost
+    local after
+    if req.refund then
+      after = count > cost and count - cost or 0
+      if after == count then return true, limit > after and limit - after or 0, 0, after > 0 and until_end or 0 end
+    else
+      local left = limit > count and limit - count or 0
+      local reset = count > 0 and until_end or 0
+      if cost > limit then return false, left, NEVER, reset end
+      after = count + cost
+      if after > limit then return false, left, until_end, reset end
+      if cost == 0 then return true, left, 0, reset end
+    end
+    local left = limit > after and limit - after or 0
+    if after == 0 then return true, left, 0, 0, false end
+    return true, left, 0, until_end, fmt('fixed:%.0f:%.0f', start_ms, after), start_ms + w_ms
+  end
+
+  KINDS.FIXED.prepare = prepare_fixed

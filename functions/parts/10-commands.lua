@@ -1,0 +1,219 @@
+  --------------------------------------------------------------------------------
+  -- The commands.
+  --------------------------------------------------------------------------------
+
+  local DECIDE = {
+    GCRA = decide_instant, TOKENBUCKET = decide_instant, LEAKY = decide_instant,
+    FIXED = decide_fixed, SLIDING = decide_sliding,
+  }
+
+  -- Filled in below the sliding log section.
+  local decide_log
+  -- Filled in with the lease sets: RL.ACQUIRE ... PEEK for rl_peek.
+  local peek_acquire
+
+  -- Every key is gone, and its limiter idle, at the expiry cap at the latest: no
+  -- decision promises a wait beyond it (decision/limiter.rs, within_expiry_cap).
+  local MAX_EXPIRE_NS = mul(MAX_EXPIRE_MS, NS_PER_MS)
+
+  local function within_cap(d, write, now)
+    local horizon = satsub(MAX_EXPIRE_NS, now)
+    d.reset = min(d.reset, horizon)
+    if d.retry then d.retry = min(d.retry, horizon) end
+    return d, write
+  end
+
+  -- The exact decision of a string state's value `v` (nil: absent) at (s, n).
+  local function decide_exactly(req, v, s, n)
+    local now = ns_of_time(s, n)
+    local d, write = DECIDE[req.kind.name](v, req, now)
+    return within_cap(d, write, now)
+  end
+
+  -- Decides `req` on `key` at the instant (s, n): the decision and its write (see
+  -- commit). A string state is decided in doubles where it fits (the kind's
+  -- fast path), else exactly.
+  local function decide(key, req, s, n)
+    if req.kind.name == 'SLIDINGLOG' then
+      local now = ns_of_time(s, n)
+      local d, write = decide_log(key, req, now)
+      return within_cap(d, write, now)
+    end
+    local v = get(key)
+    if req.fast and s < FAST_S then
+      local allowed, left, retry, reset, value, expire = req.fast(req, v, s, n)
+      if allowed ~= nil then
+        local write
+        if value then
+          write = { op = 'set', value = value, expire = expire }
+        elseif value == false then
+          write = { op = 'del' }
+        end
+        return { allowed = allowed, limit = req.limit, remaining = left, retry = retry, reset = reset }, write
+      end
+    end
+    return decide_exactly(req, v, s, n)
+  end
+
+  -- Runs `body` under pcall and replies: its result, its error reply, or for any
+  -- other Lua error the module's internal-error reply (never a Lua runtime error).
+  local function guarded(label, ok, result)
+    if ok then return result end
+    if type(result) == 'table' and result.rl then return redis.error_reply(result.rl) end
+    -- A command the library called was refused (an ACL without the commands it
+    -- uses, OOM): that error, as Redis gave it.
+    if type(result) == 'table' and type(result.err) == 'string' then return redis.error_reply(result.err) end
+    if type(result) == 'string' and find(result, '^[A-Z]+ ') then return redis.error_reply(result) end
+    return redis.error_reply(fmt('ERR internal error in %s: the request was not applied', label))
+  end
+
+  local function one_key(fname, keys)
+    if #keys ~= 1 then
+      fail(fmt('ERR %s takes exactly one key: FCALL %s 1 key ...', fname, fname))
+    end
+    return keys[1]
+  end
+
+  -- RL.<ALGO> key params... as FCALL rl_<algo> 1 key params... A string state
+  -- decided on the fast path replies without building a decision.
+  local function decision_command(kind, fname)
+    local log = kind.name == 'SLIDINGLOG'
+    local function body(keys, args)
+      local key = one_key(fname, keys)
+      local req = parse(kind, args, 1, #args, 'command')
+      local s, n = clock()
+      local v
+      if not log then
+        v = get(key)
+        local fast = req.fast
+        if fast and s < FAST_S then
+          local allowed, left, retry, reset, value, expire = fast(req, v, s, n)
+          if allowed ~= nil then
+            if value ~= nil and not req.peek then
+              if value then
+                redis.call('SET', key, value, 'PXAT', expire)
+              else
+                redis.call('DEL', key)
+              end
+            end
+            return { allowed and 1 or 0, req.limit, left, retry and ceil_ms(retry) or -1, ceil_ms(reset) }
+          end
+        end
+      end
+      local d, write
+      if log then
+        d, write = decide(key, req, s, n)
+      else
+        d, write = decide_exactly(req, v, s, n)
+      end
+      if write and not req.peek then commit(key, write) end
+      return reply(d)
+    end
+    return function(keys, args)
+      return guarded(kind.label, pcall(body, keys, args))
+    end
+  end
+
+  -- FCALL_RO rl_peek 1 key ALGO params [COST n]: RL.<ALGO> ... PEEK, never writing.
+  -- FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id: RL.ACQUIRE ... PEEK.
+  local function peek_body(keys, args)
+    local key = one_key('rl_peek', keys)
+    -- RL.PEEK's arity (-5): ALGO key and at least two parameters.
+    if #args < 3 then wrong_arity('rl.peek') end
+    if upper(args[1]) == 'ACQUIRE' then
+      -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (commands/peek.rs).
+      if #args ~= 4 then wrong_arity('rl.peek') end
+      return peek_acquire(key, args)
+    end
+    local kind = KINDS[upper(args[1])]
+    if not kind then
+      fail('ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE')
+    end
+    local req = parse(kind, args, 2, #args, 'peek')
+    return reply((decide(key, req, clock())))
+  end
+
+  local function peek_command(keys, args)
+    return guarded('RL.PEEK', pcall(peek_body, keys, args))
+  end
+
+  -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
+  local function all_body(keys, args)
+    local n = #keys
+    -- Redis checks RL.ALL's arity (-6) before the module runs.
+    if 2 + n + #args < 6 then wrong_arity('rl.all') end
+    if n < 1 or n > MAX_LAYERS then bad_integer('numkeys', 1, MAX_LAYERS) end
+    if #args < 1 then
+      fail('ERR RL.ALL needs numkeys keys followed by one algorithm clause per key')
+    end
+    local last, peek = #args, false
+    if upper(args[last]) == 'PEEK' then last, peek = last - 1, true end
+    local starts = {}
+    for i = 1, last do
+      if KINDS[upper(args[i])] then starts[#starts + 1] = i end
+    end
+    if starts[1] ~= 1 then
+      fail('ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED')
+    end
+    if #starts ~= n then fail('ERR RL.ALL needs exactly one algorithm clause per key') end
+    local reqs = {}
+    for i, start in ipairs(starts) do
+      local stop = (starts[i + 1] or last + 1) - 1
+      reqs[i] = parse(KINDS[upper(args[start])], args, start + 1, stop, 'clause')
+    end
+    for i = 2, n do
+      for j = 1, i - 1 do
+        if keys[i] == keys[j] then fail('ERR RL.ALL keys must be distinct') end
+      end
+    end
+    local s, ns = clock()
+    local layers, writes, all_admit = {}, {}, true
+    for i = 1, n do
+      layers[i], writes[i] = decide(keys[i], reqs[i], s, ns)
+      all_admit = all_admit and layers[i].allowed
+    end
+    if all_admit and not peek then
+      for i = 1, n do
+        if writes[i] then commit(keys[i], writes[i]) end
+      end
+    elseif not all_admit then
+      -- Nothing is spent: a layer that would admit reports its state as it is.
+      for i = 1, n do
+        if layers[i].allowed then
+          local unspent = {}
+          for field, value in pairs(reqs[i]) do unspent[field] = value end
+          unspent.cost = 0
+          layers[i] = decide(keys[i], unspent, s, ns)
+        end
+      end
+    end
+    -- The binding layer: on denial the longest wait (never first), else the
+    -- least remaining; ties go to the first.
+    local binding, wait
+    for i = 1, n do
+      local l = layers[i]
+      if not l.allowed and wait ~= NEVER then
+        if not l.retry then
+          binding, wait = i, NEVER
+        elseif not wait or cmp(l.retry, wait) > 0 then
+          binding, wait = i, l.retry
+        end
+      end
+    end
+    if not binding then
+      binding = 1
+      for i = 2, n do
+        if layers[i].remaining < layers[binding].remaining then binding = i end
+      end
+    end
+    local out, all = {}, {}
+    for i = 1, n do all[i] = reply(layers[i]) end
+    for j = 1, 5 do out[j] = all[binding][j] end
+    out[6] = all
+    return out
+  end
+
+  local function all_command(keys, args)
+    return guarded('RL.ALL', pcall(all_body, keys, args))
+  end
+
