@@ -427,7 +427,7 @@ local function build()
 
   local SPLIT = 134217729 -- 2^27 + 1: splits a double into two 26-bit halves
   local HUGE = math.huge
-  local match = string.match
+  local match, byte = string.match, string.byte
 
   -- a * b as p + e exactly (p the rounded product), for integers 0 <= a, b < 2^53.
   local function two_prod(a, b)
@@ -492,10 +492,76 @@ local function build()
   -- sum of it and a nanosecond of the second stays below SMALL.
   local FAST_NS = SMALL - NS_PER_S
 
-  -- The instant (s, n) written as the module writes it: decimal ns, no leading zeros.
-  local function instant_str(s, n)
-    if s == 0 then return fmt('%.0f', n) end
-    return fmt('%.0f%09.0f', s, n)
+  -- Decimal text without string.format or tostring (each a C call that costs as
+  -- much as a whole decision): three digits at a time from tables built once.
+  -- D3[k] is k in three digits, U3[k] k without leading zeros (0 <= k < 1000).
+  local D3, U3 = {}, {}
+  for k = 0, 999 do
+    D3[k], U3[k] = fmt('%03d', k), fmt('%d', k)
+  end
+
+  -- The decimal digits of an integer 0 <= x < 10^15, no leading zeros. (Below
+  -- 10^15, x / 1000 is within 10^-4 of its value, so `%` and the division by
+  -- 1000 are exact.)
+  local function dec(x)
+    if x < 1000 then return U3[x] end
+    local a = x % 1000
+    x = (x - a) / 1000
+    if x < 1000 then return U3[x] .. D3[a] end
+    local b = x % 1000
+    x = (x - b) / 1000
+    if x < 1000 then return U3[x] .. D3[b] .. D3[a] end
+    local c = x % 1000
+    x = (x - c) / 1000
+    if x < 1000 then return U3[x] .. D3[c] .. D3[b] .. D3[a] end
+    local d = x % 1000
+    x = (x - d) / 1000
+    return U3[x] .. D3[d] .. D3[c] .. D3[b] .. D3[a]
+  end
+
+  -- `prefix` followed by the instant (s, n) as the module writes it: decimal ns,
+  -- no leading zeros (s < 10^15).
+  local function instant_text(prefix, s, n)
+    local n3 = n % 1000
+    local n2 = (n - n3) / 1000 % 1000
+    local n1 = (n - n3 - n2 * 1000) / 1000000
+    if s == 0 then return prefix .. dec(n) end
+    return prefix .. dec(s) .. D3[n1] .. D3[n2] .. D3[n3]
+  end
+
+  -- DV[b]: the digit of the byte b, nil for any other byte.
+  local DV = {}
+  for k = 0, 9 do DV[48 + k] = k end
+
+  -- The instant written as the 19 digits that end v from position i, as (s, n);
+  -- nil unless v has exactly these 19 digits there (instants from 2001 to 2286).
+  local function instant19(v, i)
+    if #v ~= i + 18 then return nil end
+    local a, b, c, d, e, f, g, h, j, k, l, m, o, p, q, r, t, u, w = byte(v, i, i + 18)
+    a, b, c, d, e, f, g, h, j, k = DV[a], DV[b], DV[c], DV[d], DV[e], DV[f], DV[g], DV[h], DV[j], DV[k]
+    l, m, o, p, q, r, t, u, w = DV[l], DV[m], DV[o], DV[p], DV[q], DV[r], DV[t], DV[u], DV[w]
+    if not (a and b and c and d and e and f and g and h and j and k and l and m and o and p
+      and q and r and t and u and w) then
+      return nil
+    end
+    return ((((((((a * 10 + b) * 10 + c) * 10 + d) * 10 + e) * 10 + f) * 10 + g) * 10 + h) * 10 + j) * 10 + k,
+      (((((((l * 10 + m) * 10 + o) * 10 + p) * 10 + q) * 10 + r) * 10 + t) * 10 + u) * 10 + w
+  end
+
+  -- Parsed string states by their text, one table per kind: a hot key's state
+  -- is read again and again unchanged. Invariant: an entry is what parsing its
+  -- text gives; the tables are emptied when they hold STATES_MAX entries.
+  local STATES_MAX = 4096
+  local states, remembered = {}, 0
+  local function remember(kind, v, parsed)
+    if remembered >= STATES_MAX then states, remembered = {}, 0 end
+    local t = states[kind]
+    if not t then
+      t = {}
+      states[kind] = t
+    end
+    t[v], remembered = parsed, remembered + 1
+    return parsed
   end
 
   -- (s, n) + ns, for 0 <= ns < FAST_NS.
@@ -515,23 +581,13 @@ local function build()
     return 0
   end
 
-  -- The expiry of the instant (s, n): whole ms, rounded up.
-  local function expire_at(s, n)
-    return s * 1000 + ceil_ms(n)
-  end
 
-  -- The instant that the digits `hi .. lo` (lo: the last 9) write, as a pair; nil
-  -- when there are too many digits for a double.
-  local function instant_of(hi, lo)
-    if #hi > 15 then return nil end
-    return tonumber(hi), tonumber(lo)
-  end
   --------------------------------------------------------------------------------
   -- Errors and the grammar (src/grammar, src/error.rs): the same checks in the same
   -- order, the same texts.
   --------------------------------------------------------------------------------
 
-  -- Raises an error reply; caught by `guarded`, which replies it.
+  -- Raises an error reply: the handler catches it and `failed` replies it.
   local function fail(msg)
     error({ rl = msg }, 0)
   end
@@ -801,10 +857,12 @@ local function build()
     return min(div_ceil(at_ns, NS_PER_MS), MAX_EXPIRE_MS)
   end
 
-  -- Applies a write decided earlier.
+  -- Applies a write decided earlier (its expiry: an integer, or its decimal text).
   local function commit(key, w)
     if w.op == 'set' then
-      redis.call('SET', key, w.value, 'PXAT', str(w.expire))
+      local expire = w.expire
+      if type(expire) ~= 'string' then expire = str(expire) end
+      redis.call('SET', key, w.value, 'PXAT', expire)
     elseif w.op == 'del' then
       redis.call('DEL', key)
     else
@@ -812,10 +870,16 @@ local function build()
     end
   end
 
+  -- TIME's seconds as a number, parsed once per second.
+  local second_text, second = nil, 0
+
   -- The server's clock: TIME's seconds, and its microseconds as nanoseconds.
+  -- (The decision commands read it inline, in the same three lines.)
   local function clock()
     local t = redis.call('TIME')
-    return tonumber(t[1]), tonumber(t[2]) * NS_PER_US
+    if t[1] ~= second_text then second_text, second = t[1], tonumber(t[1]) end
+    local s, n = second, tonumber(t[2]) * NS_PER_US
+    return s, n
   end
 
   -- The server's clock in ns, as an exact integer.
@@ -926,6 +990,9 @@ local function build()
       if req.Q == HUGE then return end
     end
     req.P, req.R, req.B = period, rate, burst
+    -- T, the ns one unit costs, when it is whole: the common case, where the
+    -- remaining units need no product.
+    if fmod(period, rate) == 0 then req.T = period / rate end
     req.fast = fast_instant
   end
 
@@ -933,27 +1000,49 @@ local function build()
   -- units admissible at debt x.
   local function instant_left(req, x)
     if x == 0 then return req.B end
-    local q = muldiv_ceil(x, req.R, req.P)
-    if not q or q >= req.B then return 0 end
+    local T, q = req.T, nil
+    if T then
+      local r = fmod(x, T)
+      q = (x - r) / T
+      if r > 0 then q = q + 1 end
+    else
+      q = muldiv_ceil(x, req.R, req.P)
+      if not q then return 0 end
+    end
+    if q >= req.B then return 0 end
     return req.B - q
   end
 
-  -- The state `tag:<ns>` of the instant (s, n) and its expiry.
-  local function instant_state(tag, s, n)
-    if s == 0 then return tag .. ':' .. fmt('%.0f', n), expire_at(s, n) end
-    return fmt('%s:%.0f%09.0f', tag, s, n), expire_at(s, n)
+  -- The state `tag:<ns>` of the instant (s, n), and its expiry in ms, as text.
+  local function instant_state(kind, s, n)
+    return instant_text(kind.prefix, s, n), dec(s * 1000 + ceil_ms(n))
+  end
+
+  -- The stored instant of the value v, a state `kind` wrote: { s, n }, or nil when
+  -- it does not fit the fast path (including any value the exact path refuses).
+  local function stored_instant(kind, v)
+    local known = states[kind]
+    local st = known and known[v]
+    if st then return st end
+    if #v <= SHORT_STRING or sub(v, 1, #kind.prefix) ~= kind.prefix then return nil end
+    local ts, tn = instant19(v, #kind.prefix + 1)
+    if not ts then
+      local hi, lo = match(v, kind.fast_pattern)
+      if not hi or #hi > 15 then return nil end
+      ts, tn = tonumber(hi), tonumber(lo)
+    end
+    return remember(kind, v, { ts, tn })
   end
 
   -- Decides `req` at (s, n) on the key's value v: allowed, remaining, retry (ns,
   -- or NEVER), reset (ns), and the write: nil (none), false (DEL), or the value and
-  -- its expiry in ms. nil when a value does not fit the fast path.
+  -- its expiry in ms, as text. nil when a value does not fit the fast path.
   fast_instant = function(req, v, s, n)
     local kind, debt = req.kind, 0
     if v then
-      if #v <= SHORT_STRING then return nil end
-      local hi, lo = match(v, kind.fast_pattern)
-      if not hi or #hi > 15 then return nil end
-      debt = debt_of(tonumber(hi), tonumber(lo), s, n)
+      local st = stored_instant(kind, v)
+      if not st then return nil end
+      debt = debt_of(st[1], st[2], s, n)
       if not debt then return nil end
     end
     local cost = req.cost
@@ -962,7 +1051,7 @@ local function build()
       if after < 0 then after = 0 end
       if debt == 0 or cost == 0 then return true, instant_left(req, after), 0, after end
       if after == 0 then return true, req.B, 0, 0, false end
-      return true, instant_left(req, after), 0, after, instant_state(kind.tag, later(s, n, after))
+      return true, instant_left(req, after), 0, after, instant_state(kind, later(s, n, after))
     end
     if cost > req.B then return false, instant_left(req, debt), NEVER, debt end
     local leaky = kind.name == 'LEAKY'
@@ -971,7 +1060,7 @@ local function build()
       local after = debt + req.Q
       if after >= FAST_NS then return nil end
       return true, instant_left(req, after), leaky and debt or 0, after,
-        instant_state(kind.tag, later(s, n, after))
+        instant_state(kind, later(s, n, after))
     end
     return false, instant_left(req, debt), debt - req.L, debt
   end
@@ -979,6 +1068,7 @@ local function build()
   for _, name in ipairs({ 'GCRA', 'TOKENBUCKET', 'LEAKY' }) do
     local kind = KINDS[name]
     kind.prepare = prepare_instant
+    kind.prefix = kind.tag .. ':'
     kind.fast_pattern = '^' .. kind.tag .. ':(%d+)(%d%d%d%d%d%d%d%d%d)$'
   end
   -- Fixed window (fixed.rs).
@@ -1039,6 +1129,20 @@ local function build()
   -- that it is below U64_MAX ns (which the exact path caps it at).
   local FAST_START_MS = 18000000000000
 
+  -- The numbers of the window state v (`pattern` captures them): { start_ms,
+  -- counts... }, or nil when one does not fit the fast path.
+  local function stored_numbers(kind, v, pattern)
+    local known = states[kind]
+    local st = known and known[v]
+    if st then return st end
+    if #v <= SHORT_STRING then return nil end
+    local a, b, c = match(v, pattern)
+    if not a or #a > 15 or #b > 15 or (c and #c > 15) then return nil end
+    a = tonumber(a)
+    if a > FAST_START_MS then return nil end
+    return remember(kind, v, { a, tonumber(b), c and tonumber(c) })
+  end
+
   local fast_fixed
 
   local function prepare_fixed(req)
@@ -1053,11 +1157,9 @@ local function build()
   fast_fixed = function(req, v, s, n)
     local stored_ms, count = nil, 0
     if v then
-      if #v <= SHORT_STRING then return nil end
-      local a, b = match(v, '^fixed:(%d+):(%d+)$')
-      if not a or #a > 15 or #b > 15 then return nil end
-      stored_ms, count = tonumber(a), tonumber(b)
-      if stored_ms > FAST_START_MS then return nil end
+      local st = stored_numbers(KINDS.FIXED, v, '^fixed:(%d+):(%d+)$')
+      if not st then return nil end
+      stored_ms, count = st[1], st[2]
     end
     local w_ms = req.w_ms
     local start_ms, until_end = fast_window(w_ms, stored_ms, s, n, 8900000000)
@@ -1078,7 +1180,7 @@ local function build()
     end
     local left = limit > after and limit - after or 0
     if after == 0 then return true, left, 0, 0, false end
-    return true, left, 0, until_end, fmt('fixed:%.0f:%.0f', start_ms, after), start_ms + w_ms
+    return true, left, 0, until_end, 'fixed:' .. dec(start_ms) .. ':' .. dec(after), dec(start_ms + w_ms)
   end
 
   KINDS.FIXED.prepare = prepare_fixed
@@ -1180,11 +1282,9 @@ local function build()
   fast_sliding = function(req, v, s, n)
     local stored_ms, sp, sc
     if v then
-      if #v <= SHORT_STRING then return nil end
-      local a, b, c = match(v, '^sliding:(%d+):(%d+):(%d+)$')
-      if not a or #a > 15 or #b > 15 or #c > 15 then return nil end
-      stored_ms, sp, sc = tonumber(a), tonumber(b), tonumber(c)
-      if stored_ms > FAST_START_MS then return nil end
+      local st = stored_numbers(KINDS.SLIDING, v, '^sliding:(%d+):(%d+):(%d+)$')
+      if not st then return nil end
+      stored_ms, sp, sc = st[1], st[2], st[3]
     end
     local w, w_ms, limit, cost = req.w, req.w_ms, req.limit, req.cost
     local start_ms, window_end, elapsed, ahead = fast_window(w_ms, stored_ms, s, n, SLIDING_FAST_MS)
@@ -1233,7 +1333,7 @@ local function build()
     local left = sliding_left(limit, w, p2, c2, elapsed)
     if not write then return allowed, left, retry, reset end
     if p2 == 0 and c2 == 0 then return true, left, 0, reset, false end
-    return true, left, 0, reset, fmt('sliding:%.0f:%.0f:%.0f', start_ms, p2, c2), start_ms + 2 * w_ms
+    return true, left, 0, reset, 'sliding:' .. dec(start_ms) .. ':' .. dec(p2) .. ':' .. dec(c2), dec(start_ms + 2 * w_ms)
   end
 
   KINDS.SLIDING.prepare = prepare_sliding
@@ -1317,15 +1417,15 @@ local function build()
     return decide_exactly(req, v, s, n)
   end
 
-  -- Runs `body` under pcall and replies: its result, its error reply, or for any
-  -- other Lua error the module's internal-error reply (never a Lua runtime error).
-  local function guarded(label, ok, result)
-    if ok then return result end
-    if type(result) == 'table' and result.rl then return redis.error_reply(result.rl) end
+  -- The reply for a call whose body raised `err` (registration runs every body
+  -- under pcall): its error reply, or for any other Lua error the module's
+  -- internal-error reply (never a Lua runtime error).
+  local function failed(label, err)
+    if type(err) == 'table' and err.rl then return redis.error_reply(err.rl) end
     -- A command the library called was refused (an ACL without the commands it
     -- uses, OOM): that error, as Redis gave it.
-    if type(result) == 'table' and type(result.err) == 'string' then return redis.error_reply(result.err) end
-    if type(result) == 'string' and find(result, '^[A-Z]+ ') then return redis.error_reply(result) end
+    if type(err) == 'table' and type(err.err) == 'string' then return redis.error_reply(err.err) end
+    if type(err) == 'string' and find(err, '^[A-Z]+ ') then return redis.error_reply(err) end
     return redis.error_reply(fmt('ERR internal error in %s: the request was not applied', label))
   end
 
@@ -1336,17 +1436,27 @@ local function build()
     return keys[1]
   end
 
-  -- RL.<ALGO> key params... as FCALL rl_<algo> 1 key params... A string state
-  -- decided on the fast path replies without building a decision.
+  -- RL.<ALGO> key params... as FCALL rl_<algo> 1 key params...: the body and its
+  -- label. A string state decided on the fast path replies without building a
+  -- decision; the parsed-request cache is looked up inline (this runs on every call).
   local function decision_command(kind, fname)
-    local log = kind.name == 'SLIDINGLOG'
+    local log, name = kind.name == 'SLIDINGLOG', kind.name
     local function body(keys, args)
       local key = one_key(fname, keys)
-      local req = parse(kind, args, 1, #args, 'command')
-      local s, n = clock()
+      local last = #args
+      local node = roots.command[name]
+      for i = 1, last do
+        node = node[args[i]]
+        if not node then break end
+      end
+      local req = node and node[REQ] or parse(kind, args, 1, last, 'command')
+      local t = redis.call('TIME')
+      if t[1] ~= second_text then second_text, second = t[1], tonumber(t[1]) end
+      local s, n = second, tonumber(t[2]) * NS_PER_US
       local v
       if not log then
-        v = get(key)
+        v = redis.pcall('GET', key)
+        if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
         local fast = req.fast
         if fast and s < FAST_S then
           local allowed, left, retry, reset, value, expire = fast(req, v, s, n)
@@ -1358,7 +1468,17 @@ local function build()
                 redis.call('DEL', key)
               end
             end
-            return { allowed and 1 or 0, req.limit, left, retry and ceil_ms(retry) or -1, ceil_ms(reset) }
+            local r = fmod(reset, NS_PER_MS)
+            reset = (reset - r) / NS_PER_MS
+            if r > 0 then reset = reset + 1 end
+            if retry then
+              r = fmod(retry, NS_PER_MS)
+              retry = (retry - r) / NS_PER_MS
+              if r > 0 then retry = retry + 1 end
+            else
+              retry = -1
+            end
+            return { allowed and 1 or 0, req.limit, left, retry, reset }
           end
         end
       end
@@ -1371,9 +1491,7 @@ local function build()
       if write and not req.peek then commit(key, write) end
       return reply(d)
     end
-    return function(keys, args)
-      return guarded(kind.label, pcall(body, keys, args))
-    end
+    return body, kind.label
   end
 
   -- FCALL_RO rl_peek 1 key ALGO params [COST n]: RL.<ALGO> ... PEEK, never writing.
@@ -1395,9 +1513,7 @@ local function build()
     return reply((decide(key, req, clock())))
   end
 
-  local function peek_command(keys, args)
-    return guarded('RL.PEEK', pcall(peek_body, keys, args))
-  end
+  local peek_command = { peek_body, 'RL.PEEK' }
 
   -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
   local function all_body(keys, args)
@@ -1475,9 +1591,7 @@ local function build()
     return out
   end
 
-  local function all_command(keys, args)
-    return guarded('RL.ALL', pcall(all_body, keys, args))
-  end
+  local all_command = { all_body, 'RL.ALL' }
 
   --------------------------------------------------------------------------------
   -- CL.THROTTLE key max_burst count period [quantity]: redis-cell's GCRA (cell.rs,
@@ -1547,16 +1661,33 @@ local function build()
       t_us = div(t, NS_PER_US), fast = fast }
   end
 
+  -- reply_seconds for ns below FAST_NS, in doubles.
+  local function cell_seconds(ns)
+    local rest = fmod(ns, NS_PER_S)
+    local whole = floor((ns - rest) / NS_PER_S + rest / 1e9)
+    if rest >= NS_PER_MS then whole = whole + 1 end
+    return whole
+  end
+
   -- redis-cell's GCRA in doubles, on a TAT of more than 9 digits: the reply and
   -- the TAT to write with its expiry (none when nil); nil when the TAT does not
   -- fit the fast path.
   local function fast_throttle(r, v, s, n)
     local debt = 0
     if v then
-      if #v > 19 then return nil end
-      local hi, lo = match(v, '^(%d+)(%d%d%d%d%d%d%d%d%d)$')
-      if not hi then return nil end
-      debt = debt_of(tonumber(hi), tonumber(lo), s, n)
+      local known = states.throttle
+      local st = known and known[v]
+      if not st then
+        local ts, tn = instant19(v, 1)
+        if not ts then
+          if #v > 19 then return nil end
+          local hi, lo = match(v, '^(%d+)(%d%d%d%d%d%d%d%d%d)$')
+          if not hi then return nil end
+          ts, tn = tonumber(hi), tonumber(lo)
+        end
+        st = remember('throttle', v, { ts, tn })
+      end
+      debt = debt_of(st[1], st[2], s, n)
       if not debt then return nil end
     end
     local after = debt + r.increment
@@ -1580,10 +1711,10 @@ local function build()
       if left == 0 then left = 0 end -- no negative zero
     end
     if left > limit then left = limit end
-    local out = { limited and 1 or 0, limit, left, retry and reply_seconds(retry) or -1, reply_seconds(ttl) }
+    local out = { limited and 1 or 0, limit, left, retry and cell_seconds(retry) or -1, cell_seconds(ttl) }
     if limited or r.quantity == 0 then return out end
     local ts, tn = later(s, n, after)
-    return out, instant_str(ts, tn), expire_at(ts, tn)
+    return out, instant_text('', ts, tn), dec(ts * 1000 + ceil_ms(tn))
   end
 
   local function throttle_body(keys, args)
@@ -1630,9 +1761,7 @@ local function build()
     return out
   end
 
-  local function throttle_command(keys, args)
-    return guarded('CL.THROTTLE', pcall(throttle_body, keys, args))
-  end
+  local throttle_command = { throttle_body, 'CL.THROTTLE' }
 
   ------------------------------------------------------------------------------
   -- Sorted-set states: the sliding log (algorithm/sliding_log/, store/log.rs) and lease
@@ -2084,9 +2213,7 @@ local function build()
     return reply(d)
   end
 
-  local function acquire_command(keys, args)
-    return guarded('RL.ACQUIRE', pcall(acquire_body, keys, args))
-  end
+  local acquire_command = { acquire_body, 'RL.ACQUIRE' }
 
   peek_acquire = function(key, args)
     return reply((acquire(key, parse_acquire(args, 2), now_ns())))
@@ -2114,9 +2241,7 @@ local function build()
     return 1
   end
 
-  local function release_command(keys, args)
-    return guarded('RL.RELEASE', pcall(release_body, keys, args))
-  end
+  local release_command = { release_body, 'RL.RELEASE' }
 
   return {
     decision = decision_command,
@@ -2126,6 +2251,7 @@ local function build()
     throttle = throttle_command,
     acquire = acquire_command,
     release = release_command,
+    failed = failed,
     -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
     ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
     -- The exact products in doubles of the fast paths, for tests likewise.
@@ -2139,19 +2265,22 @@ end
 
 local api
 
--- The handler named `name`; the library is built on the first call.
+-- The handler named `name`; the library is built on the first call. Every body
+-- runs under pcall: an error becomes the reply `failed` gives.
 local function handler(name, arg)
-  local fn
+  local body, label
   return function(keys, args)
-    if not fn then
+    if not body then
       api = api or build()
       if name == 'decision' then
-        fn = api.decision(api.kinds[arg[1]], arg[2])
+        body, label = api.decision(api.kinds[arg[1]], arg[2])
       else
-        fn = api[name]
+        body, label = api[name][1], api[name][2]
       end
     end
-    return fn(keys, args)
+    local ok, result = pcall(body, keys, args)
+    if ok then return result end
+    return api.failed(label, result)
   end
 end
 

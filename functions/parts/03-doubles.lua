@@ -10,7 +10,7 @@
 
   local SPLIT = 134217729 -- 2^27 + 1: splits a double into two 26-bit halves
   local HUGE = math.huge
-  local match = string.match
+  local match, byte = string.match, string.byte
 
   -- a * b as p + e exactly (p the rounded product), for integers 0 <= a, b < 2^53.
   local function two_prod(a, b)
@@ -75,10 +75,76 @@
   -- sum of it and a nanosecond of the second stays below SMALL.
   local FAST_NS = SMALL - NS_PER_S
 
-  -- The instant (s, n) written as the module writes it: decimal ns, no leading zeros.
-  local function instant_str(s, n)
-    if s == 0 then return fmt('%.0f', n) end
-    return fmt('%.0f%09.0f', s, n)
+  -- Decimal text without string.format or tostring (each a C call that costs as
+  -- much as a whole decision): three digits at a time from tables built once.
+  -- D3[k] is k in three digits, U3[k] k without leading zeros (0 <= k < 1000).
+  local D3, U3 = {}, {}
+  for k = 0, 999 do
+    D3[k], U3[k] = fmt('%03d', k), fmt('%d', k)
+  end
+
+  -- The decimal digits of an integer 0 <= x < 10^15, no leading zeros. (Below
+  -- 10^15, x / 1000 is within 10^-4 of its value, so `%` and the division by
+  -- 1000 are exact.)
+  local function dec(x)
+    if x < 1000 then return U3[x] end
+    local a = x % 1000
+    x = (x - a) / 1000
+    if x < 1000 then return U3[x] .. D3[a] end
+    local b = x % 1000
+    x = (x - b) / 1000
+    if x < 1000 then return U3[x] .. D3[b] .. D3[a] end
+    local c = x % 1000
+    x = (x - c) / 1000
+    if x < 1000 then return U3[x] .. D3[c] .. D3[b] .. D3[a] end
+    local d = x % 1000
+    x = (x - d) / 1000
+    return U3[x] .. D3[d] .. D3[c] .. D3[b] .. D3[a]
+  end
+
+  -- `prefix` followed by the instant (s, n) as the module writes it: decimal ns,
+  -- no leading zeros (s < 10^15).
+  local function instant_text(prefix, s, n)
+    local n3 = n % 1000
+    local n2 = (n - n3) / 1000 % 1000
+    local n1 = (n - n3 - n2 * 1000) / 1000000
+    if s == 0 then return prefix .. dec(n) end
+    return prefix .. dec(s) .. D3[n1] .. D3[n2] .. D3[n3]
+  end
+
+  -- DV[b]: the digit of the byte b, nil for any other byte.
+  local DV = {}
+  for k = 0, 9 do DV[48 + k] = k end
+
+  -- The instant written as the 19 digits that end v from position i, as (s, n);
+  -- nil unless v has exactly these 19 digits there (instants from 2001 to 2286).
+  local function instant19(v, i)
+    if #v ~= i + 18 then return nil end
+    local a, b, c, d, e, f, g, h, j, k, l, m, o, p, q, r, t, u, w = byte(v, i, i + 18)
+    a, b, c, d, e, f, g, h, j, k = DV[a], DV[b], DV[c], DV[d], DV[e], DV[f], DV[g], DV[h], DV[j], DV[k]
+    l, m, o, p, q, r, t, u, w = DV[l], DV[m], DV[o], DV[p], DV[q], DV[r], DV[t], DV[u], DV[w]
+    if not (a and b and c and d and e and f and g and h and j and k and l and m and o and p
+      and q and r and t and u and w) then
+      return nil
+    end
+    return ((((((((a * 10 + b) * 10 + c) * 10 + d) * 10 + e) * 10 + f) * 10 + g) * 10 + h) * 10 + j) * 10 + k,
+      (((((((l * 10 + m) * 10 + o) * 10 + p) * 10 + q) * 10 + r) * 10 + t) * 10 + u) * 10 + w
+  end
+
+  -- Parsed string states by their text, one table per kind: a hot key's state
+  -- is read again and again unchanged. Invariant: an entry is what parsing its
+  -- text gives; the tables are emptied when they hold STATES_MAX entries.
+  local STATES_MAX = 4096
+  local states, remembered = {}, 0
+  local function remember(kind, v, parsed)
+    if remembered >= STATES_MAX then states, remembered = {}, 0 end
+    local t = states[kind]
+    if not t then
+      t = {}
+      states[kind] = t
+    end
+    t[v], remembered = parsed, remembered + 1
+    return parsed
   end
 
   -- (s, n) + ns, for 0 <= ns < FAST_NS.
@@ -98,14 +164,4 @@
     return 0
   end
 
-  -- The expiry of the instant (s, n): whole ms, rounded up.
-  local function expire_at(s, n)
-    return s * 1000 + ceil_ms(n)
-  end
 
-  -- The instant that the digits `hi .. lo` (lo: the last 9) write, as a pair; nil
-  -- when there are too many digits for a double.
-  local function instant_of(hi, lo)
-    if #hi > 15 then return nil end
-    return tonumber(hi), tonumber(lo)
-  end

@@ -3,7 +3,7 @@
   -- order, the same texts.
   --------------------------------------------------------------------------------
 
-  -- Raises an error reply; caught by `guarded`, which replies it.
+  -- Raises an error reply: the handler catches it and `failed` replies it.
   local function fail(msg)
     error({ rl = msg }, 0)
   end

@@ -53,10 +53,12 @@
     return min(div_ceil(at_ns, NS_PER_MS), MAX_EXPIRE_MS)
   end
 
-  -- Applies a write decided earlier.
+  -- Applies a write decided earlier (its expiry: an integer, or its decimal text).
   local function commit(key, w)
     if w.op == 'set' then
-      redis.call('SET', key, w.value, 'PXAT', str(w.expire))
+      local expire = w.expire
+      if type(expire) ~= 'string' then expire = str(expire) end
+      redis.call('SET', key, w.value, 'PXAT', expire)
     elseif w.op == 'del' then
       redis.call('DEL', key)
     else
@@ -64,10 +66,16 @@
     end
   end
 
+  -- TIME's seconds as a number, parsed once per second.
+  local second_text, second = nil, 0
+
   -- The server's clock: TIME's seconds, and its microseconds as nanoseconds.
+  -- (The decision commands read it inline, in the same three lines.)
   local function clock()
     local t = redis.call('TIME')
-    return tonumber(t[1]), tonumber(t[2]) * NS_PER_US
+    if t[1] ~= second_text then second_text, second = t[1], tonumber(t[1]) end
+    local s, n = second, tonumber(t[2]) * NS_PER_US
+    return s, n
   end
 
   -- The server's clock in ns, as an exact integer.

@@ -101,6 +101,9 @@
       if req.Q == HUGE then return end
     end
     req.P, req.R, req.B = period, rate, burst
+    -- T, the ns one unit costs, when it is whole: the common case, where the
+    -- remaining units need no product.
+    if fmod(period, rate) == 0 then req.T = period / rate end
     req.fast = fast_instant
   end
 
@@ -108,27 +111,49 @@
   -- units admissible at debt x.
   local function instant_left(req, x)
     if x == 0 then return req.B end
-    local q = muldiv_ceil(x, req.R, req.P)
-    if not q or q >= req.B then return 0 end
+    local T, q = req.T, nil
+    if T then
+      local r = fmod(x, T)
+      q = (x - r) / T
+      if r > 0 then q = q + 1 end
+    else
+      q = muldiv_ceil(x, req.R, req.P)
+      if not q then return 0 end
+    end
+    if q >= req.B then return 0 end
     return req.B - q
   end
 
-  -- The state `tag:<ns>` of the instant (s, n) and its expiry.
-  local function instant_state(tag, s, n)
-    if s == 0 then return tag .. ':' .. fmt('%.0f', n), expire_at(s, n) end
-    return fmt('%s:%.0f%09.0f', tag, s, n), expire_at(s, n)
+  -- The state `tag:<ns>` of the instant (s, n), and its expiry in ms, as text.
+  local function instant_state(kind, s, n)
+    return instant_text(kind.prefix, s, n), dec(s * 1000 + ceil_ms(n))
+  end
+
+  -- The stored instant of the value v, a state `kind` wrote: { s, n }, or nil when
+  -- it does not fit the fast path (including any value the exact path refuses).
+  local function stored_instant(kind, v)
+    local known = states[kind]
+    local st = known and known[v]
+    if st then return st end
+    if #v <= SHORT_STRING or sub(v, 1, #kind.prefix) ~= kind.prefix then return nil end
+    local ts, tn = instant19(v, #kind.prefix + 1)
+    if not ts then
+      local hi, lo = match(v, kind.fast_pattern)
+      if not hi or #hi > 15 then return nil end
+      ts, tn = tonumber(hi), tonumber(lo)
+    end
+    return remember(kind, v, { ts, tn })
   end
 
   -- Decides `req` at (s, n) on the key's value v: allowed, remaining, retry (ns,
   -- or NEVER), reset (ns), and the write: nil (none), false (DEL), or the value and
-  -- its expiry in ms. nil when a value does not fit the fast path.
+  -- its expiry in ms, as text. nil when a value does not fit the fast path.
   fast_instant = function(req, v, s, n)
     local kind, debt = req.kind, 0
     if v then
-      if #v <= SHORT_STRING then return nil end
-      local hi, lo = match(v, kind.fast_pattern)
-      if not hi or #hi > 15 then return nil end
-      debt = debt_of(tonumber(hi), tonumber(lo), s, n)
+      local st = stored_instant(kind, v)
+      if not st then return nil end
+      debt = debt_of(st[1], st[2], s, n)
       if not debt then return nil end
     end
     local cost = req.cost
@@ -137,7 +162,7 @@
       if after < 0 then after = 0 end
       if debt == 0 or cost == 0 then return true, instant_left(req, after), 0, after end
       if after == 0 then return true, req.B, 0, 0, false end
-      return true, instant_left(req, after), 0, after, instant_state(kind.tag, later(s, n, after))
+      return true, instant_left(req, after), 0, after, instant_state(kind, later(s, n, after))
     end
     if cost > req.B then return false, instant_left(req, debt), NEVER, debt end
     local leaky = kind.name == 'LEAKY'
@@ -146,7 +171,7 @@
       local after = debt + req.Q
       if after >= FAST_NS then return nil end
       return true, instant_left(req, after), leaky and debt or 0, after,
-        instant_state(kind.tag, later(s, n, after))
+        instant_state(kind, later(s, n, after))
     end
     return false, instant_left(req, debt), debt - req.L, debt
   end
@@ -154,5 +179,6 @@
   for _, name in ipairs({ 'GCRA', 'TOKENBUCKET', 'LEAKY' }) do
     local kind = KINDS[name]
     kind.prepare = prepare_instant
+    kind.prefix = kind.tag .. ':'
     kind.fast_pattern = '^' .. kind.tag .. ':(%d+)(%d%d%d%d%d%d%d%d%d)$'
   end

@@ -56,6 +56,20 @@
   -- that it is below U64_MAX ns (which the exact path caps it at).
   local FAST_START_MS = 18000000000000
 
+  -- The numbers of the window state v (`pattern` captures them): { start_ms,
+  -- counts... }, or nil when one does not fit the fast path.
+  local function stored_numbers(kind, v, pattern)
+    local known = states[kind]
+    local st = known and known[v]
+    if st then return st end
+    if #v <= SHORT_STRING then return nil end
+    local a, b, c = match(v, pattern)
+    if not a or #a > 15 or #b > 15 or (c and #c > 15) then return nil end
+    a = tonumber(a)
+    if a > FAST_START_MS then return nil end
+    return remember(kind, v, { a, tonumber(b), c and tonumber(c) })
+  end
+
   local fast_fixed
 
   local function prepare_fixed(req)
@@ -70,11 +84,9 @@
   fast_fixed = function(req, v, s, n)
     local stored_ms, count = nil, 0
     if v then
-      if #v <= SHORT_STRING then return nil end
-      local a, b = match(v, '^fixed:(%d+):(%d+)$')
-      if not a or #a > 15 or #b > 15 then return nil end
-      stored_ms, count = tonumber(a), tonumber(b)
-      if stored_ms > FAST_START_MS then return nil end
+      local st = stored_numbers(KINDS.FIXED, v, '^fixed:(%d+):(%d+)$')
+      if not st then return nil end
+      stored_ms, count = st[1], st[2]
     end
     local w_ms = req.w_ms
     local start_ms, until_end = fast_window(w_ms, stored_ms, s, n, 8900000000)
@@ -95,7 +107,7 @@
     end
     local left = limit > after and limit - after or 0
     if after == 0 then return true, left, 0, 0, false end
-    return true, left, 0, until_end, fmt('fixed:%.0f:%.0f', start_ms, after), start_ms + w_ms
+    return true, left, 0, until_end, 'fixed:' .. dec(start_ms) .. ':' .. dec(after), dec(start_ms + w_ms)
   end
 
   KINDS.FIXED.prepare = prepare_fixed

@@ -96,11 +96,9 @@
   fast_sliding = function(req, v, s, n)
     local stored_ms, sp, sc
     if v then
-      if #v <= SHORT_STRING then return nil end
-      local a, b, c = match(v, '^sliding:(%d+):(%d+):(%d+)$')
-      if not a or #a > 15 or #b > 15 or #c > 15 then return nil end
-      stored_ms, sp, sc = tonumber(a), tonumber(b), tonumber(c)
-      if stored_ms > FAST_START_MS then return nil end
+      local st = stored_numbers(KINDS.SLIDING, v, '^sliding:(%d+):(%d+):(%d+)$')
+      if not st then return nil end
+      stored_ms, sp, sc = st[1], st[2], st[3]
     end
     local w, w_ms, limit, cost = req.w, req.w_ms, req.limit, req.cost
     local start_ms, window_end, elapsed, ahead = fast_window(w_ms, stored_ms, s, n, SLIDING_FAST_MS)
@@ -149,7 +147,7 @@
     local left = sliding_left(limit, w, p2, c2, elapsed)
     if not write then return allowed, left, retry, reset end
     if p2 == 0 and c2 == 0 then return true, left, 0, reset, false end
-    return true, left, 0, reset, fmt('sliding:%.0f:%.0f:%.0f', start_ms, p2, c2), start_ms + 2 * w_ms
+    return true, left, 0, reset, 'sliding:' .. dec(start_ms) .. ':' .. dec(p2) .. ':' .. dec(c2), dec(start_ms + 2 * w_ms)
   end
 
   KINDS.SLIDING.prepare = prepare_sliding

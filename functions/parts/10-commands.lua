@@ -55,15 +55,15 @@
     return decide_exactly(req, v, s, n)
   end
 
-  -- Runs `body` under pcall and replies: its result, its error reply, or for any
-  -- other Lua error the module's internal-error reply (never a Lua runtime error).
-  local function guarded(label, ok, result)
-    if ok then return result end
-    if type(result) == 'table' and result.rl then return redis.error_reply(result.rl) end
+  -- The reply for a call whose body raised `err` (registration runs every body
+  -- under pcall): its error reply, or for any other Lua error the module's
+  -- internal-error reply (never a Lua runtime error).
+  local function failed(label, err)
+    if type(err) == 'table' and err.rl then return redis.error_reply(err.rl) end
     -- A command the library called was refused (an ACL without the commands it
     -- uses, OOM): that error, as Redis gave it.
-    if type(result) == 'table' and type(result.err) == 'string' then return redis.error_reply(result.err) end
-    if type(result) == 'string' and find(result, '^[A-Z]+ ') then return redis.error_reply(result) end
+    if type(err) == 'table' and type(err.err) == 'string' then return redis.error_reply(err.err) end
+    if type(err) == 'string' and find(err, '^[A-Z]+ ') then return redis.error_reply(err) end
     return redis.error_reply(fmt('ERR internal error in %s: the request was not applied', label))
   end
 
@@ -74,17 +74,27 @@
     return keys[1]
   end
 
-  -- RL.<ALGO> key params... as FCALL rl_<algo> 1 key params... A string state
-  -- decided on the fast path replies without building a decision.
+  -- RL.<ALGO> key params... as FCALL rl_<algo> 1 key params...: the body and its
+  -- label. A string state decided on the fast path replies without building a
+  -- decision; the parsed-request cache is looked up inline (this runs on every call).
   local function decision_command(kind, fname)
-    local log = kind.name == 'SLIDINGLOG'
+    local log, name = kind.name == 'SLIDINGLOG', kind.name
     local function body(keys, args)
       local key = one_key(fname, keys)
-      local req = parse(kind, args, 1, #args, 'command')
-      local s, n = clock()
+      local last = #args
+      local node = roots.command[name]
+      for i = 1, last do
+        node = node[args[i]]
+        if not node then break end
+      end
+      local req = node and node[REQ] or parse(kind, args, 1, last, 'command')
+      local t = redis.call('TIME')
+      if t[1] ~= second_text then second_text, second = t[1], tonumber(t[1]) end
+      local s, n = second, tonumber(t[2]) * NS_PER_US
       local v
       if not log then
-        v = get(key)
+        v = redis.pcall('GET', key)
+        if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
         local fast = req.fast
         if fast and s < FAST_S then
           local allowed, left, retry, reset, value, expire = fast(req, v, s, n)
@@ -96,7 +106,17 @@
                 redis.call('DEL', key)
               end
             end
-            return { allowed and 1 or 0, req.limit, left, retry and ceil_ms(retry) or -1, ceil_ms(reset) }
+            local r = fmod(reset, NS_PER_MS)
+            reset = (reset - r) / NS_PER_MS
+            if r > 0 then reset = reset + 1 end
+            if retry then
+              r = fmod(retry, NS_PER_MS)
+              retry = (retry - r) / NS_PER_MS
+              if r > 0 then retry = retry + 1 end
+            else
+              retry = -1
+            end
+            return { allowed and 1 or 0, req.limit, left, retry, reset }
           end
         end
       end
@@ -109,9 +129,7 @@
       if write and not req.peek then commit(key, write) end
       return reply(d)
     end
-    return function(keys, args)
-      return guarded(kind.label, pcall(body, keys, args))
-    end
+    return body, kind.label
   end
 
   -- FCALL_RO rl_peek 1 key ALGO params [COST n]: RL.<ALGO> ... PEEK, never writing.
@@ -133,9 +151,7 @@
     return reply((decide(key, req, clock())))
   end
 
-  local function peek_command(keys, args)
-    return guarded('RL.PEEK', pcall(peek_body, keys, args))
-  end
+  local peek_command = { peek_body, 'RL.PEEK' }
 
   -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
   local function all_body(keys, args)
@@ -213,7 +229,5 @@
     return out
   end
 
-  local function all_command(keys, args)
-    return guarded('RL.ALL', pcall(all_body, keys, args))
-  end
+  local all_command = { all_body, 'RL.ALL' }
 

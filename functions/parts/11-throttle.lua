@@ -66,16 +66,33 @@
       t_us = div(t, NS_PER_US), fast = fast }
   end
 
+  -- reply_seconds for ns below FAST_NS, in doubles.
+  local function cell_seconds(ns)
+    local rest = fmod(ns, NS_PER_S)
+    local whole = floor((ns - rest) / NS_PER_S + rest / 1e9)
+    if rest >= NS_PER_MS then whole = whole + 1 end
+    return whole
+  end
+
   -- redis-cell's GCRA in doubles, on a TAT of more than 9 digits: the reply and
   -- the TAT to write with its expiry (none when nil); nil when the TAT does not
   -- fit the fast path.
   local function fast_throttle(r, v, s, n)
     local debt = 0
     if v then
-      if #v > 19 then return nil end
-      local hi, lo = match(v, '^(%d+)(%d%d%d%d%d%d%d%d%d)$')
-      if not hi then return nil end
-      debt = debt_of(tonumber(hi), tonumber(lo), s, n)
+      local known = states.throttle
+      local st = known and known[v]
+      if not st then
+        local ts, tn = instant19(v, 1)
+        if not ts then
+          if #v > 19 then return nil end
+          local hi, lo = match(v, '^(%d+)(%d%d%d%d%d%d%d%d%d)$')
+          if not hi then return nil end
+          ts, tn = tonumber(hi), tonumber(lo)
+        end
+        st = remember('throttle', v, { ts, tn })
+      end
+      debt = debt_of(st[1], st[2], s, n)
       if not debt then return nil end
     end
     local after = debt + r.increment
@@ -99,10 +116,10 @@
       if left == 0 then left = 0 end -- no negative zero
     end
     if left > limit then left = limit end
-    local out = { limited and 1 or 0, limit, left, retry and reply_seconds(retry) or -1, reply_seconds(ttl) }
+    local out = { limited and 1 or 0, limit, left, retry and cell_seconds(retry) or -1, cell_seconds(ttl) }
     if limited or r.quantity == 0 then return out end
     local ts, tn = later(s, n, after)
-    return out, instant_str(ts, tn), expire_at(ts, tn)
+    return out, instant_text('', ts, tn), dec(ts * 1000 + ceil_ms(tn))
   end
 
   local function throttle_body(keys, args)
@@ -149,7 +166,5 @@
     return out
   end
 
-  local function throttle_command(keys, args)
-    return guarded('CL.THROTTLE', pcall(throttle_body, keys, args))
-  end
+  local throttle_command = { throttle_body, 'CL.THROTTLE' }
 

@@ -134,9 +134,7 @@
     return reply(d)
   end
 
-  local function acquire_command(keys, args)
-    return guarded('RL.ACQUIRE', pcall(acquire_body, keys, args))
-  end
+  local acquire_command = { acquire_body, 'RL.ACQUIRE' }
 
   peek_acquire = function(key, args)
     return reply((acquire(key, parse_acquire(args, 2), now_ns())))
@@ -164,7 +162,5 @@
     return 1
   end
 
-  local function release_command(keys, args)
-    return guarded('RL.RELEASE', pcall(release_body, keys, args))
-  end
+  local release_command = { release_body, 'RL.RELEASE' }
 

@@ -6,6 +6,7 @@
     throttle = throttle_command,
     acquire = acquire_command,
     release = release_command,
+    failed = failed,
     -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
     ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
     -- The exact products in doubles of the fast paths, for tests likewise.
@@ -19,19 +20,22 @@ end
 
 local api
 
--- The handler named `name`; the library is built on the first call.
+-- The handler named `name`; the library is built on the first call. Every body
+-- runs under pcall: an error becomes the reply `failed` gives.
 local function handler(name, arg)
-  local fn
+  local body, label
   return function(keys, args)
-    if not fn then
+    if not body then
       api = api or build()
       if name == 'decision' then
-        fn = api.decision(api.kinds[arg[1]], arg[2])
+        body, label = api.decision(api.kinds[arg[1]], arg[2])
       else
-        fn = api[name]
+        body, label = api[name][1], api[name][2]
       end
     end
-    return fn(keys, args)
+    local ok, result = pcall(body, keys, args)
+    if ok then return result end
+    return api.failed(label, result)
   end
 end
 
