@@ -493,40 +493,57 @@ local function build()
   local FAST_NS = SMALL - NS_PER_S
 
   -- Decimal text without string.format or tostring (each a C call that costs as
-  -- much as a whole decision): three digits at a time from tables built once.
-  -- D3[k] is k in three digits, U3[k] k without leading zeros (0 <= k < 1000).
-  local D3, U3 = {}, {}
-  for k = 0, 999 do
-    D3[k], U3[k] = fmt('%03d', k), fmt('%d', k)
+  -- much as a whole decision): two digits at a time from tables built once, kept
+  -- small because Redis's garbage-collection steps walk the library's whole heap.
+  -- D2[k] is k in two digits, U2[k] k without a leading zero (0 <= k < 100).
+  local D2, U2 = {}, {}
+  for k = 0, 99 do
+    D2[k], U2[k] = fmt('%02d', k), fmt('%d', k)
   end
 
-  -- The decimal digits of an integer 0 <= x < 10^15, no leading zeros. (Below
-  -- 10^15, x / 1000 is within 10^-4 of its value, so `%` and the division by
-  -- 1000 are exact.)
+  -- The decimal digits of an integer 0 <= x < 10^14, no leading zeros. (Below
+  -- 10^14, x / 100 is within 10^-3 of its value, so `%` and the division are exact.)
   local function dec(x)
-    if x < 1000 then return U3[x] end
-    local a = x % 1000
-    x = (x - a) / 1000
-    if x < 1000 then return U3[x] .. D3[a] end
-    local b = x % 1000
-    x = (x - b) / 1000
-    if x < 1000 then return U3[x] .. D3[b] .. D3[a] end
-    local c = x % 1000
-    x = (x - c) / 1000
-    if x < 1000 then return U3[x] .. D3[c] .. D3[b] .. D3[a] end
-    local d = x % 1000
-    x = (x - d) / 1000
-    return U3[x] .. D3[d] .. D3[c] .. D3[b] .. D3[a]
+    if x < 100 then return U2[x] end
+    local a = x % 100
+    x = (x - a) / 100
+    if x < 100 then return U2[x] .. D2[a] end
+    local b = x % 100
+    x = (x - b) / 100
+    if x < 100 then return U2[x] .. D2[b] .. D2[a] end
+    local c = x % 100
+    x = (x - c) / 100
+    if x < 100 then return U2[x] .. D2[c] .. D2[b] .. D2[a] end
+    local d = x % 100
+    x = (x - d) / 100
+    if x < 100 then return U2[x] .. D2[d] .. D2[c] .. D2[b] .. D2[a] end
+    local e = x % 100
+    x = (x - e) / 100
+    if x < 100 then return U2[x] .. D2[e] .. D2[d] .. D2[c] .. D2[b] .. D2[a] end
+    local f = x % 100
+    x = (x - f) / 100
+    return U2[x] .. D2[f] .. D2[e] .. D2[d] .. D2[c] .. D2[b] .. D2[a]
   end
 
   -- `prefix` followed by the instant (s, n) as the module writes it: decimal ns,
-  -- no leading zeros (s < 10^15).
+  -- no leading zeros (s < 10^14). The common case, s of 10 digits, is one concatenation.
   local function instant_text(prefix, s, n)
-    local n3 = n % 1000
-    local n2 = (n - n3) / 1000 % 1000
-    local n1 = (n - n3 - n2 * 1000) / 1000000
+    local n5 = n % 100
+    local n4 = (n - n5) / 100 % 100
+    local n3 = (n - n5 - n4 * 100) / 10000 % 100
+    local n2 = (n - n5 - n4 * 100 - n3 * 10000) / 1000000 % 100
+    local n1 = (n - n5 - n4 * 100 - n3 * 10000 - n2 * 1000000) / 100000000
+    if s >= 1000000000 and s < 10000000000 then
+      local s5 = s % 100
+      local s4 = (s - s5) / 100 % 100
+      local s3 = (s - s5 - s4 * 100) / 10000 % 100
+      local s2 = (s - s5 - s4 * 100 - s3 * 10000) / 1000000 % 100
+      local s1 = (s - s5 - s4 * 100 - s3 * 10000 - s2 * 1000000) / 100000000
+      return prefix .. U2[s1] .. D2[s2] .. D2[s3] .. D2[s4] .. D2[s5] .. U2[n1] .. D2[n2]
+        .. D2[n3] .. D2[n4] .. D2[n5]
+    end
     if s == 0 then return prefix .. dec(n) end
-    return prefix .. dec(s) .. D3[n1] .. D3[n2] .. D3[n3]
+    return prefix .. dec(s) .. U2[n1] .. D2[n2] .. D2[n3] .. D2[n4] .. D2[n5]
   end
 
   -- DV[b]: the digit of the byte b, nil for any other byte.
@@ -551,7 +568,7 @@ local function build()
   -- Parsed string states by their text, one table per kind: a hot key's state
   -- is read again and again unchanged. Invariant: an entry is what parsing its
   -- text gives; the tables are emptied when they hold STATES_MAX entries.
-  local STATES_MAX = 4096
+  local STATES_MAX = 64
   local states, remembered = {}, 0
   local function remember(kind, v, parsed)
     if remembered >= STATES_MAX then states, remembered = {}, 0 end
@@ -1137,7 +1154,7 @@ local function build()
     if st then return st end
     if #v <= SHORT_STRING then return nil end
     local a, b, c = match(v, pattern)
-    if not a or #a > 15 or #b > 15 or (c and #c > 15) then return nil end
+    if not a or #a > 15 or #b > 13 or (c and #c > 13) then return nil end
     a = tonumber(a)
     if a > FAST_START_MS then return nil end
     return remember(kind, v, { a, tonumber(b), c and tonumber(c) })

@@ -64,7 +64,7 @@
     if st then return st end
     if #v <= SHORT_STRING then return nil end
     local a, b, c = match(v, pattern)
-    if not a or #a > 15 or #b > 15 or (c and #c > 15) then return nil end
+    if not a or #a > 15 or #b > 13 or (c and #c > 13) then return nil end
     a = tonumber(a)
     if a > FAST_START_MS then return nil end
     return remember(kind, v, { a, tonumber(b), c and tonumber(c) })
