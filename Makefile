@@ -4,7 +4,7 @@
 MODULE := $(CURDIR)/target/release/librl.so
 CARGO ?= cargo
 
-.PHONY: all deps deps-run build build-only library run cluster cluster-stop test memcheck bench bench-profile dist check-dist lint clean
+.PHONY: all deps deps-run build build-only library run cluster cluster-stop test memcheck bench bench-profile bench-library dist check-dist lint clean
 
 all: build
 
@@ -56,10 +56,17 @@ bench: deps build
 	python3 scripts/bench.py --module $(MODULE)
 
 # Instructions per call under callgrind (repeatable on a busy machine): INCR, SET … PXAT
-# and every command, with the ratios, and where RL.GCRA's instructions go.
+# and every command, with the ratios, and where RL.GCRA's instructions go; then the
+# Functions library against the seed scripts on Redis and, once `make deps` has installed
+# it, Valkey 9.1.
 bench-profile: build
 	@bash scripts/install-deps.sh profile
 	python3 scripts/profile.py --module $(MODULE) --breakdown --library
+
+# Only the library against the seed scripts (callgrind, Redis and Valkey 9.1): no module
+# is built or loaded.
+bench-library: deps
+	python3 scripts/profile.py --library-only
 
 # Release archives users load without Rust, for x86_64 and aarch64 Linux with glibc 2.17 or
 # later: dist/rl-<version>-linux-<arch>.tar.gz and .sha256 (scripts/dist.sh: zig through

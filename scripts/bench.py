@@ -7,11 +7,13 @@ Starts its own redis-server with the module, drives it with redis-benchmark
 (pipelining 16, 50 clients; 100,000 random keys, then one hot key), and reads the
 server's own time per call from INFO commandstats. Each side-by-side table is
 measured in rounds, every row once per round, and shows the median over rounds of
-each figure and of each row's ratios to the same round's floor. Also measures
-memory per key, how the cost of a call scales, and the worst single call (SLOWLOG)
-of the expensive shapes (COST at the cap, 100,000 lapsed entries, a 64-layer
-RL.ALL) with a module-less replica attached. Figures are as measured; nothing here
-is a test.
+each figure and of each row's ratios to the same round's floor. The library ÷ seed
+script column is FCALL µs/call ÷ EVALSHA µs/call in the same round; after the Redis
+and Valkey tables, a summary gathers it for every function, random keys and hot key,
+on each server measured. Also measures memory per key, how the cost of a call
+scales, and the worst single call (SLOWLOG) of the expensive shapes (COST at the
+cap, 100,000 lapsed entries, a 64-layer RL.ALL) with a module-less replica attached.
+Figures are as measured; nothing here is a test.
 
 Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--rounds N]
                        [--quick] [--valkey PATH] [--bounds-only]
@@ -20,6 +22,7 @@ Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--round
 import argparse
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
@@ -180,7 +183,7 @@ class Server:
 
     def cli(self, *args, stdin=None):
         r = subprocess.run(["redis-cli", "-p", str(self.port), *args], input=stdin,
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
         return r.stdout
 
     def info(self, section):
@@ -206,7 +209,7 @@ class Server:
     def stop(self):
         self.cli("SHUTDOWN", "NOSAVE")
         self.proc.wait(timeout=10)
-        subprocess.run(["rm", "-rf", self.dir])
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def benchmark(server, requests, keyspace, args):
@@ -215,7 +218,7 @@ def benchmark(server, requests, keyspace, args):
            "-P", "16", "--csv"]
     if keyspace:
         cmd += ["-r", str(keyspace)]
-    r = subprocess.run(cmd + args, capture_output=True, text=True)
+    r = subprocess.run(cmd + args, capture_output=True, text=True, check=False)
     for line in r.stdout.splitlines():
         cells = [c.strip('"') for c in line.split(",")]
         if len(cells) > 1 and cells[0] != "test":
@@ -277,9 +280,10 @@ def run_round(server, requests, shas, keyspace):
 
 
 def row_figures(row, incr, floor):
-    """One row's figures in one round; the ratios are against that round's INCR and
-    floor: µs/call ÷ floor µs/call, CPU µs/call ÷ floor CPU µs/call, µs/call ÷ INCR
-    µs/call, Lua µs/call ÷ module µs/call, library µs/call ÷ module µs/call."""
+    """One row's figures in one round; the ratios are against that round's INCR, floor
+    and seed script: µs/call ÷ floor µs/call, CPU µs/call ÷ floor CPU µs/call, µs/call
+    ÷ INCR µs/call, Lua µs/call ÷ module µs/call, library µs/call ÷ module µs/call,
+    and library µs/call ÷ seed-script (Lua) µs/call."""
     _name, (rps, usec, cpu), script, library = row
     f = {"rps": rps, "usec": usec, "cpu": cpu, "x_floor": usec / floor[1],
          "cpu_x_floor": cpu / floor[2], "x_incr": usec / incr[1]}
@@ -287,42 +291,67 @@ def row_figures(row, incr, floor):
         f["lua"], f["lua_x"] = script[1], script[1] / usec
     if library:
         f["lib"], f["lib_x"] = library[1], library[1] / usec
+    if script and library:
+        f["lib_seed"] = library[1] / script[1]
     return f
+
+
+def row_series(rounds):
+    """For each line of the table, in order: (name, [row_figures() of each round])."""
+    return [(row[0], [row_figures(r[i], r[0][1], r[1][1]) for r in rounds])
+            for i, row in enumerate(rounds[0])]
+
+
+def median(figures, key):
+    """The median over the rounds of one figure."""
+    return statistics.median(f[key] for f in figures)
+
+
+def spread(figures, key):
+    """A per-round ratio as `median (lowest–highest)` over the rounds."""
+    values = [f[key] for f in figures]
+    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
+
+
+def table_cells(figures):
+    """One line of print_table(), after the name: medians, with spreads for the × floor,
+    CPU × floor and library ÷ seed-script ratios; Lua and library cells are empty on
+    rows (and tables) without them."""
+    cells = [f"{median(figures, 'rps'):,.0f}", f"{median(figures, 'usec'):.2f}",
+             spread(figures, "x_floor"), f"{median(figures, 'cpu'):.2f}",
+             spread(figures, "cpu_x_floor"), f"{median(figures, 'x_incr'):.2f}"]
+    has = figures[0]
+    cells += ([f"{median(figures, 'lua'):.2f}", f"{median(figures, 'lua_x'):.1f}×"]
+              if "lua" in has else ["", ""])
+    cells += ([f"{median(figures, 'lib'):.2f}", f"{median(figures, 'lib_x'):.1f}×"]
+              if "lib" in has else ["", ""])
+    cells.append(spread(figures, "lib_seed") if "lib_seed" in has else "")
+    return cells
 
 
 def print_table(rounds, title):
     """Prints the rounds of run_round() as one table: each figure is the median over
-    the rounds (ratios: the median of the per-round ratios), and the × floor and
-    CPU × floor cells give the lowest–highest per-round ratio in brackets."""
+    the rounds (ratios: the median of the per-round ratios), and the × floor, CPU ×
+    floor and library ÷ seed script cells give the lowest–highest per-round ratio in
+    brackets."""
     floor_name = rounds[0][1][0]
     print(f"\n#### {title}\n")
     print(f"| command | req/s | µs/call | × {floor_name} | CPU µs/call | CPU × {floor_name} "
-          "| × INCR | Lua µs/call | speed-up vs Lua | library µs/call | library ÷ module |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for i, row in enumerate(rounds[0]):
-        figures = [row_figures(r[i], r[0][1], r[1][1]) for r in rounds]
-
-        def med(k):
-            return statistics.median(f[k] for f in figures)
-
-        def spread(k):
-            values = [f[k] for f in figures]
-            return f"{med(k):.2f} ({min(values):.2f}–{max(values):.2f})"
-
-        lua_cells = f"{med('lua'):.2f} | {med('lua_x'):.1f}×" if "lua" in figures[0] else " | "
-        lib_cells = f"{med('lib'):.2f} | {med('lib_x'):.1f}×" if "lib" in figures[0] else " | "
-        print(f"| {row[0]} | {med('rps'):,.0f} | {med('usec'):.2f} | {spread('x_floor')} | "
-              f"{med('cpu'):.2f} | {spread('cpu_x_floor')} | {med('x_incr'):.2f} | "
-              f"{lua_cells} | {lib_cells} |")
+          "| × INCR | Lua µs/call | speed-up vs Lua | library µs/call | library ÷ module "
+          "| library ÷ seed script |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, figures in row_series(rounds):
+        print(f"| {name} | {' | '.join(table_cells(figures))} |")
     print(f"\nEach figure is the median over {len(rounds)} rounds; a round measures every row "
           "once, in this order, and each ratio is the median of the per-round ratios to that "
-          f"round's {floor_name}, INCR or module call. In brackets: the lowest and highest "
-          "per-round ratio.")
+          f"round's {floor_name}, INCR, module call or seed script. In brackets: the lowest "
+          "and highest per-round ratio.")
 
 
 def run_table(server, requests, shas, keyspace, label, rounds):
     """One table from `rounds` interleaved rounds of run_round(), each with
-    `requests` requests per command (see run_round for the Lua and library)."""
+    `requests` requests per command (see run_round for the Lua and library).
+    Returns the rounds."""
     results = [run_round(server, requests, shas, keyspace) for _ in range(rounds)]
     keys = f"{keyspace:,} random keys" if keyspace else "one hot key"
     per_round = f"{requests:,} requests per command"
@@ -330,6 +359,55 @@ def run_table(server, requests, shas, keyspace, label, rounds):
         per_round += f", Lua {requests // 2:,}, library {requests // 4:,}"
     print_table(results, f"{keys}, {label} (redis-benchmark -P 16 -c 50; "
                          f"{rounds} rounds of {per_round})")
+    return results
+
+
+def library_vs_seed(rounds):
+    """{command: `median (lowest–highest)`} of library µs/call ÷ seed-script µs/call
+    over the rounds, for the rows measured both ways."""
+    return {name: spread(figures, "lib_seed") for name, figures in row_series(rounds)
+            if "lib_seed" in figures[0]}
+
+
+# The side-by-side tables' two shapes: (name in the summary, random keys or 0 for one hot key).
+SHAPES = [("random keys", 100_000), ("hot key", 0)]
+
+
+def load_scripts(server, library):
+    """Loads the seed scripts (SCRIPT LOAD) and the library file (FUNCTION LOAD
+    REPLACE) into `server`; returns {script name: SHA1} for EVALSHA."""
+    shas = {name: server.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
+    with open(library) as f:
+        loaded = server.cli("-x", "FUNCTION", "LOAD", "REPLACE", stdin=f.read()).strip()
+    if loaded != "rl":
+        sys.exit("FUNCTION LOAD of the library failed: " + loaded)
+    return shas
+
+
+def side_by_side(server, library, requests, rounds, label):
+    """The random-keys and hot-key tables on `server` (module, seed scripts and
+    library); returns {shape: library_vs_seed()} for summary_table()."""
+    shas = load_scripts(server, library)
+    return {shape: library_vs_seed(run_table(server, requests, shas, keyspace, label, rounds))
+            for shape, keyspace in SHAPES}
+
+
+def summary_table(servers, rounds):
+    """The library ÷ seed script column of every side-by-side table, one line per
+    function: `servers` is [(label, side_by_side())] in the order measured."""
+    columns = [(f"{label}, {shape}", ratios[shape])
+               for label, ratios in servers for shape, _keys in SHAPES]
+    print("\n#### The library against the seed scripts (library µs/call ÷ seed-script "
+          "µs/call)\n")
+    print(f"| function | {' | '.join(heading for heading, _ in columns)} |")
+    print(f"|---|{'---:|' * len(columns)}")
+    for name, *_ in CASES:
+        cells = [ratios.get(name, "") for _, ratios in columns]
+        print(f"| {function_name(name)} | {' | '.join(cells)} |")
+    print(f"\nFCALL of the library's function ÷ EVALSHA of the seed script with the same "
+          f"limit (CL.THROTTLE's is the GCRA script), both from INFO commandstats: the median "
+          f"over {rounds} rounds, the lowest and highest per-round ratio in brackets; below 1 "
+          "the library is the faster.")
 
 
 def deployment_tables(module, requests, rounds):
@@ -550,8 +628,14 @@ def machine():
 
 def server_version(binary):
     """The version a redis-server or valkey-server binary reports (v=X.Y.Z)."""
-    words = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.split()
+    words = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                           check=False).stdout.split()
     return next((w[2:] for w in words if w.startswith("v=")), "?")
+
+
+def server_label(binary, name):
+    """`name` and the binary's major.minor version, e.g. "Valkey 9.1"."""
+    return f"{name} {server_version(binary).rsplit('.', 1)[0]}"
 
 
 def main():
@@ -570,20 +654,14 @@ def main():
     requests = a.requests or (100_000 if a.quick else 400_000)
     rounds = max(a.rounds or (3 if a.quick else 5), 1)
     per_round = max(requests // rounds, 20_000)
+    print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
     if a.bounds_only:
-        print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
         bounds_table(a.module, os.path.basename(a.module))
         return
+    label = server_label("redis-server", "Redis")
     server = Server(a.module)
     try:
-        shas = {name: server.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
-        with open(a.library) as f:
-            loaded = server.cli("-x", "FUNCTION", "LOAD", "REPLACE", stdin=f.read()).strip()
-        if loaded != "rl":
-            sys.exit("FUNCTION LOAD of the library failed: " + loaded)
-        print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
-        run_table(server, per_round, shas, 100_000, "Redis", rounds)
-        run_table(server, per_round, shas, 0, "Redis", rounds)
+        summary = [(label, side_by_side(server, a.library, per_round, rounds, label))]
         memory_table(server, 100_000)
         if not a.quick:
             scaling_table(server, requests)
@@ -591,16 +669,13 @@ def main():
         server.stop()
     deployment_tables(a.module, per_round, rounds)
     if os.path.exists(a.valkey):
-        label = "Valkey " + server_version(a.valkey).rsplit(".", 1)[0]
+        label = server_label(a.valkey, "Valkey")
         valkey = Server(a.module, binary=a.valkey)
         try:
-            shas = {name: valkey.cli("SCRIPT", "LOAD", src).strip() for name, src in LUA.items()}
-            with open(a.library) as f:
-                valkey.cli("-x", "FUNCTION", "LOAD", "REPLACE", stdin=f.read())
-            run_table(valkey, per_round, shas, 100_000, label, rounds)
-            run_table(valkey, per_round, shas, 0, label, rounds)
+            summary.append((label, side_by_side(valkey, a.library, per_round, rounds, label)))
         finally:
             valkey.stop()
+    summary_table(summary, rounds)
     bounds_table(a.module, "this build")
 
 

@@ -11,15 +11,20 @@ RL.GCRA's instructions go, by module API function (inclusive counts per call), a
 what SET … PXAT's own command pays for the same ends.
 
 With --library, also counts the Functions library (FCALL) against the seed articles'
-scripts (EVALSHA, the same parameters as `make bench`) on a server without the module.
+scripts (EVALSHA, the same parameters as `make bench`) on servers without the module:
+redis-server, then valkey-server (--valkey, default .tools/bin/valkey-server, which
+`make deps` installs; skipped with a note when absent). With --library-only, prints
+only those tables, without the module's rows (no module needed).
 
-Usage: scripts/profile.py [--module PATH] [--calls N] [--keys N] [--breakdown] [--library]
+Usage: scripts/profile.py [--module PATH] [--calls N] [--keys N] [--breakdown]
+                          [--library | --library-only] [--valkey PATH]
 Figures are as measured; nothing here is a test.
 """
 
 import argparse
 import atexit
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -28,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from bench import CASES, LUA, VALKEY, function_name, server_label
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,17 +66,20 @@ API = ["RedisModuleCommandDispatcher", "RedisModule_Replicate", "RedisModule_Rep
 
 
 def free_port():
+    """A TCP port free on 127.0.0.1 at the time of asking."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def cli(port, *args):
+    """redis-cli's reply to one command, stripped."""
     return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True,
                           text=True, check=True).stdout.strip()
 
 
 def control(pid, *args):
+    """callgrind_control on the server under valgrind (--zero, --dump=…)."""
     subprocess.run(["callgrind_control", *args, str(pid)], capture_output=True, check=True)
 
 
@@ -98,35 +108,67 @@ def inclusive(dump, names):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--module", default=os.path.join(ROOT, "target/release/librl.so"))
-    ap.add_argument("--calls", type=int, default=50_000)
-    ap.add_argument("--keys", type=int, default=8_000)
-    ap.add_argument("--breakdown", action="store_true")
-    ap.add_argument("--library", action="store_true",
-                    help="also count the Functions library (FCALL) against the seed "
-                         "scripts (EVALSHA) on a server without the module")
+    ap.add_argument("--calls", type=int, default=50_000,
+                    help="calls counted per module row (default 50,000); the library rows "
+                         "count calls // 25, at least 1,000")
+    ap.add_argument("--keys", type=int, default=8_000,
+                    help="random keys the calls are spread over (default 8,000)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also where RL.GCRA's instructions go, and SET … PXAT's")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--library", action="store_true",
+                       help="also count the Functions library (FCALL) against the seed "
+                            "scripts (EVALSHA) on servers without the module")
+    which.add_argument("--library-only", action="store_true",
+                       help="only the library against the seed scripts (no module rows)")
+    ap.add_argument("--valkey", default=VALKEY,
+                    help="valkey-server for the library tables (skipped when absent)")
     args = ap.parse_args()
+    if args.library_only and args.breakdown:
+        ap.error("--breakdown needs the module's rows; drop --library-only")
 
-    rows = measure(["--loadmodule", args.module], [], COMMANDS, args.calls, args.keys,
-                   keep=("RL.GCRA", "SET … PXAT") if args.breakdown else ())
+    if not args.library_only:
+        module_table(args.module, args.calls, args.keys, args.breakdown)
+    if args.library or args.library_only:
+        library(max(args.calls // 25, 1_000), args.keys, servers(args.valkey))
+
+
+def module_table(module, calls, keys, with_breakdown):
+    """INCR, SET … PXAT and every command with the module loaded: instructions per
+    call (the whole server's over the calls), × INCR and × SET … PXAT; with
+    `with_breakdown`, also where RL.GCRA's instructions go."""
+    rows = measure(["--loadmodule", module], [], COMMANDS, calls, keys,
+                   keep=("RL.GCRA", "SET … PXAT") if with_breakdown else ())
     incr, floor = rows[0][1], rows[1][1]
-    print(f"#### Instructions per call (callgrind; {args.calls:,} calls each, "
-          f"{args.keys:,} random keys, every call admitted)\n")
+    print(f"#### Instructions per call (callgrind; {calls:,} calls each, "
+          f"{keys:,} random keys, every call admitted)\n")
     print("| command | instructions/call | × INCR | × `SET … PXAT` |")
     print("|---|---:|---:|---:|")
     for name, ir, _ in rows:
         print(f"| {name} | {ir:,.0f} | {ir / incr:.2f} | {ir / floor:.2f} |")
-    if args.breakdown:
-        breakdown(rows, args.calls)
-    if args.library:
-        library(max(args.calls // 25, 1_000), args.keys)
+    if with_breakdown:
+        breakdown(rows, calls)
 
 
-def measure(server_args, setup, commands, calls, keys, keep=()):
-    """Starts redis-server under callgrind with `server_args`, runs each `setup`
-    command (a redis-cli argument list, with the text to send on stdin or None),
-    then for each (name, words) of `commands` counts the instructions of `calls`
-    calls on random keys. Returns [(name, instructions/call, dump)]; the dumps
-    of the rows named in `keep` stay readable until the caller's next call."""
+def servers(valkey):
+    """[(label, binary)] of the servers the library is counted on: redis-server, and
+    `valkey` when it exists (else a note says it was skipped)."""
+    found = [(server_label("redis-server", "Redis"), "redis-server")]
+    if os.path.exists(valkey):
+        found.append((server_label(valkey, "Valkey"), valkey))
+    else:
+        print(f"\n(Valkey skipped: no valkey-server at {valkey}; `make deps` installs it, "
+              "--valkey PATH names another.)")
+    return found
+
+
+def measure(server_args, setup, commands, calls, keys, keep=(), binary="redis-server"):
+    """Starts `binary` (redis-server or valkey-server) under callgrind with
+    `server_args`, runs each `setup` command (a redis-cli argument list, with the
+    text to send on stdin or None), then for each (name, words) of `commands` counts
+    the instructions of `calls` calls on random keys. Returns [(name,
+    instructions/call, dump)]; the dumps of the rows named in `keep` stay readable
+    until the caller's next call."""
     port = free_port()
     tmp = tempfile.mkdtemp(prefix="rl-profile-")
     atexit.register(shutil.rmtree, tmp, True)
@@ -134,7 +176,7 @@ def measure(server_args, setup, commands, calls, keys, keep=()):
     server = subprocess.Popen(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p",
          "--dump-instr=no", "--collect-jumps=no",
-         "redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
+         binary, "--port", str(port), "--save", "", "--appendonly", "no",
          "--dir", tmp, *server_args],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -146,7 +188,7 @@ def measure(server_args, setup, commands, calls, keys, keep=()):
             except subprocess.CalledProcessError:
                 pass
             if time.time() > deadline or server.poll() is not None:
-                sys.exit("redis-server did not start under valgrind")
+                sys.exit(f"{binary} did not start under valgrind")
             time.sleep(0.2)
         for words, stdin in setup:
             subprocess.run(["redis-cli", "-p", str(port), *words], input=stdin,
@@ -163,7 +205,8 @@ def measure(server_args, setup, commands, calls, keys, keep=()):
             dump = wait_new_dump(out, before)
             ir = total_ir(dump) / calls
             rows.append((name, ir, dump if name in keep else None))
-            print(f"{name}: {ir:,.0f} instructions/call", file=sys.stderr)
+            print(f"{os.path.basename(binary)} {name}: {ir:,.0f} instructions/call",
+                  file=sys.stderr)
         return rows
     finally:
         server.terminate()
@@ -191,47 +234,90 @@ def breakdown(rows, calls):
             print(f"| `{fn}` | {found[fn] / calls:,.0f} |")
 
 
-def library(calls, keys):
-    """The Functions library (FCALL) against the seed articles' scripts (EVALSHA)
-    with the same parameters, on a server without the module: instructions per
-    call, and the library ÷ seed-script ratio, the figure a change to the
-    library is compared by between builds."""
-    from bench import CASES, LUA, function_name  # noqa: E402 (scripts/ is on sys.path)
+# The library tables' two shapes: (the key redis-benchmark sends, the shape's short
+# name, what its tables show; {keys} is the number of random keys).
+SHAPES = [("k:__rand_int__", "random keys", "{keys:,} random keys, admitted"),
+          ("hot", "hot key", "one hot key, denied")]
 
+
+def library(calls, keys, on):
+    """The Functions library (FCALL) against the seed articles' scripts (EVALSHA)
+    with the same parameters, on each (label, binary) of `on` without the module:
+    instructions per call and the library ÷ seed-script ratio, the figure a change
+    to the library is compared by between builds. Prints, for each shape, one table
+    per server, then every ratio side by side."""
+    counts = {label: library_counts(binary, calls, keys) for label, binary in on}
+    for _key, short, shape in SHAPES:
+        for label, _binary in on:
+            library_table(counts[label][short], f"{label}, {shape.format(keys=keys)}", calls)
+    ratio_table(counts, keys)
+
+
+def library_counts(binary, calls, keys):
+    """Instructions per call of every seed script and library function in both
+    shapes, on one server under callgrind (library and scripts loaded, no module):
+    {short shape name: {"<command> seed" or "<command> library": instructions/call}}."""
     with open(os.path.join(ROOT, "functions/rl.lua")) as f:
         setup = [(["-x", "FUNCTION", "LOAD", "REPLACE"], f.read())]
-    shas = {name: sha1(src) for name, src in LUA.items()}
     setup += [(["SCRIPT", "LOAD", src], None) for src in LUA.values()]
-    shapes = [("k:__rand_int__", f"{keys:,} random keys, admitted"),
-              ("hot", "one hot key, denied")]
-    for key, shape in shapes:
-        commands = []
+    shas = {name: sha1(src) for name, src in LUA.items()}
+    commands, row_of = [], {}
+    for key, short, _shape in SHAPES:
         for name, _stat, params, lua, lua_args in CASES:
-            commands.append((f"{name} seed", ["EVALSHA", shas[lua], "1", key, *lua_args]))
-            commands.append((f"{name} library", ["FCALL", function_name(name), "1", key, *params]))
-        rows = {n: ir for n, ir, _ in measure([], setup, commands, calls, keys)}
-        print(f"\n#### The library against the seed scripts: {shape} (callgrind; {calls:,} "
-              "calls each, no module loaded)\n")
-        print("| command | seed script instructions/call | library instructions/call "
-              "| library ÷ seed script |")
-        print("|---|---:|---:|---:|")
-        for name, *_ in CASES:
-            seed, lib = rows[f"{name} seed"], rows[f"{name} library"]
-            print(f"| {name} | {seed:,.0f} | {lib:,.0f} | {lib / seed:.2f} |")
+            for side, words in [("seed", ["EVALSHA", shas[lua], "1", key, *lua_args]),
+                                ("library", ["FCALL", function_name(name), "1", key, *params])]:
+                row = f"{name} {side}"
+                row_of[f"{row}, {short}"] = (short, row)
+                commands.append((f"{row}, {short}", words))
+    counts = {short: {} for _key, short, _shape in SHAPES}
+    for measured, ir, _ in measure([], setup, commands, calls, keys, binary=binary):
+        short, row = row_of[measured]
+        counts[short][row] = ir
+    return counts
+
+
+def library_table(rows, title, calls):
+    """One server and shape: seed script and library instructions per call (the whole
+    server's over the calls) and library ÷ seed script, one line per command."""
+    print(f"\n#### The library against the seed scripts: {title} (callgrind; {calls:,} "
+          "calls each, no module loaded)\n")
+    print("| command | seed script instructions/call | library instructions/call "
+          "| library ÷ seed script |")
+    print("|---|---:|---:|---:|")
+    for name, *_ in CASES:
+        seed, lib = rows[f"{name} seed"], rows[f"{name} library"]
+        print(f"| {name} | {seed:,.0f} | {lib:,.0f} | {lib / seed:.2f} |")
+
+
+def ratio_table(counts, keys):
+    """Library ÷ seed script instructions per call, every server and shape side by
+    side: `counts` is {label: library_counts()}."""
+    columns = [(f"{label}, {short}", rows[short])
+               for label, rows in counts.items() for _key, short, _shape in SHAPES]
+    print(f"\n#### Library ÷ seed script, instructions per call ({keys:,} random keys, "
+          "admitted; one hot key, denied)\n")
+    print(f"| function | {' | '.join(heading for heading, _ in columns)} |")
+    print(f"|---|{'---:|' * len(columns)}")
+    for name, *_ in CASES:
+        cells = [f"{rows[f'{name} library'] / rows[f'{name} seed']:.2f}" for _, rows in columns]
+        print(f"| {function_name(name)} | {' | '.join(cells)} |")
 
 
 def sha1(text):
-    import hashlib
+    """The SHA1 EVALSHA names a script by."""
     return hashlib.sha1(text.encode()).hexdigest()
 
 
 def bench(port, words, calls, keys):
+    """Sends `calls` calls of `words` with redis-benchmark (10 clients, pipelining 16,
+    __rand_int__ drawn from `keys` numbers)."""
     subprocess.run(["redis-benchmark", "-p", str(port), "-n", str(calls), "-r", str(keys),
                     "-c", "10", "-P", "16", "-q", *words],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 
 
 def wait_new_dump(out, before, timeout=120):
+    """The path of the dump callgrind writes after `before` (the dumps already there)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         new = set(glob.glob(out + ".*")) - before
