@@ -16,19 +16,26 @@ REPLACE < functions/rl.lua`) and call
 
 BLOCK is accepted and decides at once: a script cannot wait.
 
-Sections: exact integers; errors and the grammar; state on keys; the algorithms
-(a line-by-line port of src/algorithm/*.rs); the commands; registration. Each is a
-file of functions/parts/, which scripts/build-library.sh (make library) joins into
-this file: edit the parts, not this file.
+Sections: exact integers; exact integers in doubles (the fast paths); errors and
+the grammar; state on keys; the algorithms (a line-by-line port of src/algorithm/*.rs,
+each with its fast path); the commands; registration. Each is a file of
+functions/parts/, which scripts/build-library.sh (make library) joins into this file:
+edit the parts, not this file.
 
 Invariants:
 - Time is the server's TIME, in nanoseconds (microsecond resolution), read once per call.
-- Integers are exact: a Lua number below 2^53, a table of base-10^7 limbs above (instants
-  in ns, products such as burst * period); no value beyond 2^53 is ever a rounded double,
-  except CL.THROTTLE's emission interval, which redis-cell computes in doubles.
+- Integers are exact. A decision is first made in doubles (the fast path): instants as
+  seconds and nanoseconds, every value below 9 * 10^15, products compared and divided
+  through an exact two-term product. Whatever does not fit (periods or debts past about
+  104 days, states or clocks past the year 2540, sliding windows past 2 * 10^9 ms) is
+  decided again by the exact path: a Lua number below 2^53, a table of base-10^7 limbs
+  above. No value beyond 2^53 is ever a rounded double, except CL.THROTTLE's emission
+  interval, which redis-cell computes in doubles.
 - Every call validates and decides everything before its first write, so an error
   reply never follows a partial write; a Lua runtime error becomes the module's
   `ERR internal error in RL.X: the request was not applied`.
+- The library's heap stays small (Redis's garbage-collection steps walk all of it on
+  every 50th call): at most 512 parsed requests and 64 parsed states are kept.
 ]]
 
 -- Redis loads a library with only `redis` in scope (no string, math or table),
