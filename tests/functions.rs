@@ -1,295 +1,56 @@
-//! The Functions library (`functions/rl.lua`) against the module: the same
-//! scenarios run on both backends, interleaved call by call on two keys at the
-//! same real instants, must give the same replies (times equal up to the real
-//! time between the two calls), the same stored state and the same errors; on a
+//! The Functions library (`functions/rl.lua`) against the module: the test
+//! vectors' scenarios (`tests/vectors/*.txt`) run on both backends, interleaved
+//! call by call on two keys at the same real instants, must give the same replies
+//! (times equal up to the real time between the two calls, and the replies the
+//! vectors expect), the same stored state and the same errors; on a
 //! server without the module; driven alternately by both on one key; under
 //! random argument vectors (never a Lua runtime error); replicated to a
 //! module-less replica and through an AOF restart, byte for byte.
 
 mod common;
 use common::backend::{fcall_args, is_lua_runtime_error, load_library};
+use common::vectors::{self, Scenario};
 use common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
-/// Scenarios in module command words; `K`, `K2`, `K3` are keys, renamed per backend.
-/// Periods and windows are long (hours), so nothing refills between the calls
-/// of a pair and only the times in replies depend on the real instant.
-const SCENARIOS: &[&[&str]] = &[
-    &[
-        "RL.GCRA K 1 1h BURST 5",
-        "RL.GCRA K 1 1h BURST 5 COST 3",
-        "RL.GCRA K 1 1h BURST 5",
-        "RL.GCRA K 1 1h BURST 5",
-        "RL.GCRA K 1 1h BURST 5 COST 0",
-        "RL.GCRA K 1 1h BURST 5 COST 6",
-        "RL.GCRA K 1 1h BURST 5 COST 2 PEEK",
-        "RL.GCRA K 1 1h BURST 5 REFUND 2",
-        "RL.GCRA K 1 1h BURST 8 COST 3",
-        "RL.GCRA K 3 1h BURST 8",
-        "RL.GCRA K 1 1h BURST 5 REFUND 100",
-        "RL.GCRA K 1 1h BURST 5 REFUND 1",
-    ],
-    &[
-        "RL.GCRA K 7 1h BURST 3",
-        "RL.GCRA K 7 1h BURST 3 cost 2",
-        "RL.GCRA K 7 1h BURST 3",
-        "RL.GCRA K 7 1h",
-        "RL.GCRA K 1 3650d BURST 1000000000000 COST 1000000000000",
-        "RL.GCRA K 1 3650d BURST 1000000000000 COST 0",
-        "RL.GCRA K2 1000000000000 1ms",
-        "RL.TOKENBUCKET K2 1 1000001 1ms",
-        "RL.LEAKY K2 1 1000001 1ms",
-        "RL.ALL 1 K2 GCRA 1000001 1ms",
-        "RL.TOKENBUCKET K2 5 1000000 1ms COST 0",
-    ],
-    &[
-        "RL.GCRA K 1 3650d BURST 1000000000000 COST 999999999999",
-        "RL.GCRA K 1 3650d BURST 1000000000000 COST 5",
-        "RL.GCRA K 1 3650d BURST 1000000000000 COST 1",
-        "RL.GCRA K 1 1h BURST 3",
-        "RL.GCRA K 1 3650d BURST 1000000000000 REFUND 999999999999",
-        "RL.GCRA K 1 3650d BURST 1000000000000 REFUND 1",
-        "RL.TOKENBUCKET K2 1000000000000 1 3650d COST 1000000000000",
-        "RL.TOKENBUCKET K2 1000000000000 1 3650d COST 0",
-        "RL.LEAKY K3 1000000000000 1 3650d COST 1000000000000",
-        "RL.LEAKY K3 1000000000000 1 3650d COST 0",
-    ],
-    &[
-        "RL.TOKENBUCKET K 3 1 1h COST 2",
-        "RL.TOKENBUCKET K 3 1 1h COST 2",
-        "RL.TOKENBUCKET K 3 1 1h COST 0",
-        "RL.TOKENBUCKET K 3 1 1h REFUND 1",
-        "RL.TOKENBUCKET K 3 1 1h COST 4",
-        "RL.TOKENBUCKET K 10 7 1h COST 9",
-        "RL.TOKENBUCKET K 10 7 1h",
-        "RL.TOKENBUCKET K 10 7 1h peek",
-    ],
-    &[
-        "RL.LEAKY K 2 1 1h",
-        "RL.LEAKY K 2 1 1h",
-        "RL.LEAKY K 2 1 1h",
-        "RL.LEAKY K 3 2 1h",
-        "RL.LEAKY K 3 2 1h REFUND 1",
-        "RL.LEAKY K 3 2 1h COST 4",
-    ],
-    &[
-        "RL.SLIDING K 3 1h COST 2",
-        "RL.SLIDING K 3 1h",
-        "RL.SLIDING K 3 1h",
-        "RL.SLIDING K 3 1h COST 0",
-        "RL.SLIDING K 3 1h COST 4",
-        "RL.SLIDING K 3 1h REFUND 1",
-        "RL.SLIDING K 5 1h COST 2 PEEK",
-        "RL.SLIDING K 5 1h REFUND 9",
-        "RL.SLIDING K 1000000000000 3650d COST 1000000000000",
-        "RL.SLIDING K 1000000000000 3650d",
-    ],
-    &[
-        "RL.FIXED K 3 1h COST 2",
-        "RL.FIXED K 3 1h",
-        "RL.FIXED K 3 1h",
-        "RL.FIXED K 3 1h COST 0",
-        "RL.FIXED K 3 1h COST 9",
-        "RL.FIXED K 3 1h REFUND 2",
-        "RL.FIXED K 3 1d",
-        "RL.FIXED K 3 1h REFUND 9",
-        "RL.FIXED K 1000000000000 3650d COST 1000000000000",
-    ],
-    &[
-        "CL.THROTTLE K 4 1 3600",
-        "CL.THROTTLE K 4 1 3600 3",
-        "CL.THROTTLE K 4 1 3600",
-        "CL.THROTTLE K 4 1 3600",
-        "CL.THROTTLE K 4 1 3600 0",
-        "CL.THROTTLE K 4 1 3600 6",
-        "CL.THROTTLE K 15 30 60",
-        "CL.THROTTLE K 0 7 1 1",
-        "CL.THROTTLE K3 1000000000000 1000000000 1 1000000000000",
-        "CL.THROTTLE K2 9 666666 315360000",
-    ],
-    &[
-        "RL.ALL 3 K K2 K3 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h FIXED 2 1h",
-        "RL.ALL 3 K K2 K3 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h COST 2 FIXED 2 1h",
-        "RL.ALL 3 K K2 K3 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h FIXED 2 1h",
-        "RL.ALL 3 K K2 K3 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h FIXED 2 1h PEEK",
-        "RL.ALL 2 K2 K3 TOKENBUCKET 5 1 1h COST 3 FIXED 3 1h",
-        "RL.ALL 2 K K2 LEAKY 9 1 1h COST 9 SLIDING 9 1h COST 3",
-        "RL.ALL 2 K K2 GCRA 1 1h BURST 3 TOKENBUCKET 5 1 1h COST 6",
-        "RL.ALL 1 K3 FIXED 2 1h COST 0",
-    ],
-    &[
-        "RL.GCRA K 10",
-        "RL.GCRA K 0 1s",
-        "RL.FIXED K 10000 1d FOO",
-        "RL.FIXED K 10000 1d COST 1 COST 2",
-        "RL.FIXED K 10000 1d COST",
-        "RL.FIXED K 10000 1d REFUND 1 COST 1",
-        "RL.FIXED K 10000 1d PEEK PEEK",
-        "RL.FIXED K 10000 1x",
-        "RL.TOKENBUCKET K 5 1000000000001 1s",
-        "RL.SLIDINGLOG K 100001 1s",
-        "RL.GCRA K 5 1s BURST 0",
-        "RL.FIXED K 5 3651d",
-        "RL.FIXED K 5 1s BURST 2",
-        "RL.GCRA K 5 1s \x01\x7f",
-        "RL.GCRA K 5 1s AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-        "RL.FIXED K 3 1h",
-        "RL.SLIDING K 3 1h",
-        "RL.GCRA K 3 1h",
-        "RL.SLIDINGLOG K 3 1h",
-        "CL.THROTTLE K 1 1",
-        "CL.THROTTLE K 1 1 1 1 1",
-        "CL.THROTTLE K -1 1 1",
-        "CL.THROTTLE K 1 2000000000 1",
-        "CL.THROTTLE K 3650 1 86400",
-        "CL.THROTTLE K 1 1 315360001",
-        "CL.THROTTLE K4 1 1 1",
-        "RL.ALL 2 K K2 GCRA 1 1h",
-        "RL.ALL 1 K GCRA",
-        "RL.ALL 1 K XYZ 1 1h",
-        "RL.ALL 2 K K GCRA 1 1h GCRA 1 1h",
-        "RL.ALL 1 K GCRA 1 1h REFUND 1",
-        "RL.ALL 1 K GCRA 1 1h PEEK PEEK",
-        "RL.ALL 0 K GCRA 1 1h",
-        "RL.ALL 1 K GCRA 1 1h PEEK PEEK",
-        "RL.ALL 1 K4 GCRA 1 1h",
-        "RL.GCRA K4 1 1h",
-        "RL.SLIDINGLOG K4 1 1h",
-    ],
-];
-
-/// The sorted-set states: the sliding log (with `REFUND`, plan changes and
-/// `RL.ALL` clauses) and lease sets.
-const ZSET_SCENARIOS: &[&[&str]] = &[
-    &[
-        "RL.SLIDINGLOG K 5 1h",
-        "RL.SLIDINGLOG K 5 1h COST 3",
-        "RL.SLIDINGLOG K 5 1h COST 2",
-        "RL.SLIDINGLOG K 5 1h COST 0",
-        "RL.SLIDINGLOG K 5 1h COST 6",
-        "RL.SLIDINGLOG K 5 1h REFUND 2",
-        "RL.SLIDINGLOG K 5 1h COST 2 PEEK",
-        "RL.SLIDINGLOG K 5 1h",
-        "RL.SLIDINGLOG K 9 1h COST 4",
-        "RL.SLIDINGLOG K 9 1h",
-        "RL.SLIDINGLOG K 9 1h REFUND 4",
-        "RL.SLIDINGLOG K 9 1h REFUND 99",
-        "RL.SLIDINGLOG K 100000 1h COST 99999",
-        "RL.SLIDINGLOG K 100000 1h COST 2",
-        "RL.ALL 2 K K2 SLIDINGLOG 100000 1h COST 1 FIXED 3 1h",
-        "RL.ALL 2 K3 K2 SLIDINGLOG 3 1h COST 3 FIXED 3 1h",
-        "RL.ALL 2 K3 K2 SLIDINGLOG 3 1h COST 1 FIXED 3 1h",
-        "RL.SLIDINGLOG K5 10 1h COST 0",
-        "RL.SLIDINGLOG K5 10 1h COST 4",
-        "RL.SLIDINGLOG K5 10 1h COST 4",
-        "RL.SLIDINGLOG K5 10 1h",
-        "RL.SLIDINGLOG K5 10 1h REFUND 6",
-        "RL.SLIDINGLOG K5 10 1h COST 3",
-        "RL.SLIDINGLOG K5 10 1h REFUND 1",
-        "RL.SLIDINGLOG K6 10 1h",
-        "RL.SLIDINGLOG K6 10 1h",
-        "RL.SLIDINGLOG K6 10 1h",
-        "RL.SLIDINGLOG K6 10 1h",
-        "RL.SLIDINGLOG K6 10 1h",
-        "RL.SLIDINGLOG K6 10 1h",
-        "RL.SLIDINGLOG K6 10 1h",
-        "RL.SLIDINGLOG K6 10 1h COST 2",
-        "RL.SLIDINGLOG K6 10 1h COST 7",
-        "RL.SLIDINGLOG K6 10 1h COST 10",
-        "RL.SLIDINGLOG K6 10 1h REFUND 3",
-        "RL.SLIDINGLOG K6 10 1h COST 4",
-    ],
-    &[
-        "RL.ACQUIRE K 2 1h a",
-        "RL.ACQUIRE K 2 1h b",
-        "RL.ACQUIRE K 2 1h c",
-        "RL.ACQUIRE K 2 1h a",
-        "RL.ACQUIRE K 2 1h c PEEK",
-        "RL.RELEASE K a",
-        "RL.RELEASE K a",
-        "RL.ACQUIRE K 2 1h c",
-        "RL.ACQUIRE K 3 2h d",
-        "RL.RELEASE K b",
-        "RL.RELEASE K c",
-        "RL.RELEASE K d",
-        "RL.RELEASE K d",
-        "RL.ACQUIRE K 100001 1h a",
-        "RL.ACQUIRE K 1 0ms a",
-        "RL.ACQUIRE K 1 1s",
-        "RL.ACQUIRE K 1 1s a COST 2",
-        "RL.RELEASE K",
-        "RL.ACQUIRE K4 1 1s a",
-        "RL.SLIDINGLOG K3 2 1h",
-        "RL.ACQUIRE K3 1 1s a",
-        "RL.RELEASE K3 a",
-    ],
-];
-
 /// The ACL rules a user needs for the library, as docs/managed-redis.md gives them.
 const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpireat +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrange +zrevrangebyscore";
-
-/// Keys prepared with foreign values before the scenarios run (same on both sides).
-/// `K5` is a legacy sliding log (one bare `<ns>` member per unit, as older
-/// modules wrote): 100 lapsed entries (more than one write trims) and 3 live ones.
-fn prepare_foreign(c: &mut redis::Connection, prefix: &str, now_ns: u64) {
-    let _: () = run(c, &format!("SET {prefix}:4 hello"));
-    let mut zadd = redis::cmd("ZADD");
-    zadd.arg(format!("{prefix}:5"));
-    let lapsed = (0..100u64).map(|i| now_ns - 7_200_000_000_000 + i * 1_000);
-    let live = (0..3u64).map(|j| now_ns - 1_000_000_000 + j);
-    for ns in lapsed.chain(live) {
-        zadd.arg(ns / 1_000).arg(ns);
-    }
-    let _: i64 = zadd.query(c).unwrap();
-}
-
-/// The words of `cmd` with its key placeholders renamed for `prefix`.
-fn keyed(cmd: &str, prefix: &str) -> String {
-    cmd.split(' ')
-        .map(|w| match w {
-            "K" => format!("{prefix}:1"),
-            "K2" => format!("{prefix}:2"),
-            "K3" => format!("{prefix}:3"),
-            "K4" => format!("{prefix}:4"),
-            "K5" => format!("{prefix}:5"),
-            "K6" => format!("{prefix}:6"),
-            other => other.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 /// Replies compared: errors must be identical; integers equal, except the time
 /// fields (retry, reset: the last two of each five, in ms or CL.THROTTLE's seconds)
 /// which may differ by the real time between the calls (`slack_ms`), and values
-/// beyond 2^53 (Lua numbers are doubles), which must agree to 1 part in 10^12.
+/// beyond 2^53 (Lua numbers are doubles), which must agree to 1 part in 10^12;
+/// anything else (a string, a nil) equal.
 fn same_reply(a: &Result<Value, String>, b: &Result<Value, String>, slack_ms: i64) -> bool {
-    fn ints(v: &Value, out: &mut Vec<i64>) {
+    fn flat(v: &Value, out: &mut Vec<Result<i64, Value>>) {
         match v {
-            Value::Int(i) => out.push(*i),
-            Value::Array(items) => items.iter().for_each(|i| ints(i, out)),
-            _ => out.push(i64::MIN),
+            Value::Int(i) => out.push(Ok(*i)),
+            Value::Array(items) => items.iter().for_each(|i| flat(i, out)),
+            other => out.push(Err(other.clone())),
         }
     }
     match (a, b) {
         (Err(x), Err(y)) => x == y,
         (Ok(x), Ok(y)) => {
             let (mut p, mut q) = (vec![], vec![]);
-            ints(x, &mut p);
-            ints(y, &mut q);
+            flat(x, &mut p);
+            flat(y, &mut q);
             p.len() == q.len()
-                && p.iter().zip(&q).enumerate().all(|(i, (&u, &v))| {
-                    let big = 1i64 << 53;
-                    if u >= big || v >= big {
-                        ((u as f64 - v as f64) / u as f64).abs() < 1e-12
-                    } else if i % 5 >= 3 {
-                        (u - v).abs() <= slack_ms
-                    } else {
-                        u == v
+                && p.iter().zip(&q).enumerate().all(|(i, pair)| match pair {
+                    (Ok(u), Ok(v)) => {
+                        let (u, v, big) = (*u, *v, 1i64 << 53);
+                        if u >= big || v >= big {
+                            ((u as f64 - v as f64) / u as f64).abs() < 1e-12
+                        } else if i % 5 >= 3 {
+                            (u - v).abs() <= slack_ms
+                        } else {
+                            u == v
+                        }
                     }
+                    (x, y) => x == y,
                 })
         }
         _ => false,
@@ -329,63 +90,66 @@ fn state(c: &mut redis::Connection, key: &str) -> (String, Vec<i128>) {
     (shape, instants)
 }
 
-/// Runs every scenario with the module on `cm` (keys `m<i>:*`) and with `side`
-/// on `cl` (keys `l<i>:*`), call by call, and compares replies and stored state.
+/// Runs every scenario with the module on `cm` (keys `m<run>.<i>:*`) and with `side`
+/// on `cl` (keys `l<run>.<i>:*`), call by call, and compares replies and stored
+/// state; each reply must also be the one the vector expects, if it gives one.
 fn conform(
     cm: &mut redis::Connection,
     cl: &mut redis::Connection,
-    scenarios: &[&[&str]],
+    scenarios: &[Scenario],
     side: impl Fn(usize) -> Backend,
 ) {
     let tag: String = run::<String>(cm, "INCR conform:run");
     for (i, scenario) in scenarios.iter().enumerate() {
         let (pm, pl) = (format!("m{tag}.{i}"), format!("l{tag}.{i}"));
-        let now_ns = now_ms() as u64 * 1_000_000;
-        prepare_foreign(cm, &pm, now_ns);
-        prepare_foreign(cl, &pl, now_ns);
+        let start_ms = now_ms();
+        vectors::prepare(cm, &pm, start_ms);
+        vectors::prepare(cl, &pl, start_ms);
         let start = Instant::now();
-        for (j, cmd) in scenario.iter().enumerate() {
-            let a = Backend::Module.value(cm, &keyed(cmd, &pm));
-            let b = side(j).value(cl, &keyed(cmd, &pl));
+        for (j, step) in scenario.steps.iter().enumerate() {
+            let cmd = vectors::text(&step.words);
+            let (a, span_a) = vectors::call(
+                Backend::Module,
+                cm,
+                &vectors::keyed(&step.words, &pm),
+                start_ms,
+            );
+            let (b, span_b) =
+                vectors::call(side(j), cl, &vectors::keyed(&step.words, &pl), start_ms);
             let slack = start.elapsed().as_millis() as i64 + 1;
             if let Err(e) = &b {
                 assert!(!is_lua_runtime_error(e), "{cmd}: {e}");
             }
             assert!(
                 same_reply(&a, &b, slack),
-                "{cmd}\n module: {a:?}\n other:  {b:?}"
+                "{} {cmd}\n module: {a:?}\n other:  {b:?}",
+                step.place
             );
+            for (reply, span) in [(&a, span_a), (&b, span_b)] {
+                if let Err(why) = vectors::check(step, reply, span) {
+                    panic!("{why}");
+                }
+            }
         }
         let slack_ns = (start.elapsed().as_millis() as i128 + 1) * 1_000_000;
-        for k in ["1", "2", "3", "4", "5", "6"] {
-            let (sm, im) = state(cm, &format!("{pm}:{k}"));
-            let (sl, il) = state(cl, &format!("{pl}:{k}"));
-            assert_eq!(sm, sl, "scenario {i} key {k}");
+        let place = &scenario.place;
+        for (km, kl) in vectors::keys(&pm).iter().zip(vectors::keys(&pl)) {
+            let (sm, im) = state(cm, km);
+            let (sl, il) = state(cl, &kl);
+            assert_eq!(sm, sl, "{place}: {km} vs {kl}");
             for (x, y) in im.iter().zip(&il) {
                 assert!(
                     (x - y).abs() <= slack_ns,
-                    "scenario {i} key {k}: {x} vs {y}"
+                    "{place}: {km} vs {kl}: {x} vs {y}"
                 );
             }
-            let (em, el) = (
-                pexpiretime(cm, &format!("{pm}:{k}")),
-                pexpiretime(cl, &format!("{pl}:{k}")),
-            );
+            let (em, el) = (pexpiretime(cm, km), pexpiretime(cl, &kl));
             assert!(
                 (em - el).abs() <= slack_ns as i64 / 1_000_000,
-                "expiry {em} vs {el}"
+                "{place}: {km} vs {kl}: expiry {em} vs {el}"
             );
         }
     }
-}
-
-/// `words` with its key `K` named for `backend` (a key per backend).
-fn fcall_or_module(backend: Backend, words: &str) -> String {
-    let key = match backend {
-        Backend::Module => "e:m",
-        Backend::Library => "e:l",
-    };
-    words.replace(" K ", &format!(" {key} "))
 }
 
 /// Words as text, for a failure's message.
@@ -639,16 +403,14 @@ server_tests! {
     fn the_library_replies_and_stores_what_the_module_does(flavor) {
         let s = Server::start_library(flavor, true);
         let (cm, cl) = (&mut s.conn(), &mut s.conn());
-        conform(cm, cl, SCENARIOS, |_| Backend::Library);
-        conform(cm, cl, ZSET_SCENARIOS, |_| Backend::Library);
+        conform(cm, cl, &vectors::load(), |_| Backend::Library);
     }
 
     fn without_the_module_the_library_replies_what_the_module_does(flavor) {
         let m = Server::start(flavor);
         let l = Server::start_library(flavor, false);
         let (cm, cl) = (&mut m.conn(), &mut l.conn());
-        conform(cm, cl, SCENARIOS, |_| Backend::Library);
-        conform(cm, cl, ZSET_SCENARIOS, |_| Backend::Library);
+        conform(cm, cl, &vectors::load(), |_| Backend::Library);
         // The module's commands are absent there: the library is the only way in.
         assert!(rl_err(cl, "RL.GCRA k 1 1s").contains("unknown command"));
     }
@@ -656,10 +418,10 @@ server_tests! {
     fn a_key_driven_alternately_decides_as_if_one_had_done_it_all(flavor) {
         let s = Server::start_library(flavor, true);
         let (cm, cl) = (&mut s.conn(), &mut s.conn());
+        let scenarios = vectors::load();
         for first in [Backend::Library, Backend::Module] {
             let alternate = |j: usize| if j % 2 == 0 { first } else if first == Backend::Module { Backend::Library } else { Backend::Module };
-            conform(cm, cl, SCENARIOS, alternate);
-            conform(cm, cl, ZSET_SCENARIOS, alternate);
+            conform(cm, cl, &scenarios, alternate);
         }
     }
 
@@ -744,64 +506,6 @@ server_tests! {
         eprintln!("fuzz seed {seed}: {compared} of {vectors} vectors compared, {errors} of them errors");
         // Most vectors reach the comparison, and both errors and replies are among them.
         assert!(compared * 10 >= vectors * 9 && errors > 0 && errors < compared);
-    }
-
-    fn both_backends_give_one_error_text_per_input(flavor) {
-        let s = Server::start_library(flavor, true);
-        let c = &mut s.conn();
-        let unknown = |option: &str, command: &str, expected: &str| {
-            format!("ERR unknown option '{option}' for '{command}' (expected {expected})")
-        };
-        let bad_block = "ERR BLOCK must be an integer from 0 to 315360000000".to_string();
-        let bad_cost = "ERR COST must be an integer from 0 to 1000000000000".to_string();
-        let arity = "ERR wrong number of arguments for 'rl.peek' command".to_string();
-        for (words, expected) in [
-            // RL.PEEK takes BURST (GCRA) and COST only, and names itself.
-            ("RL.PEEK ACQUIRE K 3 1s id BLOCK 5", arity.clone()),
-            ("RL.PEEK ACQUIRE K 3 1s id PEEK", arity.clone()),
-            ("RL.PEEK ACQUIRE K 3 1s id COST BLOCK 5", arity.clone()),
-            ("RL.PEEK FOO K 1", arity.clone()),
-            ("RL.PEEK FIXED K 1 1s BLOCK 5", unknown("BLOCK", "rl.peek", "COST")),
-            ("RL.PEEK GCRA K 1 1s COST 1 block 5", unknown("block", "rl.peek", "BURST or COST")),
-            ("RL.PEEK GCRA K 1 1s COST BLOCK 5", bad_cost.clone()),
-            ("RL.PEEK SLIDING K 1 1s PEEK", unknown("PEEK", "rl.peek", "COST")),
-            // The commands read BLOCK in its place, left to right.
-            ("RL.FIXED K 1 1s COST BLOCK 5", bad_cost.clone()),
-            ("RL.GCRA K 1 1s BURST BLOCK", "ERR BURST must be an integer from 1 to 1000000000000".into()),
-            ("RL.FIXED K 1 1s FOO BLOCK x", unknown("FOO", "rl.fixed", "COST, REFUND, PEEK or BLOCK")),
-            ("RL.GCRA K 1 1s XYZ BLOCK 5", unknown("XYZ", "rl.gcra", "BURST, COST, REFUND, PEEK or BLOCK")),
-            ("RL.TOKENBUCKET K 1 1 1s COST x BLOCK x", bad_cost.clone()),
-            ("RL.LEAKY K 1 1 1s BLOCK x COST x", bad_block.clone()),
-            ("RL.SLIDINGLOG K 0 1s BLOCK x", bad_block.clone()),
-            ("RL.SLIDINGLOG K 0 1s BLOCK 5", "ERR limit must be an integer from 1 to 100000".into()),
-            ("RL.SLIDING K 1 1s BLOCK 1 block 1", "ERR option BLOCK given more than once".into()),
-            ("RL.FIXED K 1 1s PEEK BLOCK", "ERR option BLOCK needs a value".into()),
-            ("RL.ACQUIRE K 3 1s id COST BLOCK 5", unknown("COST", "rl.acquire", "PEEK or BLOCK")),
-            ("RL.ACQUIRE K 0 1s id BLOCK x", "ERR limit must be an integer from 1 to 100000".into()),
-            ("RL.ACQUIRE K 3 1s id BLOCK x", bad_block.clone()),
-            ("RL.ACQUIRE K 3 1s id BLOCK 1 BLOCK 1", "ERR option BLOCK given more than once".into()),
-            // An RL.ALL clause names itself and what a clause takes.
-            ("RL.ALL 1 K FIXED 1 1s BLOCK 5", "ERR unknown option 'BLOCK' in RL.ALL clause FIXED (expected COST)".into()),
-            ("RL.ALL 1 K GCRA 1 1s REFUND 1", "ERR unknown option 'REFUND' in RL.ALL clause GCRA (expected BURST or COST)".into()),
-        ] {
-            for backend in BACKENDS {
-                let cmd = fcall_or_module(backend, words);
-                assert_eq!(backend.err(c, &cmd), expected, "{backend:?} {cmd}");
-            }
-        }
-        // What the lists name, each command takes.
-        for backend in BACKENDS {
-            for words in [
-                "RL.PEEK GCRA K 1 1s BURST 2 COST 1",
-                "RL.PEEK ACQUIRE K 3 1s id",
-                "RL.GCRA K 1 1h BURST 2 COST 1 PEEK BLOCK 5",
-                "RL.ACQUIRE K 3 1s id PEEK BLOCK 0",
-                "RL.ALL 1 K GCRA 1 1s BURST 2 COST 1 PEEK",
-            ] {
-                let cmd = fcall_or_module(backend, words);
-                assert_eq!(backend.rl(c, &cmd)[0], 1, "{backend:?} {cmd}");
-            }
-        }
     }
 
     fn peek_through_fcall_ro_decides_and_writes_nothing(flavor) {

@@ -1,5 +1,7 @@
 //! RL.ACQUIRE / RL.RELEASE (in-flight limits) against real servers: replies,
-//! renewal, lapse, release, expiry, foreign values, concurrency, replication.
+//! renewal, lapse, release, expiry, foreign values, concurrency, replication. The
+//! replies and errors that do not depend on the clock are test vectors
+//! (`tests/vectors/lease.txt`).
 
 mod common;
 use common::*;
@@ -34,17 +36,12 @@ fn footprint(c: &mut redis::Connection, key: &str) -> (Option<Vec<u8>>, i64, u64
 }
 
 server_tests! {
-    fn acquire_to_the_limit_renew_and_release(flavor) {
+    fn a_renewal_moves_the_lease_last(flavor) {
         let s = Server::start(flavor);
         let c = &mut s.conn();
-        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h a"), vec![1, 3, 2, 0, HOUR_MS]);
-        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h b"), vec![1, 3, 1, 0, HOUR_MS]);
-        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h c"), vec![1, 3, 0, 0, HOUR_MS]);
-        // Full: a fourth lease waits until the oldest lapses, an hour from its acquisition.
-        let denied = rl(c, "RL.ACQUIRE jobs 3 1h d");
-        assert_eq!(denied[..3], [0, 3, 0]);
-        within(denied[3], HOUR_MS - 1_000, HOUR_MS);
-        within(denied[4], HOUR_MS - 1_000, HOUR_MS);
+        for id in ["a", "b", "c"] {
+            assert_eq!(rl(c, &format!("RL.ACQUIRE jobs 3 1h {id}"))[0], 1, "{id}");
+        }
         // A holder renews (a heartbeat) without taking a second slot.
         let before = leases(c, "jobs");
         std::thread::sleep(Duration::from_millis(5));
@@ -53,19 +50,7 @@ server_tests! {
         assert_eq!(after.len(), 3);
         assert_eq!(after[2].0, b"lease:a", "the renewed lease lapses last");
         assert!(after[2].1 > before[0].1 + 4_000, "{before:?} -> {after:?}");
-        // Release: 1 only for a held lease.
-        assert_eq!(run::<i64>(c, "RL.RELEASE jobs b"), 1);
-        assert_eq!(run::<i64>(c, "RL.RELEASE jobs b"), 0);
-        assert_eq!(run::<i64>(c, "RL.RELEASE jobs never"), 0);
-        assert_eq!(run::<i64>(c, "RL.RELEASE nokey a"), 0);
-        assert_eq!(run::<i64>(c, "EXISTS nokey"), 0);
-        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h d")[..4], [1, 3, 0, 0]);
-        for id in ["a", "c", "d"] {
-            assert_eq!(run::<i64>(c, &format!("RL.RELEASE jobs {id}")), 1, "{id}");
-        }
-        // The last release deletes the key: the limiter is idle.
-        assert_eq!(run::<i64>(c, "EXISTS jobs"), 0);
-        assert_eq!(rl(c, "RL.ACQUIRE jobs 3 1h a PEEK"), vec![1, 3, 2, 0, HOUR_MS]);
+        assert_eq!(pexpiretime(c, "jobs"), expected_expiry(c, "jobs"));
     }
 
     fn a_lease_lapses_after_its_timeout(flavor) {
@@ -122,18 +107,18 @@ server_tests! {
     fn peek_and_denials_write_nothing(flavor) {
         let s = Server::start(flavor);
         let c = &mut s.conn();
-        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h a PEEK"), vec![1, 2, 1, 0, HOUR_MS]);
+        rl(c, "RL.ACQUIRE q 2 1h a PEEK");
         assert_eq!(run::<i64>(c, "DBSIZE"), 0);
         rl(c, "RL.ACQUIRE q 2 1h a");
         let quiet = footprint(c, "q");
-        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h b peek")[..3], [1, 2, 0]);
-        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h a PEEK")[..3], [1, 2, 1]);
+        rl(c, "RL.ACQUIRE q 2 1h b peek");
+        rl(c, "RL.ACQUIRE q 2 1h a PEEK");
         assert_eq!(run::<i64>(c, "RL.RELEASE q unknown"), 0);
         assert_eq!(footprint(c, "q"), quiet);
         rl(c, "RL.ACQUIRE q 2 1h b");
         let full = footprint(c, "q");
-        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h c")[..3], [0, 2, 0]);
-        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h c PEEK")[..3], [0, 2, 0]);
+        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h c")[0], 0);
+        assert_eq!(rl(c, "RL.ACQUIRE q 2 1h c PEEK")[0], 0);
         assert_eq!(footprint(c, "q"), full);
         // Writes raise the dirty counter.
         let before = dirty(c);
@@ -142,6 +127,7 @@ server_tests! {
     }
 
     fn foreign_values_are_errors_and_left_untouched(flavor) {
+        // The error texts: tests/vectors/lease.txt. Here: nothing changes.
         let s = Server::start(flavor);
         let c = &mut s.conn();
         run::<i64>(c, "ZADD words 1 alpha 2 beta");
@@ -150,16 +136,7 @@ server_tests! {
         run::<String>(c, "SET str hello");
         run::<i64>(c, "HSET hash f v");
         run::<i64>(c, "RPUSH list x");
-        let foreign = "ERR key holds a value that RL.ACQUIRE did not write: use another key or DEL it";
-        let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
-        for (key, expected) in [
-            ("words", foreign),
-            ("log", foreign),
-            ("mixed", foreign),
-            ("str", wrongtype),
-            ("hash", wrongtype),
-            ("list", wrongtype),
-        ] {
+        for key in ["words", "log", "mixed", "str", "hash", "list"] {
             let dump: Vec<u8> = run(c, &format!("DUMP {key}"));
             let ttl: i64 = run(c, &format!("PEXPIRETIME {key}"));
             for cmd in [
@@ -167,51 +144,24 @@ server_tests! {
                 format!("RL.ACQUIRE {key} 5 1s a PEEK"),
                 format!("RL.RELEASE {key} a"),
             ] {
-                assert_eq!(rl_err(c, &cmd), expected, "{cmd}");
+                rl_err(c, &cmd);
             }
             assert_eq!(run::<Vec<u8>>(c, &format!("DUMP {key}")), dump, "{key} changed");
             assert_eq!(pexpiretime(c, key), ttl, "{key}'s expiry changed");
         }
-        // RL.SLIDINGLOG (alone or in RL.ALL) refuses a lease set and leaves it alone.
+        // RL.SLIDINGLOG (alone or in RL.ALL) and RL.GCRA refuse a lease set and leave it alone.
         rl(c, "RL.ACQUIRE leases 5 1h a");
         let dump: Vec<u8> = run(c, "DUMP leases");
-        assert_eq!(
-            rl_err(c, "RL.SLIDINGLOG leases 5 1h"),
-            "ERR key holds a value that RL.SLIDINGLOG did not write: use another key or DEL it"
-        );
-        assert!(rl_err(c, "RL.ALL 1 leases SLIDINGLOG 5 1h").starts_with("ERR key holds a value"));
-        assert_eq!(
-            rl_err(c, "RL.GCRA leases 5 1h"),
-            wrongtype
-        );
+        rl_err(c, "RL.SLIDINGLOG leases 5 1h");
+        rl_err(c, "RL.ALL 1 leases SLIDINGLOG 5 1h");
+        rl_err(c, "RL.GCRA leases 5 1h");
         assert_eq!(run::<Vec<u8>>(c, "DUMP leases"), dump);
     }
 
-    fn bad_arguments_are_errors(flavor) {
+    fn the_limit_cap_is_the_sliding_logs_and_configurable(flavor) {
+        // The other argument errors: tests/vectors/lease.txt.
         let s = Server::start(flavor);
         let c = &mut s.conn();
-        for (cmd, expected) in [
-            ("RL.ACQUIRE k 1 1s", "ERR wrong number of arguments for 'rl.acquire' command"),
-            ("RL.RELEASE k", "ERR wrong number of arguments for 'rl.release' command"),
-            ("RL.RELEASE k a b", "ERR wrong number of arguments for 'rl.release' command"),
-            ("RL.ACQUIRE k 0 1s a", "ERR limit must be an integer from 1 to 100000"),
-            ("RL.ACQUIRE k 100001 1s a", "ERR limit must be an integer from 1 to 100000"),
-            ("RL.ACQUIRE k 1 0 a", "ERR timeout must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)"),
-            ("RL.ACQUIRE k 1 3651d a", "ERR timeout must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)"),
-            ("RL.ACQUIRE k 1 1s a PEEK PEEK", "ERR option PEEK given more than once"),
-            ("RL.ACQUIRE k 1 1s a COST 2", "ERR unknown option 'COST' for 'rl.acquire' (expected PEEK or BLOCK)"),
-            // BLOCK is RL.ACQUIRE's option, read in its place like the others.
-            ("RL.ACQUIRE k 1 1s a COST BLOCK 5", "ERR unknown option 'COST' for 'rl.acquire' (expected PEEK or BLOCK)"),
-            ("RL.ACQUIRE k 1 1s a FOO BLOCK x", "ERR unknown option 'FOO' for 'rl.acquire' (expected PEEK or BLOCK)"),
-            ("RL.ACQUIRE k 1 1s a PEEK PEEK BLOCK x", "ERR option PEEK given more than once"),
-            ("RL.ACQUIRE k 0 1s a BLOCK x", "ERR limit must be an integer from 1 to 100000"),
-            ("RL.ACQUIRE k 1 1s a BLOCK", "ERR option BLOCK needs a value"),
-            ("RL.ACQUIRE k 1 1s a BLOCK 1 BLOCK 1", "ERR option BLOCK given more than once"),
-            ("RL.ACQUIRE k 1 1s a BLOCK PEEK", "ERR BLOCK must be an integer from 0 to 315360000000"),
-        ] {
-            assert_eq!(rl_err(c, cmd), expected, "{cmd}");
-        }
-        // The cap on limit is RL.SLIDINGLOG's, configurable.
         assert_eq!(run::<String>(c, "CONFIG SET rl.sliding-log-max-limit 10"), "OK");
         assert_eq!(rl_err(c, "RL.ACQUIRE k 11 1s a"), "ERR limit must be an integer from 1 to 10");
         assert_eq!(rl(c, "RL.ACQUIRE k 10 1s a")[..3], [1, 10, 9]);

@@ -14,6 +14,7 @@ pub mod backend;
 pub mod cluster;
 pub mod raw;
 pub mod scenarios;
+pub mod vectors;
 #[allow(unused_imports)]
 pub use backend::{Backend, BACKENDS};
 
