@@ -426,8 +426,11 @@ local function build()
   -- Exact integers in doubles, for the fast paths. Every value here is an integer
   -- 0 <= x < SMALL, exact in a double; products of two such values may pass 2^53,
   -- so they are compared and divided through an exact two-term product (Dekker),
-  -- never rounded. An instant is a pair (s, n): seconds and nanoseconds within
-  -- them (0 <= n < NS_PER_S), so that instants (about 1.8e18 ns) need no limbs.
+  -- never rounded. For integers 0 <= a < 2^53 and b >= 1, a / b is off by at most
+  -- a * 2^-53 / b < 1 / b, less than its distance to any other integer: floor(a / b)
+  -- and Lua's a % b (a - floor(a / b) * b) are exact, and cheaper than math.fmod.
+  -- An instant is a pair (s, n): seconds and nanoseconds within them
+  -- (0 <= n < NS_PER_S), so that instants (about 1.8e18 ns) need no limbs.
   -- A fast path that meets a value it cannot hold this way returns nil, and the
   -- call is decided again by the exact limb arithmetic above (never a rounding).
   --------------------------------------------------------------------------------
@@ -466,7 +469,7 @@ local function build()
   local function muldiv(a, b, d)
     local p = a * b
     if p < SMALL then
-      local r = fmod(p, d)
+      local r = p % d
       return (p - r) / d, r == 0
     end
     -- q is within a few units of the quotient (two roundings): correct it exactly.
@@ -487,7 +490,7 @@ local function build()
 
   -- Nanoseconds as whole milliseconds, rounded up (the replies' rule).
   local function ceil_ms(ns)
-    local r = fmod(ns, NS_PER_MS)
+    local r = ns % NS_PER_MS
     if r == 0 then return ns / NS_PER_MS end
     return (ns - r) / NS_PER_MS + 1
   end
@@ -508,8 +511,7 @@ local function build()
     D2[k], U2[k] = fmt('%02d', k), fmt('%d', k)
   end
 
-  -- The decimal digits of an integer 0 <= x < 10^14, no leading zeros. (Below
-  -- 10^14, x / 100 is within 10^-3 of its value, so `%` and the division are exact.)
+  -- The decimal digits of an integer 0 <= x < 10^14, no leading zeros.
   local function dec(x)
     if x < 100 then return U2[x] end
     local a = x % 100
@@ -532,25 +534,32 @@ local function build()
     return U2[x] .. D2[f] .. D2[e] .. D2[d] .. D2[c] .. D2[b] .. D2[a]
   end
 
-  -- `prefix` followed by the instant (s, n) as the module writes it: decimal ns,
-  -- no leading zeros (s < 10^14). The common case, s of 10 digits, is one concatenation.
-  local function instant_text(prefix, s, n)
+  -- The decimal text of a second, kept for the last one asked: consecutive calls
+  -- write instants in the same few seconds.
+  local text_second, text_of_second = -1, ''
+  local function second_digits(s)
+    if s ~= text_second then text_second, text_of_second = s, dec(s) end
+    return text_of_second
+  end
+
+  -- `prefix` followed by the instant (s, n) as the module writes it (decimal ns, no
+  -- leading zeros; s < 10^11), and its expiry (whole ms, rounded up) as text.
+  local function instant_texts(prefix, s, n)
     local n5 = n % 100
     local n4 = (n - n5) / 100 % 100
     local n3 = (n - n5 - n4 * 100) / 10000 % 100
     local n2 = (n - n5 - n4 * 100 - n3 * 10000) / 1000000 % 100
     local n1 = (n - n5 - n4 * 100 - n3 * 10000 - n2 * 1000000) / 100000000
-    if s >= 1000000000 and s < 10000000000 then
-      local s5 = s % 100
-      local s4 = (s - s5) / 100 % 100
-      local s3 = (s - s5 - s4 * 100) / 10000 % 100
-      local s2 = (s - s5 - s4 * 100 - s3 * 10000) / 1000000 % 100
-      local s1 = (s - s5 - s4 * 100 - s3 * 10000 - s2 * 1000000) / 100000000
-      return prefix .. U2[s1] .. D2[s2] .. D2[s3] .. D2[s4] .. D2[s5] .. U2[n1] .. D2[n2]
-        .. D2[n3] .. D2[n4] .. D2[n5]
+    local ms = ceil_ms(n)
+    if s == 0 then return prefix .. dec(n), dec(ms) end
+    local digits, expire = second_digits(s), nil
+    if ms < 1000 then
+      local low = ms % 10
+      expire = digits .. D2[(ms - low) / 10] .. U2[low]
+    else
+      expire = dec(s * 1000 + ms)
     end
-    if s == 0 then return prefix .. dec(n) end
-    return prefix .. dec(s) .. U2[n1] .. D2[n2] .. D2[n3] .. D2[n4] .. D2[n5]
+    return prefix .. digits .. U2[n1] .. D2[n2] .. D2[n3] .. D2[n4] .. D2[n5], expire
   end
 
   -- DV[b]: the digit of the byte b, nil for any other byte.
@@ -591,7 +600,7 @@ local function build()
   -- (s, n) + ns, for 0 <= ns < FAST_NS.
   local function later(s, n, ns)
     local t = n + ns
-    local r = fmod(t, NS_PER_S)
+    local r = t % NS_PER_S
     return s + (t - r) / NS_PER_S, r
   end
 
@@ -1016,7 +1025,7 @@ local function build()
     req.P, req.R, req.B = period, rate, burst
     -- T, the ns one unit costs, when it is whole: the common case, where the
     -- remaining units need no product.
-    if fmod(period, rate) == 0 then req.T = period / rate end
+    if period % rate == 0 then req.T = period / rate end
     req.fast = fast_instant
   end
 
@@ -1026,7 +1035,7 @@ local function build()
     if x == 0 then return req.B end
     local T, q = req.T, nil
     if T then
-      local r = fmod(x, T)
+      local r = x % T
       q = (x - r) / T
       if r > 0 then q = q + 1 end
     else
@@ -1035,11 +1044,6 @@ local function build()
     end
     if q >= req.B then return 0 end
     return req.B - q
-  end
-
-  -- The state `tag:<ns>` of the instant (s, n), and its expiry in ms, as text.
-  local function instant_state(kind, s, n)
-    return instant_text(kind.prefix, s, n), dec(s * 1000 + ceil_ms(n))
   end
 
   -- The stored instant of the value v, a state `kind` wrote: { s, n }, or nil when
@@ -1064,10 +1068,17 @@ local function build()
   fast_instant = function(req, v, s, n)
     local kind, debt = req.kind, 0
     if v then
-      local st = stored_instant(kind, v)
+      local known = states[kind]
+      local st = known and known[v] or stored_instant(kind, v)
       if not st then return nil end
-      debt = debt_of(st[1], st[2], s, n)
-      if not debt then return nil end
+      local ts, tn = st[1], st[2]
+      if ts > s then
+        -- (debt_of, inline: this runs on every call)
+        if ts - s >= 8999999 then return nil end
+        debt = (ts - s) * NS_PER_S + (tn - n)
+      elseif ts == s and tn > n then
+        debt = tn - n
+      end
     end
     local cost = req.cost
     if req.refund then
@@ -1075,7 +1086,7 @@ local function build()
       if after < 0 then after = 0 end
       if debt == 0 or cost == 0 then return true, instant_left(req, after), 0, after end
       if after == 0 then return true, req.B, 0, 0, false end
-      return true, instant_left(req, after), 0, after, instant_state(kind, later(s, n, after))
+      return true, instant_left(req, after), 0, after, instant_texts(kind.prefix, later(s, n, after))
     end
     if cost > req.B then return false, instant_left(req, debt), NEVER, debt end
     local leaky = kind.name == 'LEAKY'
@@ -1084,7 +1095,7 @@ local function build()
       local after = debt + req.Q
       if after >= FAST_NS then return nil end
       return true, instant_left(req, after), leaky and debt or 0, after,
-        instant_state(kind, later(s, n, after))
+        instant_texts(kind.prefix, later(s, n, after))
     end
     return false, instant_left(req, debt), debt - req.L, debt
   end
@@ -1137,13 +1148,13 @@ local function build()
   -- end is `bound_ms` or more ahead. (Windows are whole ms, so a window holds
   -- `at` exactly when it holds floor(at / 1 ms).)
   local function fast_window(w_ms, stored_ms, s, n, bound_ms)
-    local sub_ms = fmod(n, NS_PER_MS)
+    local sub_ms = n % NS_PER_MS
     local now_ms = s * 1000 + (n - sub_ms) / NS_PER_MS
     local at_ms, frac, ahead = now_ms, sub_ms, 0
     if stored_ms and stored_ms > now_ms then
       at_ms, frac, ahead = stored_ms, 0, (stored_ms - now_ms) * NS_PER_MS - sub_ms
     end
-    local start_ms = at_ms - fmod(at_ms, w_ms)
+    local start_ms = at_ms - at_ms % w_ms
     local to_end = start_ms + w_ms - now_ms
     if to_end >= bound_ms then return nil end
     return start_ms, to_end * NS_PER_MS - sub_ms, (at_ms - start_ms) * NS_PER_MS + frac, ahead
@@ -1466,8 +1477,8 @@ local function build()
   local function decision_command(kind, fname)
     local log, name = kind.name == 'SLIDINGLOG', kind.name
     local function body(keys, args)
-      local key = one_key(fname, keys)
-      local last = #args
+      if #keys ~= 1 then one_key(fname, keys) end
+      local key, last = keys[1], #args
       local node = roots.command[name]
       for i = 1, last do
         node = node[args[i]]
@@ -1492,11 +1503,11 @@ local function build()
                 redis.call('DEL', key)
               end
             end
-            local r = fmod(reset, NS_PER_MS)
+            local r = reset % NS_PER_MS
             reset = (reset - r) / NS_PER_MS
             if r > 0 then reset = reset + 1 end
             if retry then
-              r = fmod(retry, NS_PER_MS)
+              r = retry % NS_PER_MS
               retry = (retry - r) / NS_PER_MS
               if r > 0 then retry = retry + 1 end
             else
@@ -1687,7 +1698,7 @@ local function build()
 
   -- reply_seconds for ns below FAST_NS, in doubles.
   local function cell_seconds(ns)
-    local rest = fmod(ns, NS_PER_S)
+    local rest = ns % NS_PER_S
     local whole = floor((ns - rest) / NS_PER_S + rest / 1e9)
     if rest >= NS_PER_MS then whole = whole + 1 end
     return whole
@@ -1728,9 +1739,9 @@ local function build()
     if neg and next_abs >= t then
       left = 0
     elseif r.t_us == 0 then
-      left = neg and 0 or (next_abs - fmod(next_abs, t)) / t
+      left = neg and 0 or (next_abs - next_abs % t) / t
     else
-      local q = (next_abs - fmod(next_abs, NS_PER_US)) / NS_PER_US / r.t_us
+      local q = (next_abs - next_abs % NS_PER_US) / NS_PER_US / r.t_us
       left = neg and -floor(q) or floor(q)
       if left == 0 then left = 0 end -- no negative zero
     end
@@ -1738,7 +1749,7 @@ local function build()
     local out = { limited and 1 or 0, limit, left, retry and cell_seconds(retry) or -1, cell_seconds(ttl) }
     if limited or r.quantity == 0 then return out end
     local ts, tn = later(s, n, after)
-    return out, instant_text('', ts, tn), dec(ts * 1000 + ceil_ms(tn))
+    return out, instant_texts('', ts, tn)
   end
 
   local function throttle_body(keys, args)

@@ -2,8 +2,11 @@
   -- Exact integers in doubles, for the fast paths. Every value here is an integer
   -- 0 <= x < SMALL, exact in a double; products of two such values may pass 2^53,
   -- so they are compared and divided through an exact two-term product (Dekker),
-  -- never rounded. An instant is a pair (s, n): seconds and nanoseconds within
-  -- them (0 <= n < NS_PER_S), so that instants (about 1.8e18 ns) need no limbs.
+  -- never rounded. For integers 0 <= a < 2^53 and b >= 1, a / b is off by at most
+  -- a * 2^-53 / b < 1 / b, less than its distance to any other integer: floor(a / b)
+  -- and Lua's a % b (a - floor(a / b) * b) are exact, and cheaper than math.fmod.
+  -- An instant is a pair (s, n): seconds and nanoseconds within them
+  -- (0 <= n < NS_PER_S), so that instants (about 1.8e18 ns) need no limbs.
   -- A fast path that meets a value it cannot hold this way returns nil, and the
   -- call is decided again by the exact limb arithmetic above (never a rounding).
   --------------------------------------------------------------------------------
@@ -42,7 +45,7 @@
   local function muldiv(a, b, d)
     local p = a * b
     if p < SMALL then
-      local r = fmod(p, d)
+      local r = p % d
       return (p - r) / d, r == 0
     end
     -- q is within a few units of the quotient (two roundings): correct it exactly.
@@ -63,7 +66,7 @@
 
   -- Nanoseconds as whole milliseconds, rounded up (the replies' rule).
   local function ceil_ms(ns)
-    local r = fmod(ns, NS_PER_MS)
+    local r = ns % NS_PER_MS
     if r == 0 then return ns / NS_PER_MS end
     return (ns - r) / NS_PER_MS + 1
   end
@@ -84,8 +87,7 @@
     D2[k], U2[k] = fmt('%02d', k), fmt('%d', k)
   end
 
-  -- The decimal digits of an integer 0 <= x < 10^14, no leading zeros. (Below
-  -- 10^14, x / 100 is within 10^-3 of its value, so `%` and the division are exact.)
+  -- The decimal digits of an integer 0 <= x < 10^14, no leading zeros.
   local function dec(x)
     if x < 100 then return U2[x] end
     local a = x % 100
@@ -108,25 +110,32 @@
     return U2[x] .. D2[f] .. D2[e] .. D2[d] .. D2[c] .. D2[b] .. D2[a]
   end
 
-  -- `prefix` followed by the instant (s, n) as the module writes it: decimal ns,
-  -- no leading zeros (s < 10^14). The common case, s of 10 digits, is one concatenation.
-  local function instant_text(prefix, s, n)
+  -- The decimal text of a second, kept for the last one asked: consecutive calls
+  -- write instants in the same few seconds.
+  local text_second, text_of_second = -1, ''
+  local function second_digits(s)
+    if s ~= text_second then text_second, text_of_second = s, dec(s) end
+    return text_of_second
+  end
+
+  -- `prefix` followed by the instant (s, n) as the module writes it (decimal ns, no
+  -- leading zeros; s < 10^11), and its expiry (whole ms, rounded up) as text.
+  local function instant_texts(prefix, s, n)
     local n5 = n % 100
     local n4 = (n - n5) / 100 % 100
     local n3 = (n - n5 - n4 * 100) / 10000 % 100
     local n2 = (n - n5 - n4 * 100 - n3 * 10000) / 1000000 % 100
     local n1 = (n - n5 - n4 * 100 - n3 * 10000 - n2 * 1000000) / 100000000
-    if s >= 1000000000 and s < 10000000000 then
-      local s5 = s % 100
-      local s4 = (s - s5) / 100 % 100
-      local s3 = (s - s5 - s4 * 100) / 10000 % 100
-      local s2 = (s - s5 - s4 * 100 - s3 * 10000) / 1000000 % 100
-      local s1 = (s - s5 - s4 * 100 - s3 * 10000 - s2 * 1000000) / 100000000
-      return prefix .. U2[s1] .. D2[s2] .. D2[s3] .. D2[s4] .. D2[s5] .. U2[n1] .. D2[n2]
-        .. D2[n3] .. D2[n4] .. D2[n5]
+    local ms = ceil_ms(n)
+    if s == 0 then return prefix .. dec(n), dec(ms) end
+    local digits, expire = second_digits(s), nil
+    if ms < 1000 then
+      local low = ms % 10
+      expire = digits .. D2[(ms - low) / 10] .. U2[low]
+    else
+      expire = dec(s * 1000 + ms)
     end
-    if s == 0 then return prefix .. dec(n) end
-    return prefix .. dec(s) .. U2[n1] .. D2[n2] .. D2[n3] .. D2[n4] .. D2[n5]
+    return prefix .. digits .. U2[n1] .. D2[n2] .. D2[n3] .. D2[n4] .. D2[n5], expire
   end
 
   -- DV[b]: the digit of the byte b, nil for any other byte.
@@ -167,7 +176,7 @@
   -- (s, n) + ns, for 0 <= ns < FAST_NS.
   local function later(s, n, ns)
     local t = n + ns
-    local r = fmod(t, NS_PER_S)
+    local r = t % NS_PER_S
     return s + (t - r) / NS_PER_S, r
   end
 

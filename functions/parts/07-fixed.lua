@@ -40,13 +40,13 @@
   -- end is `bound_ms` or more ahead. (Windows are whole ms, so a window holds
   -- `at` exactly when it holds floor(at / 1 ms).)
   local function fast_window(w_ms, stored_ms, s, n, bound_ms)
-    local sub_ms = fmod(n, NS_PER_MS)
+    local sub_ms = n % NS_PER_MS
     local now_ms = s * 1000 + (n - sub_ms) / NS_PER_MS
     local at_ms, frac, ahead = now_ms, sub_ms, 0
     if stored_ms and stored_ms > now_ms then
       at_ms, frac, ahead = stored_ms, 0, (stored_ms - now_ms) * NS_PER_MS - sub_ms
     end
-    local start_ms = at_ms - fmod(at_ms, w_ms)
+    local start_ms = at_ms - at_ms % w_ms
     local to_end = start_ms + w_ms - now_ms
     if to_end >= bound_ms then return nil end
     return start_ms, to_end * NS_PER_MS - sub_ms, (at_ms - start_ms) * NS_PER_MS + frac, ahead

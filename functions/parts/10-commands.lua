@@ -80,8 +80,8 @@
   local function decision_command(kind, fname)
     local log, name = kind.name == 'SLIDINGLOG', kind.name
     local function body(keys, args)
-      local key = one_key(fname, keys)
-      local last = #args
+      if #keys ~= 1 then one_key(fname, keys) end
+      local key, last = keys[1], #args
       local node = roots.command[name]
       for i = 1, last do
         node = node[args[i]]
@@ -106,11 +106,11 @@
                 redis.call('DEL', key)
               end
             end
-            local r = fmod(reset, NS_PER_MS)
+            local r = reset % NS_PER_MS
             reset = (reset - r) / NS_PER_MS
             if r > 0 then reset = reset + 1 end
             if retry then
-              r = fmod(retry, NS_PER_MS)
+              r = retry % NS_PER_MS
               retry = (retry - r) / NS_PER_MS
               if r > 0 then retry = retry + 1 end
             else

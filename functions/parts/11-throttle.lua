@@ -68,7 +68,7 @@
 
   -- reply_seconds for ns below FAST_NS, in doubles.
   local function cell_seconds(ns)
-    local rest = fmod(ns, NS_PER_S)
+    local rest = ns % NS_PER_S
     local whole = floor((ns - rest) / NS_PER_S + rest / 1e9)
     if rest >= NS_PER_MS then whole = whole + 1 end
     return whole
@@ -109,9 +109,9 @@
     if neg and next_abs >= t then
       left = 0
     elseif r.t_us == 0 then
-      left = neg and 0 or (next_abs - fmod(next_abs, t)) / t
+      left = neg and 0 or (next_abs - next_abs % t) / t
     else
-      local q = (next_abs - fmod(next_abs, NS_PER_US)) / NS_PER_US / r.t_us
+      local q = (next_abs - next_abs % NS_PER_US) / NS_PER_US / r.t_us
       left = neg and -floor(q) or floor(q)
       if left == 0 then left = 0 end -- no negative zero
     end
@@ -119,7 +119,7 @@
     local out = { limited and 1 or 0, limit, left, retry and cell_seconds(retry) or -1, cell_seconds(ttl) }
     if limited or r.quantity == 0 then return out end
     local ts, tn = later(s, n, after)
-    return out, instant_text('', ts, tn), dec(ts * 1000 + ceil_ms(tn))
+    return out, instant_texts('', ts, tn)
   end
 
   local function throttle_body(keys, args)
