@@ -996,54 +996,11 @@ local function build()
   end
 
 
-  -- The same in doubles (the fast path). A request's constants, set once when it
-  -- is parsed, for a period below FAST_NS: P, R, B (period, rate, burst) and, for
-  -- its cost n, L = floor((B - n) * P / R), the largest debt that admits it (HUGE
-  -- when beyond any debt held here), and Q = floor(n * P / R), the debt admitting
-  -- it adds (a refund's: the debt it gives back, HUGE when beyond any).
-  local fast_instant
+  -- The same in doubles (the fast path), for a period below FAST_NS.
 
   local function below_fast(x)
     if type(x) == 'number' and x < FAST_NS then return x end
     return HUGE
-  end
-
-  local function prepare_instant(req)
-    local p, gcra = req.p, req.kind.name == 'GCRA'
-    local period, rate = p[gcra and 2 or 3], p[gcra and 1 or 2]
-    local burst = gcra and req.burst or p[1]
-    req.limit = burst
-    if type(period) ~= 'number' or period >= FAST_NS then return end
-    local n = req.cost
-    if req.refund then
-      req.Q = below_fast(div(mul(n, period), rate))
-    elseif n > 0 and n <= burst then
-      req.L = below_fast(div(mul(burst - n, period), rate))
-      req.Q = below_fast(div(mul(n, period), rate))
-      if req.Q == HUGE then return end
-    end
-    req.P, req.R, req.B = period, rate, burst
-    -- T, the ns one unit costs, when it is whole: the common case, where the
-    -- remaining units need no product.
-    if period % rate == 0 then req.T = period / rate end
-    req.fast = fast_instant
-  end
-
-  -- floor(max(B * P - x * R, 0) / P) = B - ceil(x * R / P), at least 0: whole
-  -- units admissible at debt x.
-  local function instant_left(req, x)
-    if x == 0 then return req.B end
-    local T, q = req.T, nil
-    if T then
-      local r = x % T
-      q = (x - r) / T
-      if r > 0 then q = q + 1 end
-    else
-      q = muldiv_ceil(x, req.R, req.P)
-      if not q then return 0 end
-    end
-    if q >= req.B then return 0 end
-    return req.B - q
   end
 
   -- The stored instant of the value v, a state `kind` wrote: { s, n }, or nil when
@@ -1062,42 +1019,93 @@ local function build()
     return remember(kind, v, { ts, tn })
   end
 
-  -- Decides `req` at (s, n) on the key's value v: allowed, remaining, retry (ns,
-  -- or NEVER), reset (ns), and the write: nil (none), false (DEL), or the value and
-  -- its expiry in ms, as text. nil when a value does not fit the fast path.
-  fast_instant = function(req, v, s, n)
-    local kind, debt = req.kind, 0
-    if v then
-      local known = states[kind]
-      local st = known and known[v] or stored_instant(kind, v)
-      if not st then return nil end
-      local ts, tn = st[1], st[2]
-      if ts > s then
-        -- (debt_of, inline: this runs on every call)
-        if ts - s >= 8999999 then return nil end
-        debt = (ts - s) * NS_PER_S + (tn - n)
-      elseif ts == s and tn > n then
-        debt = tn - n
+  -- The fast decision of a request, as a closure over its constants (set once, when
+  -- the request is parsed): P, R, B (period, rate, burst) and, for its cost n,
+  -- L = floor((B - n) * P / R), the largest debt that admits it (HUGE when beyond
+  -- any debt held here), and Q = floor(n * P / R), the debt admitting it adds (a
+  -- refund's: the debt it gives back, HUGE when beyond any). Called with the key's
+  -- value v and the instant (s, n), it returns allowed, remaining, retry (ns, or
+  -- NEVER), reset (ns), and the write: nil (none), false (DEL), or the state's and
+  -- its expiry's text; or nil when a value does not fit the fast path.
+  local function instant_decider(kind, P, R, B, cost, refund)
+    local L, Q
+    if refund then
+      Q = below_fast(div(mul(cost, P), R))
+    elseif cost > 0 and cost <= B then
+      L = below_fast(div(mul(B - cost, P), R))
+      Q = below_fast(div(mul(cost, P), R))
+      if Q == HUGE then return nil end
+    end
+    -- T, the ns one unit costs, when it is whole: the common case, where the
+    -- remaining units need no product.
+    local T = P % R == 0 and P / R or nil
+    local prefix, leaky = kind.prefix, kind.name == 'LEAKY'
+
+    -- floor(max(B * P - x * R, 0) / P) = B - ceil(x * R / P), at least 0: whole
+    -- units admissible at debt x.
+    local function left_at(x)
+      if x == 0 then return B end
+      local q
+      if T then
+        local r = x % T
+        q = (x - r) / T
+        if r > 0 then q = q + 1 end
+      else
+        q = muldiv_ceil(x, R, P)
+        if not q then return 0 end
       end
+      if q >= B then return 0 end
+      return B - q
     end
-    local cost = req.cost
-    if req.refund then
-      local after = debt - req.Q
-      if after < 0 then after = 0 end
-      if debt == 0 or cost == 0 then return true, instant_left(req, after), 0, after end
-      if after == 0 then return true, req.B, 0, 0, false end
-      return true, instant_left(req, after), 0, after, instant_texts(kind.prefix, later(s, n, after))
+
+    -- The texts of the state (s, n) + after ns, and of its expiry.
+    local function written(s, n, after)
+      local t = n + after
+      local r = t % NS_PER_S
+      return instant_texts(prefix, s + (t - r) / NS_PER_S, r)
     end
-    if cost > req.B then return false, instant_left(req, debt), NEVER, debt end
-    local leaky = kind.name == 'LEAKY'
-    if cost == 0 then return true, instant_left(req, debt), leaky and debt or 0, debt end
-    if debt <= req.L then
-      local after = debt + req.Q
-      if after >= FAST_NS then return nil end
-      return true, instant_left(req, after), leaky and debt or 0, after,
-        instant_texts(kind.prefix, later(s, n, after))
+
+    return function(v, s, n)
+      local debt = 0
+      if v then
+        local known = states[kind]
+        local st = known and known[v] or stored_instant(kind, v)
+        if not st then return nil end
+        local ts, tn = st[1], st[2]
+        if ts > s then
+          -- (debt_of, inline: this runs on every call)
+          if ts - s >= 8999999 then return nil end
+          debt = (ts - s) * NS_PER_S + (tn - n)
+        elseif ts == s and tn > n then
+          debt = tn - n
+        end
+      end
+      if refund then
+        local after = debt - Q
+        if after < 0 then after = 0 end
+        if debt == 0 or cost == 0 then return true, left_at(after), 0, after end
+        if after == 0 then return true, B, 0, 0, false end
+        return true, left_at(after), 0, after, written(s, n, after)
+      end
+      if cost > B then return false, left_at(debt), NEVER, debt end
+      if cost == 0 then return true, left_at(debt), leaky and debt or 0, debt end
+      if debt <= L then
+        local after = debt + Q
+        if after >= FAST_NS then return nil end
+        return true, left_at(after), leaky and debt or 0, after, written(s, n, after)
+      end
+      return false, left_at(debt), debt - L, debt
     end
-    return false, instant_left(req, debt), debt - req.L, debt
+  end
+
+  local function prepare_instant(req)
+    local p, gcra = req.p, req.kind.name == 'GCRA'
+    local period, rate = p[gcra and 2 or 3], p[gcra and 1 or 2]
+    local burst = gcra and req.burst or p[1]
+    req.limit = burst
+    if type(period) == 'number' and period < FAST_NS then
+      req.fast = instant_decider(req.kind, period, rate, burst, req.cost, req.refund)
+    end
   end
 
   for _, name in ipairs({ 'GCRA', 'TOKENBUCKET', 'LEAKY' }) do
@@ -1178,44 +1186,50 @@ local function build()
     return remember(kind, v, { a, tonumber(b), c and tonumber(c) })
   end
 
-  local fast_fixed
+  -- The fixed window's decision in doubles, as a closure over the request's
+  -- constants (see instant_decider). The texts that depend only on the window's
+  -- start (the state's prefix, the expiry) are kept for the last window written.
+  local function fixed_decider(w_ms, limit, cost, refund)
+    local text_start, head, expire = -1, nil, nil
+    return function(v, s, n)
+      local stored_ms, count = nil, 0
+      if v then
+        local st = stored_numbers(KINDS.FIXED, v, '^fixed:(%d+):(%d+)$')
+        if not st then return nil end
+        stored_ms, count = st[1], st[2]
+      end
+      local start_ms, until_end = fast_window(w_ms, stored_ms, s, n, 8900000000)
+      if not start_ms then return nil end
+      if stored_ms and stored_ms < start_ms then count = 0 end
+      local after
+      if refund then
+        after = count > cost and count - cost or 0
+        if after == count then
+          return true, limit > after and limit - after or 0, 0, after > 0 and until_end or 0
+        end
+      else
+        local left = limit > count and limit - count or 0
+        local reset = count > 0 and until_end or 0
+        if cost > limit then return false, left, NEVER, reset end
+        after = count + cost
+        if after > limit then return false, left, until_end, reset end
+        if cost == 0 then return true, left, 0, reset end
+      end
+      local left = limit > after and limit - after or 0
+      if after == 0 then return true, left, 0, 0, false end
+      if start_ms ~= text_start then
+        text_start, head, expire = start_ms, 'fixed:' .. dec(start_ms) .. ':', dec(start_ms + w_ms)
+      end
+      return true, left, 0, until_end, head .. dec(after), expire
+    end
+  end
 
   local function prepare_fixed(req)
     local w = req.p[2]
     req.limit = req.p[1]
     if type(w) == 'number' and w < FAST_NS then
-      req.w_ms, req.fast = w / NS_PER_MS, fast_fixed
+      req.fast = fixed_decider(w / NS_PER_MS, req.limit, req.cost, req.refund)
     end
-  end
-
-  -- The fixed window's decision in doubles: as fast_instant's.
-  fast_fixed = function(req, v, s, n)
-    local stored_ms, count = nil, 0
-    if v then
-      local st = stored_numbers(KINDS.FIXED, v, '^fixed:(%d+):(%d+)$')
-      if not st then return nil end
-      stored_ms, count = st[1], st[2]
-    end
-    local w_ms = req.w_ms
-    local start_ms, until_end = fast_window(w_ms, stored_ms, s, n, 8900000000)
-    if not start_ms then return nil end
-    if stored_ms and stored_ms < start_ms then count = 0 end
-    local limit, cost = req.limit, req.cost
-    local after
-    if req.refund then
-      after = count > cost and count - cost or 0
-      if after == count then return true, limit > after and limit - after or 0, 0, after > 0 and until_end or 0 end
-    else
-      local left = limit > count and limit - count or 0
-      local reset = count > 0 and until_end or 0
-      if cost > limit then return false, left, NEVER, reset end
-      after = count + cost
-      if after > limit then return false, left, until_end, reset end
-      if cost == 0 then return true, left, 0, reset end
-    end
-    local left = limit > after and limit - after or 0
-    if after == 0 then return true, left, 0, 0, false end
-    return true, left, 0, until_end, 'fixed:' .. dec(start_ms) .. ':' .. dec(after), dec(start_ms + w_ms)
   end
 
   KINDS.FIXED.prepare = prepare_fixed
@@ -1300,7 +1314,8 @@ local function build()
     local w = req.p[2]
     req.limit = req.p[1]
     if type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
-      req.w, req.w_ms, req.fast = w, w / NS_PER_MS, fast_sliding
+      req.w, req.w_ms = w, w / NS_PER_MS
+      req.fast = function(v, s, n) return fast_sliding(req, v, s, n) end
     end
   end
 
@@ -1313,7 +1328,7 @@ local function build()
     return limit - c - q
   end
 
-  -- The sliding window's decision in doubles: as fast_instant's.
+  -- The sliding window's decision in doubles: as instant_decider's closure's.
   fast_sliding = function(req, v, s, n)
     local stored_ms, sp, sc
     if v then
@@ -1438,7 +1453,7 @@ local function build()
     end
     local v = get(key)
     if req.fast and s < FAST_S then
-      local allowed, left, retry, reset, value, expire = req.fast(req, v, s, n)
+      local allowed, left, retry, reset, value, expire = req.fast(v, s, n)
       if allowed ~= nil then
         local write
         if value then
@@ -1494,7 +1509,7 @@ local function build()
         if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
         local fast = req.fast
         if fast and s < FAST_S then
-          local allowed, left, retry, reset, value, expire = fast(req, v, s, n)
+          local allowed, left, retry, reset, value, expire = fast(v, s, n)
           if allowed ~= nil then
             if value ~= nil and not req.peek then
               if value then
@@ -1595,7 +1610,9 @@ local function build()
         if layers[i].allowed then
           local unspent = {}
           for field, value in pairs(reqs[i]) do unspent[field] = value end
-          unspent.cost = 0
+          unspent.cost, unspent.fast = 0, nil
+          -- (its fast path is a closure over its cost: made again for cost 0)
+          if unspent.kind.prepare then unspent.kind.prepare(unspent) end
           layers[i] = decide(keys[i], unspent, s, ns)
         end
       end

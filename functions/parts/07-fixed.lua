@@ -70,44 +70,50 @@
     return remember(kind, v, { a, tonumber(b), c and tonumber(c) })
   end
 
-  local fast_fixed
+  -- The fixed window's decision in doubles, as a closure over the request's
+  -- constants (see instant_decider). The texts that depend only on the window's
+  -- start (the state's prefix, the expiry) are kept for the last window written.
+  local function fixed_decider(w_ms, limit, cost, refund)
+    local text_start, head, expire = -1, nil, nil
+    return function(v, s, n)
+      local stored_ms, count = nil, 0
+      if v then
+        local st = stored_numbers(KINDS.FIXED, v, '^fixed:(%d+):(%d+)$')
+        if not st then return nil end
+        stored_ms, count = st[1], st[2]
+      end
+      local start_ms, until_end = fast_window(w_ms, stored_ms, s, n, 8900000000)
+      if not start_ms then return nil end
+      if stored_ms and stored_ms < start_ms then count = 0 end
+      local after
+      if refund then
+        after = count > cost and count - cost or 0
+        if after == count then
+          return true, limit > after and limit - after or 0, 0, after > 0 and until_end or 0
+        end
+      else
+        local left = limit > count and limit - count or 0
+        local reset = count > 0 and until_end or 0
+        if cost > limit then return false, left, NEVER, reset end
+        after = count + cost
+        if after > limit then return false, left, until_end, reset end
+        if cost == 0 then return true, left, 0, reset end
+      end
+      local left = limit > after and limit - after or 0
+      if after == 0 then return true, left, 0, 0, false end
+      if start_ms ~= text_start then
+        text_start, head, expire = start_ms, 'fixed:' .. dec(start_ms) .. ':', dec(start_ms + w_ms)
+      end
+      return true, left, 0, until_end, head .. dec(after), expire
+    end
+  end
 
   local function prepare_fixed(req)
     local w = req.p[2]
     req.limit = req.p[1]
     if type(w) == 'number' and w < FAST_NS then
-      req.w_ms, req.fast = w / NS_PER_MS, fast_fixed
+      req.fast = fixed_decider(w / NS_PER_MS, req.limit, req.cost, req.refund)
     end
-  end
-
-  -- The fixed window's decision in doubles: as fast_instant's.
-  fast_fixed = function(req, v, s, n)
-    local stored_ms, count = nil, 0
-    if v then
-      local st = stored_numbers(KINDS.FIXED, v, '^fixed:(%d+):(%d+)$')
-      if not st then return nil end
-      stored_ms, count = st[1], st[2]
-    end
-    local w_ms = req.w_ms
-    local start_ms, until_end = fast_window(w_ms, stored_ms, s, n, 8900000000)
-    if not start_ms then return nil end
-    if stored_ms and stored_ms < start_ms then count = 0 end
-    local limit, cost = req.limit, req.cost
-    local after
-    if req.refund then
-      after = count > cost and count - cost or 0
-      if after == count then return true, limit > after and limit - after or 0, 0, after > 0 and until_end or 0 end
-    else
-      local left = limit > count and limit - count or 0
-      local reset = count > 0 and until_end or 0
-      if cost > limit then return false, left, NEVER, reset end
-      after = count + cost
-      if after > limit then return false, left, until_end, reset end
-      if cost == 0 then return true, left, 0, reset end
-    end
-    local left = limit > after and limit - after or 0
-    if after == 0 then return true, left, 0, 0, false end
-    return true, left, 0, until_end, 'fixed:' .. dec(start_ms) .. ':' .. dec(after), dec(start_ms + w_ms)
   end
 
   KINDS.FIXED.prepare = prepare_fixed

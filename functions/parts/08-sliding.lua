@@ -79,7 +79,8 @@
     local w = req.p[2]
     req.limit = req.p[1]
     if type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
-      req.w, req.w_ms, req.fast = w, w / NS_PER_MS, fast_sliding
+      req.w, req.w_ms = w, w / NS_PER_MS
+      req.fast = function(v, s, n) return fast_sliding(req, v, s, n) end
     end
   end
 
@@ -92,7 +93,7 @@
     return limit - c - q
   end
 
-  -- The sliding window's decision in doubles: as fast_instant's.
+  -- The sliding window's decision in doubles: as instant_decider's closure's.
   fast_sliding = function(req, v, s, n)
     local stored_ms, sp, sc
     if v then

@@ -41,7 +41,7 @@
     end
     local v = get(key)
     if req.fast and s < FAST_S then
-      local allowed, left, retry, reset, value, expire = req.fast(req, v, s, n)
+      local allowed, left, retry, reset, value, expire = req.fast(v, s, n)
       if allowed ~= nil then
         local write
         if value then
@@ -97,7 +97,7 @@
         if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
         local fast = req.fast
         if fast and s < FAST_S then
-          local allowed, left, retry, reset, value, expire = fast(req, v, s, n)
+          local allowed, left, retry, reset, value, expire = fast(v, s, n)
           if allowed ~= nil then
             if value ~= nil and not req.peek then
               if value then
@@ -198,7 +198,9 @@
         if layers[i].allowed then
           local unspent = {}
           for field, value in pairs(reqs[i]) do unspent[field] = value end
-          unspent.cost = 0
+          unspent.cost, unspent.fast = 0, nil
+          -- (its fast path is a closure over its cost: made again for cost 0)
+          if unspent.kind.prepare then unspent.kind.prepare(unspent) end
           layers[i] = decide(keys[i], unspent, s, ns)
         end
       end
