@@ -88,9 +88,7 @@
         if not node then break end
       end
       local req = node and node[REQ] or parse(kind, args, 1, last, 'command')
-      local t = redis.call('TIME')
-      if t[1] ~= second_text then second_text, second = t[1], tonumber(t[1]) end
-      local s, n = second, tonumber(t[2]) * NS_PER_US
+      local s, n = clock()
       local v
       if not log then
         v = redis.pcall('GET', key)
