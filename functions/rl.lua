@@ -566,10 +566,9 @@ local function build()
   local DV = {}
   for k = 0, 9 do DV[48 + k] = k end
 
-  -- The instant written as the 19 digits that end v from position i, as (s, n);
-  -- nil unless v has exactly these 19 digits there (instants from 2001 to 2286).
-  local function instant19(v, i)
-    if #v ~= i + 18 then return nil end
+  -- The instant written as the 19 digits of v from position i, as (s, n); nil
+  -- unless all 19 are digits (instants from 2001 to 2286).
+  local function digits19(v, i)
     local a, b, c, d, e, f, g, h, j, k, l, m, o, p, q, r, t, u, w = byte(v, i, i + 18)
     a, b, c, d, e, f, g, h, j, k = DV[a], DV[b], DV[c], DV[d], DV[e], DV[f], DV[g], DV[h], DV[j], DV[k]
     l, m, o, p, q, r, t, u, w = DV[l], DV[m], DV[o], DV[p], DV[q], DV[r], DV[t], DV[u], DV[w]
@@ -579,6 +578,12 @@ local function build()
     end
     return ((((((((a * 10 + b) * 10 + c) * 10 + d) * 10 + e) * 10 + f) * 10 + g) * 10 + h) * 10 + j) * 10 + k,
       (((((((l * 10 + m) * 10 + o) * 10 + p) * 10 + q) * 10 + r) * 10 + t) * 10 + u) * 10 + w
+  end
+
+  -- The same, when these 19 digits end v.
+  local function instant19(v, i)
+    if #v ~= i + 18 then return nil end
+    return digits19(v, i)
   end
 
   -- Parsed string states by their text, one table per kind: a hot key's state
@@ -1452,6 +1457,16 @@ local function build()
   -- fast path), else exactly.
   local function decide(key, req, s, n)
     if req.kind.name == 'SLIDINGLOG' then
+      if req.fast and s < FAST_S then
+        local allowed, left, retry, reset, score, member, expire = req.fast(key, s, n)
+        if allowed ~= nil then
+          local write = score and { op = 'log', apply = function(k)
+            redis.call('ZADD', k, score, member)
+            redis.call('PEXPIREAT', k, expire)
+          end }
+          return { allowed = allowed, limit = req.limit, remaining = left, retry = retry, reset = reset }, write
+        end
+      end
       local now = ns_of_time(s, n)
       local d, write = decide_log(key, req, now)
       return within_cap(d, write, now)
@@ -1506,33 +1521,41 @@ local function build()
       end
       local req = node and node[REQ] or parse(kind, args, 1, last, 'command')
       local s, n = clock()
-      local v
+      local fast, v = req.fast, nil
       if not log then
         v = redis.pcall('GET', key)
         if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
-        local fast = req.fast
-        if fast and s < FAST_S then
-          local allowed, left, retry, reset, value, expire = fast(v, s, n)
-          if allowed ~= nil then
-            if value ~= nil and not req.peek then
-              if value then
-                redis.call('SET', key, value, 'PXAT', expire)
-              else
-                redis.call('DEL', key)
-              end
-            end
-            local r = reset % NS_PER_MS
-            reset = (reset - r) / NS_PER_MS
-            if r > 0 then reset = reset + 1 end
-            if retry then
-              r = retry % NS_PER_MS
-              retry = (retry - r) / NS_PER_MS
-              if r > 0 then retry = retry + 1 end
+      end
+      if fast and s < FAST_S then
+        local allowed, left, retry, reset, value, expire, more
+        if log then
+          -- (a sorted set: the decider reads it; its write is the new entry)
+          allowed, left, retry, reset, value, expire, more = fast(key, s, n)
+        else
+          allowed, left, retry, reset, value, expire = fast(v, s, n)
+        end
+        if allowed ~= nil then
+          if value ~= nil and not req.peek then
+            if log then
+              redis.call('ZADD', key, value, expire)
+              redis.call('PEXPIREAT', key, more)
+            elseif value then
+              redis.call('SET', key, value, 'PXAT', expire)
             else
-              retry = -1
+              redis.call('DEL', key)
             end
-            return { allowed and 1 or 0, req.limit, left, retry, reset }
           end
+          local r = reset % NS_PER_MS
+          reset = (reset - r) / NS_PER_MS
+          if r > 0 then reset = reset + 1 end
+          if retry then
+            r = retry % NS_PER_MS
+            retry = (retry - r) / NS_PER_MS
+            if r > 0 then retry = retry + 1 end
+          else
+            retry = -1
+          end
+          return { allowed and 1 or 0, req.limit, left, retry, reset }
         end
       end
       local d, write
@@ -2146,6 +2169,120 @@ local function build()
     return decision(false, c.units, satsub(leaves_at(score), now), newest_live)
   end
 
+  ------------------------------------------------------------------------------
+  -- The sliding log in doubles (the fast path): a log of weighted entries whose
+  -- oldest is live, a request that is not a refund, and a window below FAST_NS.
+  -- It reads what the exact path reads first (the oldest and newest entries) and
+  -- hands everything else (legacy or lapsed entries, a retry beyond the oldest
+  -- entry, corrupt logs, instants outside 2001 to 2286) to decide_log, before any
+  -- write.
+  ------------------------------------------------------------------------------
+
+  -- A weighted entry `<ns>:<cost>:<sum>` (ns in 19 digits) scored by its
+  -- microsecond, as { s, n, cost, sum, score, score text }; nil for any other
+  -- (parse_entry decides those). Remembered by member, and valid only with the
+  -- same score text.
+  local function fast_entry(member, score)
+    local known = states.log
+    local e = known and known[member]
+    if e and e[6] == score then return e end
+    if #member < 23 or byte(member, 20) ~= 58 then return nil end
+    local s, n = digits19(member, 1)
+    local b = find(member, ':', 21, true)
+    if not s or not b then return nil end
+    local cost_t, sum_t = sub(member, 21, b - 1), sub(member, b + 1)
+    if cost_t == '' or sum_t == '' or #cost_t > 13 or #sum_t > 13
+      or find(cost_t, '[^0-9]') or find(sum_t, '[^0-9]') then
+      return nil
+    end
+    local cost, sum = tonumber(cost_t), tonumber(sum_t)
+    local us = s * 1000000 + (n - n % NS_PER_US) / NS_PER_US
+    if cost == 0 or sum < cost or tonumber(score) ~= us then return nil end
+    return remember('log', member, { s, n, cost, sum, us, score })
+  end
+
+  -- The decider of a sliding-log request (see instant_decider): called with the
+  -- key and the instant (s, n), it returns allowed, remaining, retry, reset and,
+  -- when admitted with a cost, the new entry's score and member and the key's
+  -- expiry, as text; nil when the exact path must decide.
+  local function log_decider(limit, w, cost)
+    local window_us = w / NS_PER_US
+
+    -- ns from now (s, n; now_us its microsecond) until the entry scored `score`
+    -- leaves the window, at least 0; nil when not below FAST_NS.
+    local function until_leaves(score, now_us, n)
+      local d = score + window_us - now_us
+      if d <= 0 then return 0 end
+      if d >= 9000000000000 then return nil end
+      return d * NS_PER_US - n % NS_PER_US
+    end
+
+    return function(key, s, n)
+      if s < 1000000000 or s >= 9999999999 then return nil end
+      local now_us = s * 1000000 + (n - n % NS_PER_US) / NS_PER_US
+      local cutoff = now_us > window_us and now_us - window_us or 0
+      local first = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+      if first.err then fail(first.err) end
+      local units, newest, reset = 0, nil, 0
+      local oldest
+      if first[1] then
+        oldest = fast_entry(first[1], first[2])
+        if not oldest or oldest[5] <= cutoff then return nil end
+        local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+        newest = last[1] and fast_entry(last[1], last[2])
+        if not newest then return nil end
+        local base = oldest[4] - oldest[3]
+        if newest[4] < base then return nil end
+        units = newest[4] - base
+        reset = until_leaves(newest[5], now_us, n)
+        if not reset then return nil end
+      end
+      local left = limit > units and limit - units or 0
+      if cost > limit then return false, left, NEVER, reset end
+      local after = units + cost
+      if after > limit then
+        -- The oldest entry frees enough units when it leaves, or the exact path
+        -- searches further.
+        if oldest[4] < oldest[4] - oldest[3] + (after - limit) then return nil end
+        local retry = until_leaves(oldest[5], now_us, n)
+        if not retry then return nil end
+        return false, left, retry, reset
+      end
+      if cost == 0 then return true, left, 0, reset end
+      -- A nanosecond after every stored entry, even if the clock stepped back;
+      -- sums run on from the newest.
+      local es, en, sum = s, n, cost
+      if newest then
+        local ns, nn = newest[1], newest[2] + 1
+        if nn == NS_PER_S then ns, nn = ns + 1, 0 end
+        if ns > es or (ns == es and nn > en) then es, en = ns, nn end
+        sum = newest[4] + cost
+      end
+      if es >= 9999999999 then return nil end
+      local score = es * 1000000 + (en - en % NS_PER_US) / NS_PER_US
+      local ahead = until_leaves(score, now_us, n)
+      if not ahead then return nil end
+      local ns_text = instant_texts('', es, en)
+      local us_part = (en - en % NS_PER_US) / NS_PER_US
+      local u3 = us_part % 100
+      local u2 = (us_part - u3) / 100 % 100
+      local u1 = (us_part - u3 - u2 * 100) / 10000
+      local score_text = second_digits(es) .. D2[u1] .. D2[u2] .. D2[u3]
+      local leaves_us = score + window_us
+      local expire_ms = (leaves_us - leaves_us % 1000) / 1000
+      if leaves_us % 1000 > 0 then expire_ms = expire_ms + 1 end
+      return true, limit - after, 0, ahead, score_text,
+        ns_text .. ':' .. dec(cost) .. ':' .. dec(sum), dec(expire_ms)
+    end
+  end
+
+  KINDS.SLIDINGLOG.prepare = function(req)
+    local w = req.p[2]
+    req.limit = req.p[1]
+    if not req.refund and type(w) == 'number' and w < FAST_NS then
+      req.fast = log_decider(req.limit, w, req.cost)
+    end
+  end
   -- Lease sets: members `lease:<id>`, scores the lapse times in microseconds,
   -- handled as Lua numbers (exact below 2^53 us, the year 2255).
   local LEASE_PREFIX = 'lease:'

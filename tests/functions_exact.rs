@@ -501,6 +501,30 @@ fn stored_log(c: &mut redis::Connection, key: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// An entry a nanosecond after the newest, when the clock stepped back and that
+/// nanosecond starts a new second: its member carries into the seconds' digits.
+fn log_entry_carries_into_the_next_second(flavor: Flavor) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let second = now_ms() as u64 / 1_000 + 3_155_760_000;
+    let last_ns = second * 1_000_000_000 + 999_999_999;
+    set_now(c, last_ns);
+    assert_eq!(Backend::Library.rl(c, "RL.SLIDINGLOG carry 5 1h")[0], 1);
+    set_now(c, last_ns - 5_000);
+    assert_eq!(Backend::Library.rl(c, "RL.SLIDINGLOG carry 5 1h")[0], 1);
+    let next = (second + 1) * 1_000_000_000;
+    let stored: Vec<String> = run(c, "ZRANGE carry 0 -1 WITHSCORES");
+    assert_eq!(
+        stored,
+        vec![
+            format!("{last_ns}:1:1"),
+            (last_ns / 1_000).to_string(),
+            format!("{next}:1:2"),
+            (next / 1_000).to_string(),
+        ]
+    );
+}
+
 /// The sliding log: entries, one per admitted request, in a sorted set.
 fn log_sequences(flavor: Flavor, seed: u64, limits: &[u64], durations_ms: &[u64]) {
     let s = clocked_library(flavor);
@@ -750,6 +774,10 @@ server_tests! {
 
     fn sliding_log_is_exact_at_chosen_instants(flavor) {
         log_sequences(flavor, seed(15), &LOG_LIMITS, &DURATIONS_MS);
+    }
+
+    fn a_log_entry_carries_into_the_next_second(flavor) {
+        log_entry_carries_into_the_next_second(flavor);
     }
 
     fn fast_path_primitives_equal_u128_arithmetic(flavor) {

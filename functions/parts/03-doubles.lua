@@ -142,10 +142,9 @@
   local DV = {}
   for k = 0, 9 do DV[48 + k] = k end
 
-  -- The instant written as the 19 digits that end v from position i, as (s, n);
-  -- nil unless v has exactly these 19 digits there (instants from 2001 to 2286).
-  local function instant19(v, i)
-    if #v ~= i + 18 then return nil end
+  -- The instant written as the 19 digits of v from position i, as (s, n); nil
+  -- unless all 19 are digits (instants from 2001 to 2286).
+  local function digits19(v, i)
     local a, b, c, d, e, f, g, h, j, k, l, m, o, p, q, r, t, u, w = byte(v, i, i + 18)
     a, b, c, d, e, f, g, h, j, k = DV[a], DV[b], DV[c], DV[d], DV[e], DV[f], DV[g], DV[h], DV[j], DV[k]
     l, m, o, p, q, r, t, u, w = DV[l], DV[m], DV[o], DV[p], DV[q], DV[r], DV[t], DV[u], DV[w]
@@ -155,6 +154,12 @@
     end
     return ((((((((a * 10 + b) * 10 + c) * 10 + d) * 10 + e) * 10 + f) * 10 + g) * 10 + h) * 10 + j) * 10 + k,
       (((((((l * 10 + m) * 10 + o) * 10 + p) * 10 + q) * 10 + r) * 10 + t) * 10 + u) * 10 + w
+  end
+
+  -- The same, when these 19 digits end v.
+  local function instant19(v, i)
+    if #v ~= i + 18 then return nil end
+    return digits19(v, i)
   end
 
   -- Parsed string states by their text, one table per kind: a hot key's state

@@ -35,6 +35,16 @@
   -- fast path), else exactly.
   local function decide(key, req, s, n)
     if req.kind.name == 'SLIDINGLOG' then
+      if req.fast and s < FAST_S then
+        local allowed, left, retry, reset, score, member, expire = req.fast(key, s, n)
+        if allowed ~= nil then
+          local write = score and { op = 'log', apply = function(k)
+            redis.call('ZADD', k, score, member)
+            redis.call('PEXPIREAT', k, expire)
+          end }
+          return { allowed = allowed, limit = req.limit, remaining = left, retry = retry, reset = reset }, write
+        end
+      end
       local now = ns_of_time(s, n)
       local d, write = decide_log(key, req, now)
       return within_cap(d, write, now)
@@ -89,33 +99,41 @@
       end
       local req = node and node[REQ] or parse(kind, args, 1, last, 'command')
       local s, n = clock()
-      local v
+      local fast, v = req.fast, nil
       if not log then
         v = redis.pcall('GET', key)
         if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
-        local fast = req.fast
-        if fast and s < FAST_S then
-          local allowed, left, retry, reset, value, expire = fast(v, s, n)
-          if allowed ~= nil then
-            if value ~= nil and not req.peek then
-              if value then
-                redis.call('SET', key, value, 'PXAT', expire)
-              else
-                redis.call('DEL', key)
-              end
-            end
-            local r = reset % NS_PER_MS
-            reset = (reset - r) / NS_PER_MS
-            if r > 0 then reset = reset + 1 end
-            if retry then
-              r = retry % NS_PER_MS
-              retry = (retry - r) / NS_PER_MS
-              if r > 0 then retry = retry + 1 end
+      end
+      if fast and s < FAST_S then
+        local allowed, left, retry, reset, value, expire, more
+        if log then
+          -- (a sorted set: the decider reads it; its write is the new entry)
+          allowed, left, retry, reset, value, expire, more = fast(key, s, n)
+        else
+          allowed, left, retry, reset, value, expire = fast(v, s, n)
+        end
+        if allowed ~= nil then
+          if value ~= nil and not req.peek then
+            if log then
+              redis.call('ZADD', key, value, expire)
+              redis.call('PEXPIREAT', key, more)
+            elseif value then
+              redis.call('SET', key, value, 'PXAT', expire)
             else
-              retry = -1
+              redis.call('DEL', key)
             end
-            return { allowed and 1 or 0, req.limit, left, retry, reset }
           end
+          local r = reset % NS_PER_MS
+          reset = (reset - r) / NS_PER_MS
+          if r > 0 then reset = reset + 1 end
+          if retry then
+            r = retry % NS_PER_MS
+            retry = (retry - r) / NS_PER_MS
+            if r > 0 then retry = retry + 1 end
+          else
+            retry = -1
+          end
+          return { allowed and 1 or 0, req.limit, left, retry, reset }
         end
       end
       local d, write
