@@ -609,16 +609,6 @@ local function build()
     return s + (t - r) / NS_PER_S, r
   end
 
-  -- max(at - now, 0) in ns for instants (ts, tn) and (s, n); nil when not below FAST_NS.
-  local function debt_of(ts, tn, s, n)
-    if ts > s then
-      if ts - s >= 8999999 then return nil end
-      return (ts - s) * NS_PER_S + (tn - n)
-    end
-    if ts == s and tn > n then return tn - n end
-    return 0
-  end
-
 
   --------------------------------------------------------------------------------
   -- Errors and the grammar (src/grammar, src/error.rs): the same checks in the same
@@ -1083,7 +1073,7 @@ local function build()
         if not st then return nil end
         local ts, tn = st[1], st[2]
         if ts > s then
-          -- (debt_of, inline: this runs on every call)
+          -- (max(at - now, 0), nil beyond FAST_NS: inline, this runs on every call)
           if ts - s >= 8999999 then return nil end
           debt = (ts - s) * NS_PER_S + (tn - n)
         elseif ts == s and tn > n then
@@ -1767,7 +1757,7 @@ local function build()
       end
       local ts, tn = st[1], st[2]
       if ts > s then
-        -- (debt_of, inline)
+        -- (max(at - now, 0), nil beyond FAST_NS)
         if ts - s >= 8999999 then return nil end
         debt = (ts - s) * NS_PER_S + (tn - n)
       elseif ts == s and tn > n then

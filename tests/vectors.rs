@@ -29,7 +29,7 @@ RL.GCRA K 1 1h BURST 5 -> 1 5 3 0 3600000
 RL.GCRA K 1 1h BURST 5 -> 1 5 3 0 ~7199000
 RL.GCRA K 1 1h BURST 5 -> 0 5 2 0 *
 RL.GCRA K 1 1h BURST 5 -> 1 5 1 0 1..2
-RL.FIXED K2 2 1h -> 1 2 1 0 @1m
+RL.FIXED K2 2 1h -> 1 2 1 0 @1h+1m
 RL.GCRA K 10 -> (error) ERR wrong number of arguments for 'rl.fixed' command
 RL.GCRA K 1 1h BURST 5 COST 0 -> (error) ERR anything
 RL.GCRA K 0 1h -> 1 1 0 0 0

@@ -185,14 +185,4 @@
     return s + (t - r) / NS_PER_S, r
   end
 
-  -- max(at - now, 0) in ns for instants (ts, tn) and (s, n); nil when not below FAST_NS.
-  local function debt_of(ts, tn, s, n)
-    if ts > s then
-      if ts - s >= 8999999 then return nil end
-      return (ts - s) * NS_PER_S + (tn - n)
-    end
-    if ts == s and tn > n then return tn - n end
-    return 0
-  end
-
 

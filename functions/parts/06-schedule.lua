@@ -151,7 +151,7 @@
         if not st then return nil end
         local ts, tn = st[1], st[2]
         if ts > s then
-          -- (debt_of, inline: this runs on every call)
+          -- (max(at - now, 0), nil beyond FAST_NS: inline, this runs on every call)
           if ts - s >= 8999999 then return nil end
           debt = (ts - s) * NS_PER_S + (tn - n)
         elseif ts == s and tn > n then

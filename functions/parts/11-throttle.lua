@@ -94,7 +94,7 @@
       end
       local ts, tn = st[1], st[2]
       if ts > s then
-        -- (debt_of, inline)
+        -- (max(at - now, 0), nil beyond FAST_NS)
         if ts - s >= 8999999 then return nil end
         debt = (ts - s) * NS_PER_S + (tn - n)
       elseif ts == s and tn > n then
