@@ -613,6 +613,28 @@ server_tests! {
         }
     }
 
+    fn the_library_keeps_its_caches_bounded(flavor) {
+        // 20,000 distinct requests on as many keys: the library keeps at most 512
+        // parsed requests and 64 parsed states, so its memory stays small (each
+        // parsed request holds about a kilobyte: kept, they would take 20 MB).
+        let s = Server::start_library(flavor, false);
+        let c = &mut s.conn();
+        let vm = |c: &mut redis::Connection| -> i64 {
+            info(c, "memory", "used_memory_vm_functions").parse().unwrap()
+        };
+        for batch in 0..20 {
+            let mut p = redis::pipe();
+            for i in 0..1_000 {
+                let n = batch * 1_000 + i + 1;
+                p.add_command(command(&format!("FCALL rl_gcra 1 b{n} {n} 1h BURST 7")))
+                    .ignore();
+            }
+            let _: () = p.query(c).unwrap();
+        }
+        let used = vm(c);
+        assert!(used < 8 << 20, "the library's Lua memory grew to {used} bytes");
+    }
+
     fn the_library_tracks_real_time(flavor) {
         let s = Server::start_library(flavor, false);
         let c = &mut s.conn();
