@@ -118,24 +118,34 @@
     return text_of_second
   end
 
+  -- The text of the last expiry written (consecutive calls often expire in the
+  -- same millisecond).
+  local expire_value, expire_text = -1, ''
+
   -- `prefix` followed by the instant (s, n) as the module writes it (decimal ns, no
   -- leading zeros; s < 10^11), and its expiry (whole ms, rounded up) as text.
+  -- (ceil_ms and second_digits inline: this runs on every admitted call.)
   local function instant_texts(prefix, s, n)
     local n5 = n % 100
     local n4 = (n - n5) / 100 % 100
     local n3 = (n - n5 - n4 * 100) / 10000 % 100
     local n2 = (n - n5 - n4 * 100 - n3 * 10000) / 1000000 % 100
     local n1 = (n - n5 - n4 * 100 - n3 * 10000 - n2 * 1000000) / 100000000
-    local ms = ceil_ms(n)
+    local ms = (n - n % NS_PER_MS) / NS_PER_MS
+    if n % NS_PER_MS > 0 then ms = ms + 1 end
     if s == 0 then return prefix .. dec(n), dec(ms) end
-    local digits, expire = second_digits(s), nil
-    if ms < 1000 then
-      local low = ms % 10
-      expire = digits .. D2[(ms - low) / 10] .. U2[low]
-    else
-      expire = dec(s * 1000 + ms)
+    if s ~= text_second then text_second, text_of_second = s, dec(s) end
+    local digits = text_of_second
+    local at = s * 1000 + ms
+    if at ~= expire_value then
+      if ms < 1000 then
+        local low = ms % 10
+        expire_value, expire_text = at, digits .. D2[(ms - low) / 10] .. U2[low]
+      else
+        expire_value, expire_text = at, dec(at)
+      end
     end
-    return prefix .. digits .. U2[n1] .. D2[n2] .. D2[n3] .. D2[n4] .. D2[n5], expire
+    return prefix .. digits .. U2[n1] .. D2[n2] .. D2[n3] .. D2[n4] .. D2[n5], expire_text
   end
 
   -- DV[b]: the digit of the byte b, nil for any other byte.
