@@ -2226,16 +2226,25 @@ local function build()
       local units, newest, reset = 0, nil, 0
       local oldest
       if first[1] then
-        oldest = fast_entry(first[1], first[2])
+        -- (remembered entries and until_leaves inline: this runs on every call)
+        local known, m, sc = states.log, first[1], first[2]
+        oldest = known and known[m]
+        if not (oldest and oldest[6] == sc) then oldest = fast_entry(m, sc) end
         if not oldest or oldest[5] <= cutoff then return nil end
         local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-        newest = last[1] and fast_entry(last[1], last[2])
+        m, sc = last[1], last[2]
+        if not m then return nil end
+        newest = known and known[m]
+        if not (newest and newest[6] == sc) then newest = fast_entry(m, sc) end
         if not newest then return nil end
         local base = oldest[4] - oldest[3]
         if newest[4] < base then return nil end
         units = newest[4] - base
-        reset = until_leaves(newest[5], now_us, n)
-        if not reset then return nil end
+        local d = newest[5] + window_us - now_us
+        if d > 0 then
+          if d >= 9000000000000 then return nil end
+          reset = d * NS_PER_US - n % NS_PER_US
+        end
       end
       local left = limit > units and limit - units or 0
       if cost > limit then return false, left, NEVER, reset end
@@ -2243,9 +2252,12 @@ local function build()
       if after > limit then
         -- The oldest entry frees enough units when it leaves, or the exact path
         -- searches further.
-        if oldest[4] < oldest[4] - oldest[3] + (after - limit) then return nil end
-        local retry = until_leaves(oldest[5], now_us, n)
-        if not retry then return nil end
+        if oldest[3] < after - limit then return nil end
+        local d, retry = oldest[5] + window_us - now_us, 0
+        if d > 0 then
+          if d >= 9000000000000 then return nil end
+          retry = d * NS_PER_US - n % NS_PER_US
+        end
         return false, left, retry, reset
       end
       if cost == 0 then return true, left, 0, reset end
