@@ -488,13 +488,6 @@ local function build()
     return q
   end
 
-  -- Nanoseconds as whole milliseconds, rounded up (the replies' rule).
-  local function ceil_ms(ns)
-    local r = ns % NS_PER_MS
-    if r == 0 then return ns / NS_PER_MS end
-    return (ns - r) / NS_PER_MS + 1
-  end
-
   -- The fast paths take clocks before this second (the year 2540): instants and
   -- expiries then stay far below U64_MAX ns and the expiry cap, so neither caps.
   local FAST_S = 18000000000
@@ -548,7 +541,7 @@ local function build()
 
   -- `prefix` followed by the instant (s, n) as the module writes it (decimal ns, no
   -- leading zeros; s < 10^11), and its expiry (whole ms, rounded up) as text.
-  -- (ceil_ms and second_digits inline: this runs on every admitted call.)
+  -- (second_digits inline: this runs on every admitted call.)
   local function instant_texts(prefix, s, n)
     local n5 = n % 100
     local n4 = (n - n5) / 100 % 100
