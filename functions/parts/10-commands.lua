@@ -30,9 +30,15 @@
     return within_cap(d, write, now)
   end
 
+  -- The exact decision of a sliding log on `key` at (s, n).
+  local function decide_log_exactly(key, req, s, n)
+    local now = ns_of_time(s, n)
+    local d, write = decide_log(key, req, now)
+    return within_cap(d, write, now)
+  end
+
   -- Decides `req` on `key` at the instant (s, n): the decision and its write (see
-  -- commit). A string state is decided in doubles where it fits (the kind's
-  -- fast path), else exactly.
+  -- commit), in doubles where every value fits (the kind's fast path), else exactly.
   local function decide(key, req, s, n)
     if req.kind.name == 'SLIDINGLOG' then
       if req.fast and s < FAST_S then
@@ -45,9 +51,7 @@
           return { allowed = allowed, limit = req.limit, remaining = left, retry = retry, reset = reset }, write
         end
       end
-      local now = ns_of_time(s, n)
-      local d, write = decide_log(key, req, now)
-      return within_cap(d, write, now)
+      return decide_log_exactly(key, req, s, n)
     end
     local v = get(key)
     if req.fast and s < FAST_S then
@@ -85,8 +89,8 @@
   end
 
   -- RL.<ALGO> key params... as FCALL rl_<algo> 1 key params...: the body and its
-  -- label. A string state decided on the fast path replies without building a
-  -- decision; the parsed-request cache is looked up inline (this runs on every call).
+  -- label. A call decided on the fast path replies without building a decision;
+  -- the parsed-request cache is looked up inline (this runs on every call).
   local function decision_command(kind, fname)
     local log, name = kind.name == 'SLIDINGLOG', kind.name
     local function body(keys, args)
@@ -138,7 +142,7 @@
       end
       local d, write
       if log then
-        d, write = decide(key, req, s, n)
+        d, write = decide_log_exactly(key, req, s, n)
       else
         d, write = decide_exactly(req, v, s, n)
       end
