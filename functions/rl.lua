@@ -41,7 +41,7 @@ Invariants:
 -- Redis loads a library with only `redis` in scope (no string, math or table),
 -- so everything is built on the first call, inside `build`.
 local function build()
-  local type, tonumber, assert, pcall, error = type, tonumber, assert, pcall, error
+  local type, tonumber, assert, error = type, tonumber, assert, error
   local floor = math.floor
   local sub, find, fmt, upper, gsub = string.sub, string.find, string.format, string.upper, string.gsub
   local concat = table.concat
@@ -1586,8 +1586,6 @@ local function build()
     return reply((decide(key, req, clock())))
   end
 
-  local peek_command = { peek_body, 'RL.PEEK' }
-
   -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
   local function all_body(keys, args)
     local n = #keys
@@ -1665,8 +1663,6 @@ local function build()
     out[6] = all
     return out
   end
-
-  local all_command = { all_body, 'RL.ALL' }
 
   --------------------------------------------------------------------------------
   -- CL.THROTTLE key max_burst count period [quantity]: redis-cell's GCRA (cell.rs,
@@ -1850,8 +1846,6 @@ local function build()
     return out
   end
 
-  local throttle_command = { throttle_body, 'CL.THROTTLE' }
-
   ------------------------------------------------------------------------------
   -- Sorted-set states: the sliding log (algorithm/sliding_log/, store/log.rs) and lease
   -- sets (lease.rs, store/leases.rs), read with O(log n) commands (ZCOUNT, ZRANGE
@@ -1860,6 +1854,9 @@ local function build()
   ------------------------------------------------------------------------------
 
   local TRIM_MAX = 64
+  -- (Numbers are passed to the server as text: Redis 7.0 formats a Lua number
+  -- argument through printf, which costs more than the command.)
+  local TRIM_MAX_TEXT = fmt('%d', TRIM_MAX)
   local RETRY_SCAN = 4
   local TWO = int(2)
   local unpack = unpack
@@ -1915,14 +1912,14 @@ local function build()
   -- Removes at most TRIM_MAX members scored <= cutoff (a string), oldest first:
   -- one ZREM of exactly those members, as the module replicates it.
   local function trim_through(key, cutoff)
-    local lapsed = redis.call('ZRANGEBYSCORE', key, '-inf', cutoff, 'LIMIT', 0, TRIM_MAX)
+    local lapsed = redis.call('ZRANGEBYSCORE', key, '-inf', cutoff, 'LIMIT', '0', TRIM_MAX_TEXT)
     if #lapsed > 0 then redis.call('ZREM', key, unpack(lapsed)) end
   end
 
   -- The log on `key` (nil if absent): the LogView of algorithm/sliding_log/view.rs.
   -- ZRANGE key 0 0 WITHSCORES: empty for an absent key, WRONGTYPE for another type.
   local function first_entry(key)
-    local r = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+    local r = redis.pcall('ZRANGE', key, '0', '0', 'WITHSCORES')
     if r.err then fail(r.err) end
     return r
   end
@@ -1936,7 +1933,7 @@ local function build()
       return e
     end
     local oldest = one(first)
-    local newest = one(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES'))
+    local newest = one(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES'))
     if oldest.sum and not newest.sum then log_corrupt() end
     local log = { oldest = oldest, newest = newest }
     function log.len() return int(redis.call('ZCARD', key)) end
@@ -1974,7 +1971,7 @@ local function build()
       end
     end
     function log.last_through(score)
-      local r = redis.call('ZREVRANGEBYSCORE', key, str(score), '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      local r = redis.call('ZREVRANGEBYSCORE', key, str(score), '-inf', 'WITHSCORES', 'LIMIT', '0', '1')
       if not r[1] then return nil end
       return parse_entry(r[1], r[2]) or log_corrupt()
     end
@@ -2218,7 +2215,7 @@ local function build()
       if s < 1000000000 or s >= 9999999999 then return nil end
       local now_us = s * 1000000 + (n - n % NS_PER_US) / NS_PER_US
       local cutoff = now_us > window_us and now_us - window_us or 0
-      local first = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+      local first = redis.pcall('ZRANGE', key, '0', '0', 'WITHSCORES')
       if first.err then fail(first.err) end
       local units, newest, reset = 0, nil, 0
       local oldest
@@ -2228,7 +2225,7 @@ local function build()
         oldest = known and known[m]
         if not (oldest and oldest[6] == sc) then oldest = fast_entry(m, sc) end
         if not oldest or oldest[5] <= cutoff then return nil end
-        local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+        local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
         m, sc = last[1], last[2]
         if not m then return nil end
         newest = known and known[m]
@@ -2318,7 +2315,7 @@ local function build()
       return sub(r[1], 1, #LEASE_PREFIX) == LEASE_PREFIX and s >= 0 and s % 1 == 0 and s < TWO64
     end
     if not is_lease(first)
-      or not is_lease(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')) then
+      or not is_lease(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')) then
       foreign('RL.ACQUIRE')
     end
     local v = {}
@@ -2428,8 +2425,6 @@ local function build()
     return reply(d)
   end
 
-  local acquire_command = { acquire_body, 'RL.ACQUIRE' }
-
   peek_acquire = function(key, args)
     return reply((acquire(key, parse_acquire(args, 2), now_ns())))
   end
@@ -2456,16 +2451,15 @@ local function build()
     return 1
   end
 
-  local release_command = { release_body, 'RL.RELEASE' }
-
+  -- Each command: its body and its label (decision_command makes the limiters').
   return {
     decision = decision_command,
     kinds = KINDS,
-    all = all_command,
-    peek = peek_command,
-    throttle = throttle_command,
-    acquire = acquire_command,
-    release = release_command,
+    all = { all_body, 'RL.ALL' },
+    peek = { peek_body, 'RL.PEEK' },
+    throttle = { throttle_body, 'CL.THROTTLE' },
+    acquire = { acquire_body, 'RL.ACQUIRE' },
+    release = { release_body, 'RL.RELEASE' },
     failed = failed,
     -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
     ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
@@ -2483,7 +2477,7 @@ local api
 -- The handler named `name`; the library is built on the first call. Every body
 -- runs under pcall: an error becomes the reply `failed` gives.
 local function handler(name, arg)
-  local body, label
+  local body, label, protected
   return function(keys, args)
     if not body then
       api = api or build()
@@ -2492,8 +2486,9 @@ local function handler(name, arg)
       else
         body, label = api[name][1], api[name][2]
       end
+      protected = pcall
     end
-    local ok, result = pcall(body, keys, args)
+    local ok, result = protected(body, keys, args)
     if ok then return result end
     return api.failed(label, result)
   end

@@ -41,7 +41,7 @@ Invariants:
 -- Redis loads a library with only `redis` in scope (no string, math or table),
 -- so everything is built on the first call, inside `build`.
 local function build()
-  local type, tonumber, assert, pcall, error = type, tonumber, assert, pcall, error
+  local type, tonumber, assert, error = type, tonumber, assert, error
   local floor = math.floor
   local sub, find, fmt, upper, gsub = string.sub, string.find, string.format, string.upper, string.gsub
   local concat = table.concat

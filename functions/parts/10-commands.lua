@@ -171,8 +171,6 @@
     return reply((decide(key, req, clock())))
   end
 
-  local peek_command = { peek_body, 'RL.PEEK' }
-
   -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
   local function all_body(keys, args)
     local n = #keys
@@ -250,6 +248,4 @@
     out[6] = all
     return out
   end
-
-  local all_command = { all_body, 'RL.ALL' }
 

@@ -180,5 +180,3 @@
     return out
   end
 
-  local throttle_command = { throttle_body, 'CL.THROTTLE' }
-

@@ -6,6 +6,9 @@
   ------------------------------------------------------------------------------
 
   local TRIM_MAX = 64
+  -- (Numbers are passed to the server as text: Redis 7.0 formats a Lua number
+  -- argument through printf, which costs more than the command.)
+  local TRIM_MAX_TEXT = fmt('%d', TRIM_MAX)
   local RETRY_SCAN = 4
   local TWO = int(2)
   local unpack = unpack
@@ -61,14 +64,14 @@
   -- Removes at most TRIM_MAX members scored <= cutoff (a string), oldest first:
   -- one ZREM of exactly those members, as the module replicates it.
   local function trim_through(key, cutoff)
-    local lapsed = redis.call('ZRANGEBYSCORE', key, '-inf', cutoff, 'LIMIT', 0, TRIM_MAX)
+    local lapsed = redis.call('ZRANGEBYSCORE', key, '-inf', cutoff, 'LIMIT', '0', TRIM_MAX_TEXT)
     if #lapsed > 0 then redis.call('ZREM', key, unpack(lapsed)) end
   end
 
   -- The log on `key` (nil if absent): the LogView of algorithm/sliding_log/view.rs.
   -- ZRANGE key 0 0 WITHSCORES: empty for an absent key, WRONGTYPE for another type.
   local function first_entry(key)
-    local r = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+    local r = redis.pcall('ZRANGE', key, '0', '0', 'WITHSCORES')
     if r.err then fail(r.err) end
     return r
   end
@@ -82,7 +85,7 @@
       return e
     end
     local oldest = one(first)
-    local newest = one(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES'))
+    local newest = one(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES'))
     if oldest.sum and not newest.sum then log_corrupt() end
     local log = { oldest = oldest, newest = newest }
     function log.len() return int(redis.call('ZCARD', key)) end
@@ -120,7 +123,7 @@
       end
     end
     function log.last_through(score)
-      local r = redis.call('ZREVRANGEBYSCORE', key, str(score), '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      local r = redis.call('ZREVRANGEBYSCORE', key, str(score), '-inf', 'WITHSCORES', 'LIMIT', '0', '1')
       if not r[1] then return nil end
       return parse_entry(r[1], r[2]) or log_corrupt()
     end

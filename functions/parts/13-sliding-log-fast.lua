@@ -50,7 +50,7 @@
       if s < 1000000000 or s >= 9999999999 then return nil end
       local now_us = s * 1000000 + (n - n % NS_PER_US) / NS_PER_US
       local cutoff = now_us > window_us and now_us - window_us or 0
-      local first = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
+      local first = redis.pcall('ZRANGE', key, '0', '0', 'WITHSCORES')
       if first.err then fail(first.err) end
       local units, newest, reset = 0, nil, 0
       local oldest
@@ -60,7 +60,7 @@
         oldest = known and known[m]
         if not (oldest and oldest[6] == sc) then oldest = fast_entry(m, sc) end
         if not oldest or oldest[5] <= cutoff then return nil end
-        local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+        local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
         m, sc = last[1], last[2]
         if not m then return nil end
         newest = known and known[m]

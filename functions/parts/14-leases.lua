@@ -24,7 +24,7 @@
       return sub(r[1], 1, #LEASE_PREFIX) == LEASE_PREFIX and s >= 0 and s % 1 == 0 and s < TWO64
     end
     if not is_lease(first)
-      or not is_lease(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')) then
+      or not is_lease(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')) then
       foreign('RL.ACQUIRE')
     end
     local v = {}
@@ -134,8 +134,6 @@
     return reply(d)
   end
 
-  local acquire_command = { acquire_body, 'RL.ACQUIRE' }
-
   peek_acquire = function(key, args)
     return reply((acquire(key, parse_acquire(args, 2), now_ns())))
   end
@@ -161,6 +159,4 @@
     end
     return 1
   end
-
-  local release_command = { release_body, 'RL.RELEASE' }
 

@@ -1,11 +1,12 @@
+  -- Each command: its body and its label (decision_command makes the limiters').
   return {
     decision = decision_command,
     kinds = KINDS,
-    all = all_command,
-    peek = peek_command,
-    throttle = throttle_command,
-    acquire = acquire_command,
-    release = release_command,
+    all = { all_body, 'RL.ALL' },
+    peek = { peek_body, 'RL.PEEK' },
+    throttle = { throttle_body, 'CL.THROTTLE' },
+    acquire = { acquire_body, 'RL.ACQUIRE' },
+    release = { release_body, 'RL.RELEASE' },
     failed = failed,
     -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
     ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
@@ -23,7 +24,7 @@ local api
 -- The handler named `name`; the library is built on the first call. Every body
 -- runs under pcall: an error becomes the reply `failed` gives.
 local function handler(name, arg)
-  local body, label
+  local body, label, protected
   return function(keys, args)
     if not body then
       api = api or build()
@@ -32,8 +33,9 @@ local function handler(name, arg)
       else
         body, label = api[name][1], api[name][2]
       end
+      protected = pcall
     end
-    local ok, result = pcall(body, keys, args)
+    local ok, result = protected(body, keys, args)
     if ok then return result end
     return api.failed(label, result)
   end
