@@ -612,7 +612,6 @@ local function build()
     return s + (t - r) / NS_PER_S, r
   end
 
-
   --------------------------------------------------------------------------------
   -- Errors and the grammar (src/grammar, src/error.rs): the same checks in the same
   -- order, the same texts.
@@ -833,6 +832,7 @@ local function build()
     cache_request(form, kind.name, args, first, last, req)
     return req
   end
+
   --------------------------------------------------------------------------------
   -- State on keys (src/codec.rs, src/store): read what a key holds, write with an
   -- absolute expiry exactly what the module writes, so the replicated effects
@@ -998,7 +998,6 @@ local function build()
     return step, write
   end
 
-
   -- The same in doubles (the fast path), for a period below FAST_NS.
 
   local function below_fast(x)
@@ -1006,12 +1005,10 @@ local function build()
     return HUGE
   end
 
-  -- The stored instant of the value v, a state `kind` wrote: { s, n }, or nil when
-  -- it does not fit the fast path (including any value the exact path refuses).
+  -- The stored instant of the value v, a state `kind` wrote, parsed and remembered
+  -- (the decider looks it up first): { s, n }, or nil when it does not fit the fast
+  -- path (including any value the exact path refuses).
   local function stored_instant(kind, v)
-    local known = states[kind]
-    local st = known and known[v]
-    if st then return st end
     if #v <= SHORT_STRING or sub(v, 1, #kind.prefix) ~= kind.prefix then return nil end
     local ts, tn = instant19(v, #kind.prefix + 1)
     if not ts then
@@ -1063,9 +1060,7 @@ local function build()
 
     -- The texts of the state (s, n) + after ns, and of its expiry.
     local function written(s, n, after)
-      local t = n + after
-      local r = t % NS_PER_S
-      return instant_texts(prefix, s + (t - r) / NS_PER_S, r)
+      return instant_texts(prefix, later(s, n, after))
     end
 
     return function(v, s, n)
@@ -1117,6 +1112,7 @@ local function build()
     kind.prefix = kind.tag .. ':'
     kind.fast_pattern = '^' .. kind.tag .. ':(%d+)(%d%d%d%d%d%d%d%d%d)$'
   end
+
   -- Fixed window (fixed.rs).
   local function decide_fixed(v, req, now)
     local kind, limit, w = req.kind, req.p[1], req.p[2]
@@ -1150,7 +1146,6 @@ local function build()
     if cmp(after, int(limit)) > 0 then return decision(false, count, until_end) end
     return decision(true, after, ZERO), n > 0 and write_count(after) or nil
   end
-
 
   -- Windows in doubles (the fast paths of fixed and sliding windows): the window
   -- of width w_ms that holds `at`, the later of now (s, n) and a stored window
@@ -1236,6 +1231,7 @@ local function build()
   end
 
   KINDS.FIXED.prepare = prepare_fixed
+
   -- Sliding window counter (sliding.rs).
   local function decide_sliding(v, req, now)
     local kind, limitn, w = req.kind, req.p[1], req.p[2]
@@ -1307,20 +1303,9 @@ local function build()
     return decision(false, prev, cur, wait)
   end
 
-
   -- The same in doubles (the fast path), for windows below SLIDING_FAST_MS, whose
   -- sums of up to four waits and windows stay below FAST_NS.
   local SLIDING_FAST_MS = 2000000000
-  local fast_sliding
-
-  local function prepare_sliding(req)
-    local w = req.p[2]
-    req.limit = req.p[1]
-    if type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
-      req.w, req.w_ms = w, w / NS_PER_MS
-      req.fast = function(v, s, n) return fast_sliding(req, v, s, n) end
-    end
-  end
 
   -- Remaining at weights p (previous window) and c (current), `elapsed` into the
   -- window: floor(max(limit * w - p * (w - elapsed) - c * w, 0) / w).
@@ -1331,62 +1316,75 @@ local function build()
     return limit - c - q
   end
 
-  -- The sliding window's decision in doubles: as instant_decider's closure's.
-  fast_sliding = function(req, v, s, n)
-    local stored_ms, sp, sc
-    if v then
-      local st = stored_numbers(KINDS.SLIDING, v, '^sliding:(%d+):(%d+):(%d+)$')
-      if not st then return nil end
-      stored_ms, sp, sc = st[1], st[2], st[3]
-    end
-    local w, w_ms, limit, cost = req.w, req.w_ms, req.limit, req.cost
-    local start_ms, window_end, elapsed, ahead = fast_window(w_ms, stored_ms, s, n, SLIDING_FAST_MS)
-    if not start_ms then return nil end
-    local prev, cur = 0, 0
-    if stored_ms then
-      if stored_ms >= start_ms then
-        prev, cur = sp, sc
-      elseif stored_ms + w_ms >= start_ms then
-        prev = sc
+  -- The sliding window's decision in doubles, as a closure over the request's
+  -- constants (see instant_decider).
+  local function sliding_decider(w, limit, cost, refund)
+    local w_ms = w / NS_PER_MS
+    return function(v, s, n)
+      local stored_ms, sp, sc
+      if v then
+        local st = stored_numbers(KINDS.SLIDING, v, '^sliding:(%d+):(%d+):(%d+)$')
+        if not st then return nil end
+        stored_ms, sp, sc = st[1], st[2], st[3]
       end
-    end
-    local allowed, retry, p2, c2, write = true, 0, prev, cur, false
-    if req.refund then
-      local from_current = cost < cur and cost or cur
-      local from_previous = cost - from_current
-      if from_previous > prev then from_previous = prev end
-      p2, c2 = prev - from_previous, cur - from_current
-      write = from_current + from_previous > 0
-    elseif cost > limit then
-      allowed, retry = false, NEVER
-    else
-      local cn = cur + cost
-      if cn <= limit and mul_cmp(prev, w - elapsed, limit - cn, w) <= 0 then
-        c2, write = cn, cost > 0
+      local start_ms, window_end, elapsed, ahead =
+        fast_window(w_ms, stored_ms, s, n, SLIDING_FAST_MS)
+      if not start_ms then return nil end
+      local prev, cur = 0, 0
+      if stored_ms then
+        if stored_ms >= start_ms then
+          prev, cur = sp, sc
+        elseif stored_ms + w_ms >= start_ms then
+          prev = sc
+        end
+      end
+      local allowed, retry, p2, c2, write = true, 0, prev, cur, false
+      if refund then
+        local from_current = cost < cur and cost or cur
+        local from_previous = cost - from_current
+        if from_previous > prev then from_previous = prev end
+        p2, c2 = prev - from_previous, cur - from_current
+        write = from_current + from_previous > 0
+      elseif cost > limit then
+        allowed, retry = false, NEVER
       else
-        -- The first instant the estimate admits it, in this window or the next
-        -- (prev > 0 here: with prev = 0 and cur + n <= limit it was admitted).
-        allowed, retry = false, nil
-        if cn <= limit then
-          local q = muldiv(limit - cn, w, prev)
-          if q > 0 then retry = w - q - elapsed end
-        end
-        if not retry then
-          local e_next = 0
-          if cur > 0 then
-            local q = muldiv(limit - cost, w, cur)
-            if q and q < w then e_next = w - q end
+        local cn = cur + cost
+        if cn <= limit and mul_cmp(prev, w - elapsed, limit - cn, w) <= 0 then
+          c2, write = cn, cost > 0
+        else
+          -- The first instant the estimate admits it, in this window or the next
+          -- (prev > 0 here: with prev = 0 and cur + n <= limit it was admitted).
+          allowed, retry = false, nil
+          if cn <= limit then
+            local q = muldiv(limit - cn, w, prev)
+            if q > 0 then retry = w - q - elapsed end
           end
-          retry = w - elapsed + e_next
+          if not retry then
+            local e_next = 0
+            if cur > 0 then
+              local q = muldiv(limit - cost, w, cur)
+              if q and q < w then e_next = w - q end
+            end
+            retry = w - elapsed + e_next
+          end
+          retry = retry + ahead
         end
-        retry = retry + ahead
       end
+      local reset = c2 > 0 and window_end + w or (p2 > 0 and window_end or 0)
+      local left = sliding_left(limit, w, p2, c2, elapsed)
+      if not write then return allowed, left, retry, reset end
+      if p2 == 0 and c2 == 0 then return true, left, 0, reset, false end
+      return true, left, 0, reset, 'sliding:' .. dec(start_ms) .. ':' .. dec(p2) .. ':' .. dec(c2),
+        dec(start_ms + 2 * w_ms)
     end
-    local reset = c2 > 0 and window_end + w or (p2 > 0 and window_end or 0)
-    local left = sliding_left(limit, w, p2, c2, elapsed)
-    if not write then return allowed, left, retry, reset end
-    if p2 == 0 and c2 == 0 then return true, left, 0, reset, false end
-    return true, left, 0, reset, 'sliding:' .. dec(start_ms) .. ':' .. dec(p2) .. ':' .. dec(c2), dec(start_ms + 2 * w_ms)
+  end
+
+  local function prepare_sliding(req)
+    local w = req.p[2]
+    req.limit = req.p[1]
+    if type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
+      req.fast = sliding_decider(w, req.limit, req.cost, req.refund)
+    end
   end
 
   KINDS.SLIDING.prepare = prepare_sliding
@@ -1794,16 +1792,11 @@ local function build()
     return out, instant_texts('', ts, tn)
   end
 
-  -- (The request cache and GET are read inline: this runs on every call.)
+  -- (GET is read inline: this runs on every call.)
   local function throttle_body(keys, args)
     if #keys ~= 1 then one_key('cl_throttle', keys) end
     local key, last = keys[1], #args
-    local node = roots.throttle
-    for i = 1, last do
-      node = node[args[i]]
-      if not node then break end
-    end
-    local r = node and node[REQ]
+    local r = cached_request(roots.throttle, args, 1, last)
     if not r then
       r = parse_throttle(args)
       cache_request('throttle', nil, args, 1, last, r)
@@ -2174,12 +2167,9 @@ local function build()
 
   -- A weighted entry `<ns>:<cost>:<sum>` (ns in 19 digits) scored by its
   -- microsecond, as { s, n, cost, sum, score, score text }; nil for any other
-  -- (parse_entry decides those). Remembered by member, and valid only with the
-  -- same score text.
+  -- (parse_entry decides those). Remembered by member (the decider looks it up
+  -- first), and valid only with the same score text.
   local function fast_entry(member, score)
-    local known = states.log
-    local e = known and known[member]
-    if e and e[6] == score then return e end
     if #member < 23 or byte(member, 20) ~= 58 then return nil end
     local s, n = digits19(member, 1)
     local b = find(member, ':', 21, true)
@@ -2289,6 +2279,7 @@ local function build()
       req.fast = log_decider(req.limit, w, req.cost)
     end
   end
+
   -- Lease sets: members `lease:<id>`, scores the lapse times in microseconds,
   -- handled as Lua numbers (exact below 2^53 us, the year 2255).
   local LEASE_PREFIX = 'lease:'

@@ -188,4 +188,3 @@
     return s + (t - r) / NS_PER_S, r
   end
 
-

@@ -218,3 +218,4 @@
     cache_request(form, kind.name, args, first, last, req)
     return req
   end
+

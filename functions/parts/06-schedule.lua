@@ -73,7 +73,6 @@
     return step, write
   end
 
-
   -- The same in doubles (the fast path), for a period below FAST_NS.
 
   local function below_fast(x)
@@ -81,12 +80,10 @@
     return HUGE
   end
 
-  -- The stored instant of the value v, a state `kind` wrote: { s, n }, or nil when
-  -- it does not fit the fast path (including any value the exact path refuses).
+  -- The stored instant of the value v, a state `kind` wrote, parsed and remembered
+  -- (the decider looks it up first): { s, n }, or nil when it does not fit the fast
+  -- path (including any value the exact path refuses).
   local function stored_instant(kind, v)
-    local known = states[kind]
-    local st = known and known[v]
-    if st then return st end
     if #v <= SHORT_STRING or sub(v, 1, #kind.prefix) ~= kind.prefix then return nil end
     local ts, tn = instant19(v, #kind.prefix + 1)
     if not ts then
@@ -138,9 +135,7 @@
 
     -- The texts of the state (s, n) + after ns, and of its expiry.
     local function written(s, n, after)
-      local t = n + after
-      local r = t % NS_PER_S
-      return instant_texts(prefix, s + (t - r) / NS_PER_S, r)
+      return instant_texts(prefix, later(s, n, after))
     end
 
     return function(v, s, n)
@@ -192,3 +187,4 @@
     kind.prefix = kind.tag .. ':'
     kind.fast_pattern = '^' .. kind.tag .. ':(%d+)(%d%d%d%d%d%d%d%d%d)$'
   end
+

@@ -32,7 +32,6 @@
     return decision(true, after, ZERO), n > 0 and write_count(after) or nil
   end
 
-
   -- Windows in doubles (the fast paths of fixed and sliding windows): the window
   -- of width w_ms that holds `at`, the later of now (s, n) and a stored window
   -- start (whole ms, or nil). Returns the window's start in ms, ns from now to its
@@ -117,3 +116,4 @@
   end
 
   KINDS.FIXED.prepare = prepare_fixed
+

@@ -69,20 +69,9 @@
     return decision(false, prev, cur, wait)
   end
 
-
   -- The same in doubles (the fast path), for windows below SLIDING_FAST_MS, whose
   -- sums of up to four waits and windows stay below FAST_NS.
   local SLIDING_FAST_MS = 2000000000
-  local fast_sliding
-
-  local function prepare_sliding(req)
-    local w = req.p[2]
-    req.limit = req.p[1]
-    if type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
-      req.w, req.w_ms = w, w / NS_PER_MS
-      req.fast = function(v, s, n) return fast_sliding(req, v, s, n) end
-    end
-  end
 
   -- Remaining at weights p (previous window) and c (current), `elapsed` into the
   -- window: floor(max(limit * w - p * (w - elapsed) - c * w, 0) / w).
@@ -93,62 +82,75 @@
     return limit - c - q
   end
 
-  -- The sliding window's decision in doubles: as instant_decider's closure's.
-  fast_sliding = function(req, v, s, n)
-    local stored_ms, sp, sc
-    if v then
-      local st = stored_numbers(KINDS.SLIDING, v, '^sliding:(%d+):(%d+):(%d+)$')
-      if not st then return nil end
-      stored_ms, sp, sc = st[1], st[2], st[3]
-    end
-    local w, w_ms, limit, cost = req.w, req.w_ms, req.limit, req.cost
-    local start_ms, window_end, elapsed, ahead = fast_window(w_ms, stored_ms, s, n, SLIDING_FAST_MS)
-    if not start_ms then return nil end
-    local prev, cur = 0, 0
-    if stored_ms then
-      if stored_ms >= start_ms then
-        prev, cur = sp, sc
-      elseif stored_ms + w_ms >= start_ms then
-        prev = sc
+  -- The sliding window's decision in doubles, as a closure over the request's
+  -- constants (see instant_decider).
+  local function sliding_decider(w, limit, cost, refund)
+    local w_ms = w / NS_PER_MS
+    return function(v, s, n)
+      local stored_ms, sp, sc
+      if v then
+        local st = stored_numbers(KINDS.SLIDING, v, '^sliding:(%d+):(%d+):(%d+)$')
+        if not st then return nil end
+        stored_ms, sp, sc = st[1], st[2], st[3]
       end
-    end
-    local allowed, retry, p2, c2, write = true, 0, prev, cur, false
-    if req.refund then
-      local from_current = cost < cur and cost or cur
-      local from_previous = cost - from_current
-      if from_previous > prev then from_previous = prev end
-      p2, c2 = prev - from_previous, cur - from_current
-      write = from_current + from_previous > 0
-    elseif cost > limit then
-      allowed, retry = false, NEVER
-    else
-      local cn = cur + cost
-      if cn <= limit and mul_cmp(prev, w - elapsed, limit - cn, w) <= 0 then
-        c2, write = cn, cost > 0
+      local start_ms, window_end, elapsed, ahead =
+        fast_window(w_ms, stored_ms, s, n, SLIDING_FAST_MS)
+      if not start_ms then return nil end
+      local prev, cur = 0, 0
+      if stored_ms then
+        if stored_ms >= start_ms then
+          prev, cur = sp, sc
+        elseif stored_ms + w_ms >= start_ms then
+          prev = sc
+        end
+      end
+      local allowed, retry, p2, c2, write = true, 0, prev, cur, false
+      if refund then
+        local from_current = cost < cur and cost or cur
+        local from_previous = cost - from_current
+        if from_previous > prev then from_previous = prev end
+        p2, c2 = prev - from_previous, cur - from_current
+        write = from_current + from_previous > 0
+      elseif cost > limit then
+        allowed, retry = false, NEVER
       else
-        -- The first instant the estimate admits it, in this window or the next
-        -- (prev > 0 here: with prev = 0 and cur + n <= limit it was admitted).
-        allowed, retry = false, nil
-        if cn <= limit then
-          local q = muldiv(limit - cn, w, prev)
-          if q > 0 then retry = w - q - elapsed end
-        end
-        if not retry then
-          local e_next = 0
-          if cur > 0 then
-            local q = muldiv(limit - cost, w, cur)
-            if q and q < w then e_next = w - q end
+        local cn = cur + cost
+        if cn <= limit and mul_cmp(prev, w - elapsed, limit - cn, w) <= 0 then
+          c2, write = cn, cost > 0
+        else
+          -- The first instant the estimate admits it, in this window or the next
+          -- (prev > 0 here: with prev = 0 and cur + n <= limit it was admitted).
+          allowed, retry = false, nil
+          if cn <= limit then
+            local q = muldiv(limit - cn, w, prev)
+            if q > 0 then retry = w - q - elapsed end
           end
-          retry = w - elapsed + e_next
+          if not retry then
+            local e_next = 0
+            if cur > 0 then
+              local q = muldiv(limit - cost, w, cur)
+              if q and q < w then e_next = w - q end
+            end
+            retry = w - elapsed + e_next
+          end
+          retry = retry + ahead
         end
-        retry = retry + ahead
       end
+      local reset = c2 > 0 and window_end + w or (p2 > 0 and window_end or 0)
+      local left = sliding_left(limit, w, p2, c2, elapsed)
+      if not write then return allowed, left, retry, reset end
+      if p2 == 0 and c2 == 0 then return true, left, 0, reset, false end
+      return true, left, 0, reset, 'sliding:' .. dec(start_ms) .. ':' .. dec(p2) .. ':' .. dec(c2),
+        dec(start_ms + 2 * w_ms)
     end
-    local reset = c2 > 0 and window_end + w or (p2 > 0 and window_end or 0)
-    local left = sliding_left(limit, w, p2, c2, elapsed)
-    if not write then return allowed, left, retry, reset end
-    if p2 == 0 and c2 == 0 then return true, left, 0, reset, false end
-    return true, left, 0, reset, 'sliding:' .. dec(start_ms) .. ':' .. dec(p2) .. ':' .. dec(c2), dec(start_ms + 2 * w_ms)
+  end
+
+  local function prepare_sliding(req)
+    local w = req.p[2]
+    req.limit = req.p[1]
+    if type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
+      req.fast = sliding_decider(w, req.limit, req.cost, req.refund)
+    end
   end
 
   KINDS.SLIDING.prepare = prepare_sliding

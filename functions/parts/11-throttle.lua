@@ -128,16 +128,11 @@
     return out, instant_texts('', ts, tn)
   end
 
-  -- (The request cache and GET are read inline: this runs on every call.)
+  -- (GET is read inline: this runs on every call.)
   local function throttle_body(keys, args)
     if #keys ~= 1 then one_key('cl_throttle', keys) end
     local key, last = keys[1], #args
-    local node = roots.throttle
-    for i = 1, last do
-      node = node[args[i]]
-      if not node then break end
-    end
-    local r = node and node[REQ]
+    local r = cached_request(roots.throttle, args, 1, last)
     if not r then
       r = parse_throttle(args)
       cache_request('throttle', nil, args, 1, last, r)

@@ -9,12 +9,9 @@
 
   -- A weighted entry `<ns>:<cost>:<sum>` (ns in 19 digits) scored by its
   -- microsecond, as { s, n, cost, sum, score, score text }; nil for any other
-  -- (parse_entry decides those). Remembered by member, and valid only with the
-  -- same score text.
+  -- (parse_entry decides those). Remembered by member (the decider looks it up
+  -- first), and valid only with the same score text.
   local function fast_entry(member, score)
-    local known = states.log
-    local e = known and known[member]
-    if e and e[6] == score then return e end
     if #member < 23 or byte(member, 20) ~= 58 then return nil end
     local s, n = digits19(member, 1)
     local b = find(member, ':', 21, true)
@@ -124,3 +121,4 @@
       req.fast = log_decider(req.limit, w, req.cost)
     end
   end
+
