@@ -633,6 +633,19 @@ server_tests! {
         }
         let used = vm(c);
         assert!(used < 8 << 20, "the library's Lua memory grew to {used} bytes");
+        // Nor do valid arguments padded with zeros: 400 requests of 64 KB each
+        // (kept, they would take 26 MB).
+        for i in 0..400 {
+            let cost = format!("{}{i}", "0".repeat(65_536));
+            let r: Vec<i64> = redis::cmd("FCALL")
+                .arg(["rl_fixed", "1", "padded", "1000000000000", "1h", "COST"].as_slice())
+                .arg(cost)
+                .query(c)
+                .unwrap();
+            assert_eq!(r[0], 1);
+        }
+        let used = vm(c);
+        assert!(used < 8 << 20, "padded arguments grew the library's memory to {used} bytes");
     }
 
     fn the_library_tracks_real_time(flavor) {

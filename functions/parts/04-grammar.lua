@@ -168,7 +168,8 @@
   -- configurations over and over. The cache is a trie per form and kind, one level
   -- per argument (no string is built to look a request up); a node holds its
   -- request under the key REQ. Invariant: a cached request is never modified;
-  -- errors are never cached; the cache is emptied when it reaches CACHE_MAX.
+  -- errors, and requests with an argument over CACHED_ARG_MAX bytes, are never
+  -- cached; the cache is emptied when it reaches CACHE_MAX.
   -- A kind's `prepare` (set by its algorithm's section) adds the constants its
   -- fast path needs, once per request.
   local CACHE_MAX = 512
@@ -191,9 +192,17 @@
     return node[REQ]
   end
 
+  -- An argument longer than this (a valid one is a number, a duration or an option
+  -- word, unless padded with zeros) keeps its request out of the cache, so that the
+  -- cache's memory stays bounded whatever clients send.
+  local CACHED_ARG_MAX = 64
+
   -- Caches `req` under args[first..last] in the trie roots[a][b] (roots[a] when
   -- b is nil), first emptying the cache if it is full.
   local function cache_request(a, b, args, first, last, req)
+    for i = first, last do
+      if #args[i] > CACHED_ARG_MAX then return end
+    end
     if cached >= CACHE_MAX then empty_cache() end
     local node = roots[a]
     if b then node = node[b] end
