@@ -17,7 +17,7 @@ redis-server, then valkey-server (--valkey, default .tools/bin/valkey-server, wh
 only those tables, without the module's rows (no module needed).
 
 Usage: scripts/profile.py [--module PATH] [--calls N] [--keys N] [--breakdown]
-                          [--library | --library-only] [--valkey PATH]
+                          [--library | --library-only] [--valkey PATH] [--only FUNCTION]
 Figures are as measured; nothing here is a test.
 """
 
@@ -123,6 +123,8 @@ def main():
                        help="only the library against the seed scripts (no module rows)")
     ap.add_argument("--valkey", default=VALKEY,
                     help="valkey-server for the library tables (skipped when absent)")
+    ap.add_argument("--only", metavar="FUNCTION", action="append",
+                    help="library tables: only this function (rl_gcra, …; repeatable)")
     args = ap.parse_args()
     if args.library_only and args.breakdown:
         ap.error("--breakdown needs the module's rows; drop --library-only")
@@ -130,7 +132,10 @@ def main():
     if not args.library_only:
         module_table(args.module, args.calls, args.keys, args.breakdown)
     if args.library or args.library_only:
-        library(max(args.calls // 25, 1_000), args.keys, servers(args.valkey))
+        cases = [c for c in CASES if not args.only or function_name(c[0]) in args.only]
+        if not cases:
+            ap.error(f"--only names no library function: {', '.join(args.only)}")
+        library(max(args.calls // 25, 1_000), args.keys, servers(args.valkey), cases)
 
 
 def module_table(module, calls, keys, with_breakdown):
@@ -240,20 +245,21 @@ SHAPES = [("k:__rand_int__", "random keys", "{keys:,} random keys, admitted"),
           ("hot", "hot key", "one hot key, denied")]
 
 
-def library(calls, keys, on):
+def library(calls, keys, on, cases):
     """The Functions library (FCALL) against the seed articles' scripts (EVALSHA)
     with the same parameters, on each (label, binary) of `on` without the module:
     instructions per call and the library ÷ seed-script ratio, the figure a change
     to the library is compared by between builds. Prints, for each shape, one table
     per server, then every ratio side by side."""
-    counts = {label: library_counts(binary, calls, keys) for label, binary in on}
+    counts = {label: library_counts(binary, calls, keys, cases) for label, binary in on}
     for _key, short, shape in SHAPES:
         for label, _binary in on:
-            library_table(counts[label][short], f"{label}, {shape.format(keys=keys)}", calls)
-    ratio_table(counts, keys)
+            library_table(counts[label][short], f"{label}, {shape.format(keys=keys)}", calls,
+                          cases)
+    ratio_table(counts, keys, cases)
 
 
-def library_counts(binary, calls, keys):
+def library_counts(binary, calls, keys, cases):
     """Instructions per call of every seed script and library function in both
     shapes, on one server under callgrind (library and scripts loaded, no module):
     {short shape name: {"<command> seed" or "<command> library": instructions/call}}."""
@@ -263,7 +269,7 @@ def library_counts(binary, calls, keys):
     shas = {name: sha1(src) for name, src in LUA.items()}
     commands, row_of = [], {}
     for key, short, _shape in SHAPES:
-        for name, _stat, params, lua, lua_args in CASES:
+        for name, _stat, params, lua, lua_args in cases:
             for side, words in [("seed", ["EVALSHA", shas[lua], "1", key, *lua_args]),
                                 ("library", ["FCALL", function_name(name), "1", key, *params])]:
                 row = f"{name} {side}"
@@ -276,7 +282,7 @@ def library_counts(binary, calls, keys):
     return counts
 
 
-def library_table(rows, title, calls):
+def library_table(rows, title, calls, cases):
     """One server and shape: seed script and library instructions per call (the whole
     server's over the calls) and library ÷ seed script, one line per command."""
     print(f"\n#### The library against the seed scripts: {title} (callgrind; {calls:,} "
@@ -284,12 +290,12 @@ def library_table(rows, title, calls):
     print("| command | seed script instructions/call | library instructions/call "
           "| library ÷ seed script |")
     print("|---|---:|---:|---:|")
-    for name, *_ in CASES:
+    for name, *_ in cases:
         seed, lib = rows[f"{name} seed"], rows[f"{name} library"]
         print(f"| {name} | {seed:,.0f} | {lib:,.0f} | {lib / seed:.2f} |")
 
 
-def ratio_table(counts, keys):
+def ratio_table(counts, keys, cases):
     """Library ÷ seed script instructions per call, every server and shape side by
     side: `counts` is {label: library_counts()}."""
     columns = [(f"{label}, {short}", rows[short])
@@ -298,7 +304,7 @@ def ratio_table(counts, keys):
           "admitted; one hot key, denied)\n")
     print(f"| function | {' | '.join(heading for heading, _ in columns)} |")
     print(f"|---|{'---:|' * len(columns)}")
-    for name, *_ in CASES:
+    for name, *_ in cases:
         cells = [f"{rows[f'{name} library'] / rows[f'{name} seed']:.2f}" for _, rows in columns]
         print(f"| {function_name(name)} | {' | '.join(cells)} |")
 

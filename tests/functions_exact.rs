@@ -525,6 +525,45 @@ fn log_entry_carries_into_the_next_second(flavor: Flavor) {
     );
 }
 
+/// The fast path reads a log's oldest and newest entries with their scores: an
+/// entry scored other than by its member's microsecond, at either end, makes the
+/// log foreign, as it does for the module (tests/hostile.rs); the valid twin is
+/// decided.
+fn log_entry_scores_are_checked_at_both_ends(flavor: Flavor) {
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let now = now_ms() as u64 * 1_000_000;
+    set_now(c, now);
+    let (old, new) = (now - 2_000_000_000, now - 1_000_000_000);
+    let foreign =
+        "ERR key holds a value that RL.SLIDINGLOG did not write: use another key or DEL it";
+    for (key, old_score, new_score) in [
+        ("valid", old / 1_000, new / 1_000),
+        ("oldest", old / 1_000 + 1, new / 1_000),
+        ("newest", old / 1_000, new / 1_000 + 1),
+    ] {
+        let _: i64 = run(
+            c,
+            &format!("ZADD {key} {old_score} {old}:1:1 {new_score} {new}:2:3"),
+        );
+        let got = redis::cmd("FCALL")
+            .arg("rl_slidinglog")
+            .arg(1)
+            .arg(key)
+            .arg(10)
+            .arg("1h")
+            .query::<Vec<i64>>(c);
+        match key {
+            "valid" => assert_eq!(got.expect("a decision")[..3], [1, 10, 6]),
+            _ => assert_eq!(
+                got.expect_err("foreign").detail(),
+                Some(&foreign[4..]),
+                "{key}"
+            ),
+        }
+    }
+}
+
 /// The sliding log: entries, one per admitted request, in a sorted set.
 fn log_sequences(flavor: Flavor, seed: u64, limits: &[u64], durations_ms: &[u64]) {
     let s = clocked_library(flavor);
@@ -778,6 +817,10 @@ server_tests! {
 
     fn a_log_entry_carries_into_the_next_second(flavor) {
         log_entry_carries_into_the_next_second(flavor);
+    }
+
+    fn a_log_scored_otherwise_at_either_end_is_foreign(flavor) {
+        log_entry_scores_are_checked_at_both_ends(flavor);
     }
 
     fn fast_path_primitives_equal_u128_arithmetic(flavor) {
