@@ -2,9 +2,10 @@
 # Runs every test: the Rust unit and integration tests, which start their own
 # redis-server and valkey-server processes (and one run under valgrind), then the Python
 # tests (tests/python: the gateway example, the client snippets, and the documentation's
-# examples, claims and links) in .tools/venv. Uses cargo-nextest when installed (one
-# process per test, in parallel), else cargo test. Both suites always run; the script fails
-# if either does. Arguments go to cargo.
+# examples, claims and links) in .tools/venv, then the Python package's
+# (scripts/test-python-package.sh: built, installed into a fresh virtualenv, tested). Uses
+# cargo-nextest when installed (one process per test, in parallel), else cargo test. Every
+# suite always runs; the script fails if any does. Arguments go to cargo.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,11 +23,16 @@ fi
 if [ -x .tools/venv/bin/python ]; then
   .tools/venv/bin/python -m pytest tests/python -q
   python=$?
+  # The Python package, built and installed into a fresh virtualenv.
+  bash scripts/test-python-package.sh
+  package=$?
 else
   echo "run-tests: .tools/venv is missing: run scripts/install-deps.sh (or make test)" >&2
   python=1
+  package=1
 fi
 
 status() { if [ "$1" -eq 0 ]; then echo "ok"; else echo "FAILED (exit $1)"; fi; }
-echo "run-tests: Rust tests $(status $rust), Python tests $(status $python)" >&2
-[ $rust -eq 0 ] && [ $python -eq 0 ]
+echo "run-tests: Rust tests $(status $rust), Python tests $(status $python)," \
+  "Python package $(status $package)" >&2
+[ $rust -eq 0 ] && [ $python -eq 0 ] && [ $package -eq 0 ]

@@ -1,0 +1,106 @@
+"""The methods both limiters share: each builds its command (commands.py) and hands it to
+`_run`, which the synchronous `Limiter` and the asyncio `AsyncLimiter` implement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar, Union
+
+from . import commands, policy
+from .commands import Command
+from .policy import Duration, Policy
+
+D = TypeVar("D")  # Decision, or an awaitable of one
+A = TypeVar("A")  # AllDecision, or an awaitable of one
+B = TypeVar("B")  # bool, or an awaitable of one
+
+Layer = Union[tuple[str, Policy], tuple[str, Policy, int]]
+
+
+class Api(Generic[D, A, B]):
+    """One method per command. `cost` is the request's weight (`COST n`), `peek` decides
+    without writing, `block_ms` waits inside the server until admitted or that many ms pass
+    (0: no limit; the library decides at once). Keep the client's socket timeout above
+    `block_ms`."""
+
+    def _run(self, cmd: Command) -> Any:
+        raise NotImplementedError
+
+    def decide(
+        self, key: str, policy: Policy, *, cost: int = 1, peek: bool = False,
+        block_ms: int | None = None,
+    ) -> D:
+        """`RL.<ALGO> key params [COST n] [PEEK] [BLOCK ms]` for any policy."""
+        return self._run(commands.decide(key, policy, cost, None, peek, block_ms))
+
+    def gcra(
+        self, key: str, limit: int, period: Duration, *, burst: int | None = None,
+        cost: int = 1, peek: bool = False, block_ms: int | None = None, name: str = "",
+    ) -> D:
+        """`RL.GCRA key limit period [BURST burst]`."""
+        return self.decide(key, policy.gcra(limit, period, burst, name), cost=cost, peek=peek,
+                           block_ms=block_ms)
+
+    def token_bucket(
+        self, key: str, capacity: int, refill: int, period: Duration, *, cost: int = 1,
+        peek: bool = False, block_ms: int | None = None, name: str = "",
+    ) -> D:
+        """`RL.TOKENBUCKET key capacity refill period`."""
+        return self.decide(key, policy.token_bucket(capacity, refill, period, name), cost=cost,
+                           peek=peek, block_ms=block_ms)
+
+    def leaky(
+        self, key: str, capacity: int, leak: int, period: Duration, *, cost: int = 1,
+        peek: bool = False, block_ms: int | None = None, name: str = "",
+    ) -> D:
+        """`RL.LEAKY key capacity leak period`."""
+        return self.decide(key, policy.leaky(capacity, leak, period, name), cost=cost,
+                           peek=peek, block_ms=block_ms)
+
+    def sliding(
+        self, key: str, limit: int, window: Duration, *, cost: int = 1, peek: bool = False,
+        block_ms: int | None = None, name: str = "",
+    ) -> D:
+        """`RL.SLIDING key limit window`."""
+        return self.decide(key, policy.sliding(limit, window, name), cost=cost, peek=peek,
+                           block_ms=block_ms)
+
+    def sliding_log(
+        self, key: str, limit: int, window: Duration, *, cost: int = 1, peek: bool = False,
+        block_ms: int | None = None, name: str = "",
+    ) -> D:
+        """`RL.SLIDINGLOG key limit window`."""
+        return self.decide(key, policy.sliding_log(limit, window, name), cost=cost, peek=peek,
+                           block_ms=block_ms)
+
+    def fixed(
+        self, key: str, limit: int, window: Duration, *, cost: int = 1, peek: bool = False,
+        block_ms: int | None = None, name: str = "",
+    ) -> D:
+        """`RL.FIXED key limit window`."""
+        return self.decide(key, policy.fixed(limit, window, name), cost=cost, peek=peek,
+                           block_ms=block_ms)
+
+    def refund(self, key: str, policy: Policy, n: int) -> D:
+        """`RL.<ALGO> key params REFUND n`: give `n` units back (always admitted)."""
+        return self._run(commands.decide(key, policy, 1, n, False, None))
+
+    def peek(self, key: str, policy: Policy, *, cost: int = 1) -> D:
+        """`RL.PEEK ALGO key params [COST n]`: what the call would decide, writing nothing
+        (a read-only command: it runs on replicas and for read-only ACL users)."""
+        return self._run(commands.peek(key, policy, cost))
+
+    def all(self, layers: Sequence[Layer], *, peek: bool = False) -> A:
+        """`RL.ALL`: every (key, policy[, cost]) layer admits, and is spent, or none is."""
+        return self._run(commands.all_of(layers, peek))
+
+    def acquire(
+        self, key: str, limit: int, timeout: Duration, lease_id: str | bytes, *,
+        peek: bool = False, block_ms: int | None = None,
+    ) -> D:
+        """`RL.ACQUIRE key limit timeout lease_id`: take (or renew) one of `limit` leases."""
+        return self._run(commands.acquire(key, limit, timeout, lease_id, peek, block_ms))
+
+    def release(self, key: str, lease_id: str | bytes) -> B:
+        """`RL.RELEASE key lease_id`: True if the lease was held."""
+        return self._run(commands.release(key, lease_id))

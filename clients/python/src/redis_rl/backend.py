@@ -1,0 +1,58 @@
+"""Which backend answers: the module's commands where they exist, else the Functions library.
+
+A limiter starts on the module. A server that answers `unknown command` has no module: from
+then on the limiter calls the library with `FCALL`, and where the library is missing
+(`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server without it)
+it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`: this package's version
+of library `rl`) and calls again, once. Any other error is the command's own and is raised.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from redis.exceptions import ClusterDownError, RedisError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from .decision import LIBRARY, MODULE
+
+__all__ = ["LIBRARY", "MODULE", "library_source", "unknown_command", "function_missing"]
+
+#: Errors after which a cluster client's topology is refreshed and the call sent again,
+#: to the key's node as it is then (a failover, a resharding).
+CLUSTER_RETRY = (RedisConnectionError, RedisTimeoutError, ClusterDownError)
+#: How many times a call routed to its key's node is sent, at most.
+CLUSTER_ATTEMPTS = 3
+
+
+@lru_cache(maxsize=1)
+def library_source() -> str:
+    """`functions/rl.lua`, as shipped inside this package."""
+    return resources.files(__package__).joinpath("rl.lua").read_text(encoding="utf-8")
+
+
+def unknown_command(err: RedisError) -> bool:
+    """The server has no such command: its `unknown command` error, or redis-py's cluster
+    client refusing a command its servers do not list."""
+    text = str(err).lower()
+    return text.startswith("unknown command") or text.endswith(
+        "command doesn't exist in redis commands")
+
+
+def function_missing(err: ResponseError) -> bool:
+    return "function not found" in str(err).lower()
+
+
+def is_cluster(client: Any) -> bool:
+    """A redis-py cluster client (sync or asyncio)."""
+    return hasattr(client, "get_node_from_key")
+
+
+def routed_by_us(args: tuple[Any, ...]) -> bool:
+    """Commands whose keys redis-py would ask the server for on every call (`FCALL`,
+    `RL.ALL`: their keys follow a count): a cluster client sends them to their first key's
+    node instead (every key of `RL.ALL` must share its slot, which the server checks)."""
+    return str(args[0]).upper() in ("FCALL", "FCALL_RO", "RL.ALL")

@@ -1,0 +1,100 @@
+"""Decisions: the commands' five integers, typed, and the HTTP headers they give.
+
+The headers are those of docs/commands.md ("The shared reply" and "The IETF RateLimit
+fields"): seconds are milliseconds divided by 1,000 and rounded up, so a client that waits
+them is never early; `Retry-After` is sent on a denial only, and never for a request that
+can never be admitted (`retry_after_ms == -1`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .policy import Policy
+
+#: Which server side answered: the `rl` module's commands, or the Functions library.
+MODULE = "module"
+LIBRARY = "library"
+
+
+def ceil_seconds(ms: int) -> int:
+    return -(-ms // 1000)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One limiter's decision (the shared reply), and where it came from."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    #: Denied: ms until the same request is admitted, -1 if it never can be. Allowed: 0
+    #: (for the leaky bucket, the delay before performing the request).
+    retry_after_ms: int
+    #: ms until the limiter is idle again; 0 when idle.
+    reset_after_ms: int
+    #: MODULE or LIBRARY.
+    backend: str
+    #: The policy decided, for the IETF fields (None for leases).
+    policy: Policy | None = None
+
+    @classmethod
+    def from_reply(cls, reply: Sequence[int], backend: str, policy: Policy | None) -> Decision:
+        allowed, limit, remaining, retry, reset = (int(x) for x in reply[:5])
+        return cls(allowed == 1, limit, remaining, retry, reset, backend, policy)
+
+    @property
+    def retry_after(self) -> int | None:
+        """`Retry-After` in seconds on a denial; None when allowed or never admissible."""
+        if self.allowed or self.retry_after_ms < 0:
+            return None
+        return ceil_seconds(self.retry_after_ms)
+
+    @property
+    def reset_after(self) -> int:
+        """`X-RateLimit-Reset` and the IETF `t`: seconds until idle, rounded up."""
+        return ceil_seconds(self.reset_after_ms)
+
+    def headers(self) -> dict[str, str]:
+        """`X-RateLimit-Limit`, `-Remaining`, `-Reset`, and `Retry-After` on a denial."""
+        out = {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset_after),
+        }
+        if self.retry_after is not None:
+            out["Retry-After"] = str(self.retry_after)
+        return out
+
+    def ietf_headers(self, name: str | None = None) -> dict[str, str]:
+        """The IETF draft's `RateLimit-Policy` and `RateLimit` fields (and `Retry-After` on a
+        denial), for the policy named `name` (default: the policy's name, else "default").
+        `RateLimit-Policy` needs the policy: a lease decision has only `RateLimit`."""
+        label = name or (self.policy.name if self.policy else "") or "default"
+        out = {}
+        window = self.policy.window_s if self.policy else None
+        if self.policy is not None and window is not None:
+            out["RateLimit-Policy"] = f'"{label}";q={self.policy.quota};w={window}'
+        out["RateLimit"] = f'"{label}";r={self.remaining};t={self.reset_after}'
+        if self.retry_after is not None:
+            out["Retry-After"] = str(self.retry_after)
+        return out
+
+    def all_headers(self, name: str | None = None) -> dict[str, str]:
+        """`headers()` and `ietf_headers(name)` together."""
+        return {**self.headers(), **self.ietf_headers(name)}
+
+
+@dataclass(frozen=True)
+class AllDecision:
+    """`RL.ALL`'s reply: the binding layer's decision, and every layer's in key order."""
+
+    binding: Decision
+    layers: tuple[Decision, ...]
+    #: The binding layer's position in `layers` (the first whose reply is the binding one).
+    index: int
+
+    @property
+    def allowed(self) -> bool:
+        return self.binding.allowed

@@ -1,0 +1,75 @@
+"""`Limiter`: the commands over a synchronous redis-py client (`redis.Redis` or
+`redis.cluster.RedisCluster`), on the module or the Functions library (backend.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redis.exceptions import RedisError, ResponseError
+
+from .api import Api
+from .backend import (
+    CLUSTER_ATTEMPTS,
+    CLUSTER_RETRY,
+    LIBRARY,
+    MODULE,
+    function_missing,
+    is_cluster,
+    library_source,
+    routed_by_us,
+    unknown_command,
+)
+from .commands import Command
+from .decision import AllDecision, Decision
+
+
+class Limiter(Api[Decision, AllDecision, bool]):
+    """Rate limits over `client`. `limiter.gcra("user:42", 10, "1s", burst=5).allowed`.
+
+    `backend` is None until the first call, then MODULE or LIBRARY: the module's commands
+    where the server has them, else the Functions library, loaded when missing."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.backend: str | None = None
+        self._cluster = is_cluster(client)
+
+    def _send(self, args: tuple[Any, ...], key: str) -> Any:
+        if not (self._cluster and routed_by_us(args)):
+            return self.client.execute_command(*args)
+        for attempt in range(CLUSTER_ATTEMPTS):
+            try:
+                node = self.client.get_node_from_key(key)
+                return self.client.execute_command(*args, target_nodes=node)
+            except CLUSTER_RETRY:
+                if attempt == CLUSTER_ATTEMPTS - 1:
+                    raise
+                self.client.nodes_manager.initialize()
+        raise AssertionError("unreachable")
+
+    def _run(self, cmd: Command) -> Any:
+        key = cmd.keys[0]
+        if self.backend != LIBRARY:
+            try:
+                reply = self._send(cmd.module, key)
+                self.backend = MODULE
+                return cmd.decode(reply, MODULE)
+            except RedisError as err:
+                if not unknown_command(err):
+                    if isinstance(err, ResponseError):
+                        self.backend = MODULE  # the module's own error
+                    raise
+                self.backend = LIBRARY
+        try:
+            reply = self._send(cmd.library(), key)
+        except ResponseError as err:
+            if not function_missing(err):
+                raise
+            self.load_library()
+            reply = self._send(cmd.library(), key)
+        return cmd.decode(reply, LIBRARY)
+
+    def load_library(self) -> None:
+        """`FUNCTION LOAD REPLACE` this package's `functions/rl.lua` (on every primary of a
+        cluster). Calls do it by themselves where the library is missing."""
+        self.client.function_load(library_source(), replace=True)

@@ -1,0 +1,114 @@
+"""Policies: an algorithm and its parameters, as the commands take them after the key.
+
+A policy is what `RL.<ALGO> key <params>` and an `RL.ALL` clause say; it also knows the
+quota and window the IETF `RateLimit-Policy` field reports (docs/commands.md, "The IETF
+RateLimit fields"): for the windows `q` is the limit and `w` the window; for a rate
+(GCRA's limit, the token bucket's refill, the leaky bucket's leak) `q` is that count and
+`w` its period, in whole seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Union
+
+#: A duration: whole seconds (int), a timedelta (sent in ms), or the commands' text
+#: (`"1500ms"`, `"1s"`, `"1m"`, `"24h"`, `"1d"`; a bare integer is seconds).
+Duration = Union[int, str, timedelta]
+
+_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "": 1_000}
+_DURATION = re.compile(r"\A([0-9]+)(ms|s|m|h|d)?\Z", re.IGNORECASE)
+
+
+def duration_arg(d: Duration) -> str:
+    """The command-line text of `d`. Text goes as given: the server checks it."""
+    if isinstance(d, bool):
+        raise TypeError("a duration is an int (seconds), a str or a timedelta, not a bool")
+    if isinstance(d, int):
+        return str(d)
+    if isinstance(d, timedelta):
+        ms = d // timedelta(milliseconds=1)
+        if ms * timedelta(milliseconds=1) != d:
+            raise ValueError(f"a duration is whole milliseconds: {d!r}")
+        return f"{ms}ms"
+    if isinstance(d, str):
+        return d
+    raise TypeError(f"a duration is an int (seconds), a str or a timedelta: {d!r}")
+
+
+def duration_ms(d: Duration) -> int | None:
+    """`d` in milliseconds, or None for text the server would refuse."""
+    m = _DURATION.match(duration_arg(d))
+    if not m:
+        return None
+    return int(m.group(1)) * _UNIT_MS[(m.group(2) or "").lower()]
+
+
+def count_arg(n: int, what: str) -> str:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{what} is an int: {n!r}")
+    return str(n)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One limiter's algorithm and parameters. Build one with `gcra`, `token_bucket`,
+    `leaky`, `sliding`, `sliding_log` or `fixed`; `name` names it in the IETF fields."""
+
+    algo: str
+    params: tuple[str, ...]
+    quota: int
+    window: Duration
+    name: str = ""
+
+    @property
+    def window_s(self) -> int | None:
+        """The IETF `w`: the window (or the rate's period) in whole seconds, rounded up."""
+        ms = duration_ms(self.window)
+        return None if ms is None else max(1, math.ceil(ms / 1000))
+
+    def named(self, name: str) -> Policy:
+        """This policy, named `name` in the IETF fields."""
+        return Policy(self.algo, self.params, self.quota, self.window, name)
+
+
+def gcra(limit: int, period: Duration, burst: int | None = None, name: str = "") -> Policy:
+    """`limit` per `period`, evenly spaced, bursts of `burst` (the command's default: 1)."""
+    params = [count_arg(limit, "limit"), duration_arg(period)]
+    if burst is not None:
+        params += ["BURST", count_arg(burst, "burst")]
+    return Policy("GCRA", tuple(params), limit, period, name)
+
+
+def token_bucket(capacity: int, refill: int, period: Duration, name: str = "") -> Policy:
+    """A bucket of `capacity` tokens, `refill` more per `period`."""
+    params = (count_arg(capacity, "capacity"), count_arg(refill, "refill"), duration_arg(period))
+    return Policy("TOKENBUCKET", params, refill, period, name)
+
+
+def leaky(capacity: int, leak: int, period: Duration, name: str = "") -> Policy:
+    """A leaky bucket as a queue of `capacity`, `leak` leaving per `period`."""
+    params = (count_arg(capacity, "capacity"), count_arg(leak, "leak"), duration_arg(period))
+    return Policy("LEAKY", params, leak, period, name)
+
+
+def _window(algo: str, limit: int, window: Duration, name: str) -> Policy:
+    return Policy(algo, (count_arg(limit, "limit"), duration_arg(window)), limit, window, name)
+
+
+def sliding(limit: int, window: Duration, name: str = "") -> Policy:
+    """The sliding window counter: `limit` per `window`, estimated."""
+    return _window("SLIDING", limit, window, name)
+
+
+def sliding_log(limit: int, window: Duration, name: str = "") -> Policy:
+    """The exact sliding log: `limit` per `window`."""
+    return _window("SLIDINGLOG", limit, window, name)
+
+
+def fixed(limit: int, window: Duration, name: str = "") -> Policy:
+    """Fixed windows aligned to the clock: `limit` per `window`."""
+    return _window("FIXED", limit, window, name)

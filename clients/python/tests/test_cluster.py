@@ -1,0 +1,66 @@
+"""Redis Cluster through redis-py's cluster clients: each key's call goes to its node, the
+library is loaded on every primary, and `all` takes keys that share a hash tag."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis
+import redis.asyncio.cluster
+from redis.cluster import RedisCluster
+
+import redis_rl
+from redis_rl import policy
+
+
+@pytest.fixture(params=[True, False], ids=["module", "library"])
+def cluster(request, clusters):
+    c = clusters(request.param)
+    for n in c.nodes:
+        node = redis.Redis(port=n.port)
+        node.flushall()
+        node.function_flush()
+    return c
+
+
+def test_keys_on_every_node_are_decided_there(cluster):
+    rc = RedisCluster(host="127.0.0.1", port=cluster.port)
+    limiter = redis_rl.Limiter(rc)
+    keys = [f"user:{i}" for i in range(30)]  # spread over the three masters' slots
+    for key in keys:
+        assert limiter.fixed(key, 2, "1h").remaining == 1
+    backend = redis_rl.MODULE if cluster.nodes[0].with_module else redis_rl.LIBRARY
+    assert limiter.backend == backend
+    assert {rc.keyslot(k) // 5462 for k in keys} == {0, 1, 2}
+    for key in keys:
+        assert rc.get(key) is not None  # each state lives on its key's node
+    assert [limiter.fixed(k, 2, "1h").remaining for k in keys] == [0] * 30
+    if backend == redis_rl.LIBRARY:  # the library was loaded on every primary
+        assert all(redis.Redis(port=n.port).function_list() for n in cluster.nodes)
+    rc.close()
+
+
+def test_all_takes_keys_with_one_hash_tag_and_refuses_others(cluster):
+    rc = RedisCluster(host="127.0.0.1", port=cluster.port)
+    limiter = redis_rl.Limiter(rc)
+    layers = [("rl:{acme}:ip", policy.gcra(10, "1s", 5)), ("rl:{acme}:plan", policy.fixed(3, "1m"))]
+    assert [d.remaining for d in limiter.all(layers).layers] == [4, 2]
+    with pytest.raises(redis.ResponseError, match="same slot"):
+        limiter.all([("rl:{a}:x", policy.fixed(3, "1m")), ("rl:{b}:y", policy.fixed(3, "1m"))])
+    rc.close()
+
+
+def test_the_asyncio_cluster_client(cluster):
+    async def main():
+        rc = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=cluster.port)
+        limiter = redis_rl.AsyncLimiter(rc)
+        got = [await limiter.sliding(f"k{i}", 1, "1m") for i in range(12)]
+        again = [await limiter.sliding(f"k{i}", 1, "1m") for i in range(12)]
+        both = await limiter.all([("{t}a", policy.fixed(1, "1m")), ("{t}b", policy.fixed(1, "1m"))])
+        await rc.aclose()
+        return got, again, both
+
+    got, again, both = asyncio.run(main())
+    assert all(d.allowed for d in got) and not any(d.allowed for d in again)
+    assert both.allowed
