@@ -161,7 +161,11 @@ def servers():
         s.close()
 
 
-@pytest.fixture(params=BACKENDS, ids=lambda p: f"{p[0]}-{'module' if p[1] else 'library'}")
+def backend_id(param: tuple[str, bool]) -> str:
+    return f"{param[0]}-{'module' if param[1] else 'library'}"
+
+
+@pytest.fixture(params=BACKENDS, ids=backend_id)
 def server(request, servers) -> Server:
     """Each server in turn, emptied: no keys, no functions."""
     s = servers(*request.param)

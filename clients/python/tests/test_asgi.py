@@ -1,0 +1,139 @@
+"""The ASGI middleware inside FastAPI, served by uvicorn and driven over HTTP: the example
+service (examples/fastapi_app.py) on every backend."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+import redis.asyncio
+from conftest import BACKENDS, backend_id, free_port
+
+import redis_rl
+from redis_rl import policy
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+class Service:
+    """examples/fastapi_app.py under uvicorn, on a free port, against `redis_url`."""
+
+    def __init__(self, redis_url: str) -> None:
+        self.port, self.redis_url = free_port(), redis_url
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "fastapi_app:app", "--port", str(self.port),
+             "--log-level", "warning"],
+            cwd=EXAMPLES, env=dict(os.environ, REDIS_URL=redis_url),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.base = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"uvicorn exited:\n{self.proc.stdout.read()}")
+            try:
+                httpx.get(f"{self.base}/docs", timeout=1)
+                return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise RuntimeError("uvicorn did not start")
+
+    def get(self, path: str, key: str | None = "free-key") -> httpx.Response:
+        headers = {"X-API-Key": key} if key else {}
+        return httpx.get(f"{self.base}{path}", headers=headers, timeout=10)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module", params=BACKENDS, ids=backend_id)
+def running(request, servers):
+    """One service per backend for the whole file."""
+    s = Service(servers(*request.param).url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def service(running):
+    """The service on an emptied server: no limiter state, no library."""
+    c = redis.Redis.from_url(running.redis_url)
+    c.flushall()
+    c.function_flush()
+    c.close()
+    return running
+
+
+def test_every_answer_carries_the_binding_layers_headers(service):
+    r = service.get("/hello")
+    assert r.status_code == 200 and r.json() == {"message": "hello"}
+    # The IP layer binds (19 of 20 left against 59 of 60 for the key).
+    assert r.headers["X-RateLimit-Limit"] == "20"
+    assert r.headers["X-RateLimit-Remaining"] == "19"
+    assert r.headers["RateLimit-Policy"] == '"ip";q=100;w=1'
+    assert r.headers["RateLimit"].startswith('"ip";r=19;t=')
+    assert "Retry-After" not in r.headers
+
+
+def test_an_endpoint_layer_denies_with_429_and_spends_nothing_elsewhere(service):
+    if time.time() % 60 > 55:  # the five calls share one minute's fixed window
+        time.sleep(60.5 - time.time() % 60)
+    for _ in range(5):
+        assert service.get("/export").status_code == 200
+    r = service.get("/export")
+    assert r.status_code == 429
+    assert r.json() == {"error": "rate limited", "layer": "endpoint"}
+    assert r.headers["X-RateLimit-Remaining"] == "0"
+    assert r.headers["RateLimit-Policy"] == '"endpoint";q=5;w=60'
+    assert 1 <= int(r.headers["Retry-After"]) <= 60
+    # A denied /export takes nothing from the plan (which only refills meanwhile).
+    limiter = redis_rl.Limiter(redis.Redis.from_url(service.redis_url))
+    plan = policy.token_bucket(60, 60, "1m")
+    before = limiter.peek("rl:plan:free-key", plan).remaining
+    assert before <= 55  # the five admitted calls were spent
+    assert service.get("/export").status_code == 429
+    assert limiter.peek("rl:plan:free-key", plan).remaining >= before
+
+
+def test_a_request_no_layer_names_is_limited_by_the_others(service):
+    r = service.get("/hello", key=None)  # no API key: the IP layer alone
+    assert r.status_code == 200 and r.headers["RateLimit-Policy"] == '"ip";q=100;w=1'
+
+
+def test_many_clients_at_once_are_admitted_to_the_limit_and_no_further(service):
+    if time.time() % 60 > 50:
+        time.sleep(60.5 - time.time() % 60)
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        codes = list(pool.map(lambda _: service.get("/export", key="pro-key").status_code,
+                              range(40)))
+    assert codes.count(200) == 5 and codes.count(429) == 35
+
+
+def test_a_wrong_configuration_is_refused_at_start_up():
+    from redis_rl.asgi import Layer, RateLimitMiddleware, client_ip
+
+    limiter = redis_rl.AsyncLimiter(redis.asyncio.Redis())
+    layer = Layer("ip", client_ip, policy.gcra(1, "1s"))
+    with pytest.raises(ValueError, match="at least one"):
+        RateLimitMiddleware(None, limiter, [])
+    with pytest.raises(ValueError, match="distinct"):
+        RateLimitMiddleware(None, limiter, [layer, layer])
+    with pytest.raises(TypeError, match="AsyncLimiter"):
+        RateLimitMiddleware(None, redis_rl.Limiter(redis.Redis()), [layer])
+
+
+def test_an_unreachable_server_fails_the_request_not_open(servers):
+    s = Service(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+    try:
+        r = s.get("/hello")
+        assert r.status_code == 500
+        assert "X-RateLimit-Limit" not in r.headers
+    finally:
+        s.close()
