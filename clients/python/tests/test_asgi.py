@@ -137,3 +137,23 @@ def test_an_unreachable_server_fails_the_request_not_open(servers):
         assert "X-RateLimit-Limit" not in r.headers
     finally:
         s.close()
+
+
+def test_the_service_follows_a_restart_and_a_failover_of_its_server(fresh_server):
+    backing = fresh_server("redis", True, ("--appendonly", "yes", "--appendfsync", "always"))
+    s = Service(backing.url)
+    if time.time() % 60 > 50:  # the calls share one minute's fixed window
+        time.sleep(60.5 - time.time() % 60)
+    try:
+        assert [s.get("/export").status_code for _ in range(3)] == [200] * 3
+        backing.restart()  # the same server back, its AOF replayed: the window's count kept
+        r = s.get("/export")
+        assert r.status_code == 200 and r.headers["X-RateLimit-Remaining"] == "1"
+        # A failover to a server without the module (an empty one): the library answers.
+        backing.with_module = False
+        backing.extra = ()
+        backing.restart()
+        r = s.get("/export")
+        assert r.status_code == 200 and r.headers["X-RateLimit-Remaining"] == "4"
+    finally:
+        s.close()
