@@ -3,7 +3,8 @@
 # redis-server and valkey-server processes (and one run under valgrind), then the Python
 # tests (tests/python: the gateway example, the client snippets, and the documentation's
 # examples, claims and links) in .tools/venv, then the Python package's
-# (scripts/test-python-package.sh: built, installed into a fresh virtualenv, tested). Uses
+# (scripts/test-python-package.sh: built, installed into a fresh virtualenv, tested) and the
+# Node package's (scripts/test-node-package.sh: packed, installed into a fresh project). Uses
 # cargo-nextest when installed (one process per test, in parallel), else cargo test. Every
 # suite always runs; the script fails if any does. Arguments go to cargo.
 set -uo pipefail
@@ -32,7 +33,11 @@ else
   package=1
 fi
 
+# The Node package, packed and installed into a fresh project.
+bash scripts/test-node-package.sh
+node=$?
+
 status() { if [ "$1" -eq 0 ]; then echo "ok"; else echo "FAILED (exit $1)"; fi; }
 echo "run-tests: Rust tests $(status $rust), Python tests $(status $python)," \
-  "Python package $(status $package)" >&2
-[ $rust -eq 0 ] && [ $python -eq 0 ] && [ $package -eq 0 ]
+  "Python package $(status $package), Node package $(status $node)" >&2
+[ $rust -eq 0 ] && [ $python -eq 0 ] && [ $package -eq 0 ] && [ $node -eq 0 ]

@@ -1,0 +1,83 @@
+/**
+ * Decisions: the commands' five integers, typed, and the HTTP headers they give, as
+ * docs/commands.md's tables say ("The shared reply", "The IETF RateLimit fields"): seconds
+ * are milliseconds divided by 1,000 and rounded up, so a client that waits them is never
+ * early; `Retry-After` is sent on a denial only, and never for a request that can never be
+ * admitted (`retryAfterMs === -1`).
+ */
+import { type Policy, windowSeconds } from "./policy.js";
+
+/** Which server side answered: the rl module's commands, or the Functions library. */
+export type Backend = "module" | "library";
+
+export const ceilSeconds = (ms: number): number => Math.ceil(ms / 1000);
+
+export class Decision {
+  constructor(
+    readonly allowed: boolean,
+    readonly limit: number,
+    readonly remaining: number,
+    /** Denied: ms until the same request is admitted, -1 if never. Allowed: 0 (the leaky
+     * bucket: the delay before performing the request). */
+    readonly retryAfterMs: number,
+    /** ms until the limiter is idle again; 0 when idle. */
+    readonly resetAfterMs: number,
+    readonly backend: Backend,
+    /** The policy decided, for the IETF fields (undefined for leases). */
+    readonly policy?: Policy,
+  ) {}
+
+  static fromReply(reply: unknown, backend: Backend, policy?: Policy): Decision {
+    const [allowed, limit, remaining, retry, reset] = (reply as unknown[]).slice(0, 5).map(Number);
+    return new Decision(allowed === 1, limit, remaining, retry, reset, backend, policy);
+  }
+
+  /** `Retry-After` in seconds on a denial; undefined when allowed or never admissible. */
+  get retryAfter(): number | undefined {
+    if (this.allowed || this.retryAfterMs < 0) return undefined;
+    return ceilSeconds(this.retryAfterMs);
+  }
+
+  /** `X-RateLimit-Reset` and the IETF `t`: seconds until idle, rounded up. */
+  get resetAfter(): number {
+    return ceilSeconds(this.resetAfterMs);
+  }
+
+  /** `X-RateLimit-Limit`, `-Remaining`, `-Reset`, and `Retry-After` on a denial. */
+  headers(): Record<string, string> {
+    const out: Record<string, string> = {
+      "X-RateLimit-Limit": String(this.limit),
+      "X-RateLimit-Remaining": String(this.remaining),
+      "X-RateLimit-Reset": String(this.resetAfter),
+    };
+    if (this.retryAfter !== undefined) out["Retry-After"] = String(this.retryAfter);
+    return out;
+  }
+
+  /** The IETF draft's `RateLimit-Policy` and `RateLimit` fields (and `Retry-After` on a
+   * denial), for the policy named `name` (default: the policy's name, else "default"). A
+   * lease's decision has no policy: `RateLimit` alone. */
+  ietfHeaders(name?: string): Record<string, string> {
+    const label = name || this.policy?.name || "default";
+    const out: Record<string, string> = {};
+    const w = this.policy ? windowSeconds(this.policy) : undefined;
+    if (this.policy && w !== undefined) out["RateLimit-Policy"] = `"${label}";q=${this.policy.quota};w=${w}`;
+    out["RateLimit"] = `"${label}";r=${this.remaining};t=${this.resetAfter}`;
+    if (this.retryAfter !== undefined) out["Retry-After"] = String(this.retryAfter);
+    return out;
+  }
+
+  /** `headers()` and `ietfHeaders(name)` together. */
+  allHeaders(name?: string): Record<string, string> {
+    return { ...this.headers(), ...this.ietfHeaders(name) };
+  }
+}
+
+/** `RL.ALL`'s reply: the binding layer's decision, and every layer's in key order. */
+export interface AllDecision {
+  readonly allowed: boolean;
+  readonly binding: Decision;
+  readonly layers: readonly Decision[];
+  /** The binding layer's position in `layers` (the first whose reply is the binding one). */
+  readonly index: number;
+}

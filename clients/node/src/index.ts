@@ -1,0 +1,14 @@
+/**
+ * redis-rl: the rl rate limiter's commands over node-redis or ioredis, on the module or the
+ * Functions library, with typed decisions and their HTTP headers.
+ *
+ *   const limiter = new Limiter(client);
+ *   const d = await limiter.gcra("user:42", 10, "1s", { burst: 5 });
+ *   d.allowed, d.remaining, d.headers()
+ */
+export { Limiter } from "./limiter.js";
+export { Decision, type AllDecision, type Backend } from "./decision.js";
+export type { DecideOptions, Layer } from "./commands.js";
+export type { SendCommand } from "./transport.js";
+export * as policy from "./policy.js";
+export type { Duration, Policy } from "./policy.js";

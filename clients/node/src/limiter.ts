@@ -1,0 +1,124 @@
+/**
+ * `Limiter`: the commands over your client, on the module or the Functions library.
+ *
+ * A limiter sends the module's command first. A server that answers `unknown command` has no
+ * module: from then on the limiter calls the library with `FCALL`, and where the library is
+ * missing (`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server
+ * without it) it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`) and calls
+ * again, once. Any other error is the command's own and is thrown.
+ */
+import * as commands from "./commands.js";
+import type { Command, DecideOptions, Layer } from "./commands.js";
+import type { AllDecision, Backend, Decision } from "./decision.js";
+import { LIBRARY_SOURCE } from "./library.js";
+import * as policy from "./policy.js";
+import type { Duration, Policy } from "./policy.js";
+import { type Transport, functionMissing, isReplyError, transportOf, unknownCommand } from "./transport.js";
+
+type Named = DecideOptions & { name?: string };
+
+export class Limiter {
+  /** undefined until the first call, then "module" or "library". */
+  backend: Backend | undefined;
+  private readonly transport: Transport;
+
+  /** `client`: node-redis or ioredis (a client or a cluster), or a `sendCommand(args)`
+   * function resolving with the reply. */
+  constructor(client: unknown) {
+    this.transport = transportOf(client);
+  }
+
+  private async run<T>(cmd: Command<T>): Promise<T> {
+    const key = cmd.keys[0];
+    if (this.backend !== "library") {
+      try {
+        const reply = await this.transport.send([...cmd.module], key, cmd.readOnly);
+        this.backend = "module";
+        return cmd.decode(reply, "module");
+      } catch (err) {
+        if (!unknownCommand(err)) {
+          if (isReplyError(err)) this.backend = "module"; // the module's own error
+          throw err;
+        }
+        this.backend = "library";
+      }
+    }
+    const args = commands.libraryArgs(cmd);
+    let reply: unknown;
+    try {
+      reply = await this.transport.send(args, key, cmd.readOnly);
+    } catch (err) {
+      if (!functionMissing(err)) throw err;
+      await this.loadLibrary();
+      reply = await this.transport.send(args, key, cmd.readOnly);
+    }
+    return cmd.decode(reply, "library");
+  }
+
+  /** `FUNCTION LOAD REPLACE` this package's `functions/rl.lua` (on every master of a
+   * cluster). Calls do it by themselves where the library is missing. */
+  loadLibrary(): Promise<void> {
+    return this.transport.loadLibrary(LIBRARY_SOURCE);
+  }
+
+  /** `RL.<ALGO> key params [COST n] [PEEK] [BLOCK ms]` for any policy. */
+  decide(key: string, p: Policy, o: DecideOptions = {}): Promise<Decision> {
+    return this.run(commands.decide(key, p, o));
+  }
+
+  /** `RL.GCRA key limit period [BURST burst]`. */
+  gcra(key: string, limit: number, period: Duration, o: Named & { burst?: number } = {}): Promise<Decision> {
+    return this.decide(key, policy.gcra(limit, period, o), o);
+  }
+
+  /** `RL.TOKENBUCKET key capacity refill period`. */
+  tokenBucket(key: string, capacity: number, refill: number, period: Duration, o: Named = {}): Promise<Decision> {
+    return this.decide(key, policy.tokenBucket(capacity, refill, period, o), o);
+  }
+
+  /** `RL.LEAKY key capacity leak period`. */
+  leaky(key: string, capacity: number, leak: number, period: Duration, o: Named = {}): Promise<Decision> {
+    return this.decide(key, policy.leaky(capacity, leak, period, o), o);
+  }
+
+  /** `RL.SLIDING key limit window`. */
+  sliding(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
+    return this.decide(key, policy.sliding(limit, window, o), o);
+  }
+
+  /** `RL.SLIDINGLOG key limit window`. */
+  slidingLog(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
+    return this.decide(key, policy.slidingLog(limit, window, o), o);
+  }
+
+  /** `RL.FIXED key limit window`. */
+  fixed(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
+    return this.decide(key, policy.fixed(limit, window, o), o);
+  }
+
+  /** `RL.<ALGO> key params REFUND n`: give `n` units back (always admitted). */
+  refund(key: string, p: Policy, n: number): Promise<Decision> {
+    return this.run(commands.decide(key, p, { refund: n }));
+  }
+
+  /** `RL.PEEK ALGO key params [COST n]`: what the call would decide, writing nothing. */
+  peek(key: string, p: Policy, o: { cost?: number } = {}): Promise<Decision> {
+    return this.run(commands.peek(key, p, o.cost));
+  }
+
+  /** `RL.ALL`: every [key, policy, cost?] layer admits, and is spent, or none is. */
+  all(layers: readonly Layer[], o: { peek?: boolean } = {}): Promise<AllDecision> {
+    return this.run(commands.allOf(layers, o.peek ?? false));
+  }
+
+  /** `RL.ACQUIRE key limit timeout lease_id`: take (or renew) one of `limit` leases. */
+  acquire(key: string, limit: number, timeout: Duration, leaseId: string,
+    o: { peek?: boolean; blockMs?: number } = {}): Promise<Decision> {
+    return this.run(commands.acquire(key, limit, timeout, leaseId, o));
+  }
+
+  /** `RL.RELEASE key lease_id`: true if the lease was held. */
+  release(key: string, leaseId: string): Promise<boolean> {
+    return this.run(commands.release(key, leaseId));
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Policies: an algorithm and its parameters, as the commands take them after the key.
+ *
+ * A policy also knows the quota and window the IETF `RateLimit-Policy` field reports
+ * (docs/commands.md, "The IETF RateLimit fields"): for the windows `q` is the limit and `w`
+ * the window; for a rate (GCRA's limit, the token bucket's refill, the leaky bucket's leak)
+ * `q` is that count and `w` its period, in whole seconds.
+ */
+
+/** A duration: whole seconds (a number), or the commands' text ("1500ms", "1m", "1d"). */
+export type Duration = number | string;
+
+export type Algo = "GCRA" | "TOKENBUCKET" | "LEAKY" | "SLIDING" | "SLIDINGLOG" | "FIXED";
+
+export interface Policy {
+  readonly algo: Algo;
+  /** The words after the key. */
+  readonly params: readonly string[];
+  readonly quota: number;
+  readonly window: Duration;
+  /** The name the IETF fields give it ("" for none). */
+  readonly name: string;
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, "": 1_000 };
+const DURATION = /^([0-9]+)(ms|s|m|h|d)?$/i;
+
+/** The command-line text of `d`: text goes as given (the server checks it). */
+export function durationArg(d: Duration): string {
+  if (typeof d === "number") {
+    if (!Number.isSafeInteger(d)) throw new TypeError(`a duration in seconds is an integer: ${d}`);
+    return String(d);
+  }
+  if (typeof d === "string") return d;
+  throw new TypeError(`a duration is a number of seconds or a string: ${String(d)}`);
+}
+
+/** `d` in milliseconds, or undefined for text the server would refuse. */
+export function durationMs(d: Duration): number | undefined {
+  const m = DURATION.exec(durationArg(d));
+  if (!m) return undefined;
+  return Number(m[1]) * UNIT_MS[(m[2] ?? "").toLowerCase()];
+}
+
+/** The IETF `w`: the window (or the rate's period) in whole seconds, rounded up. */
+export function windowSeconds(p: Policy): number | undefined {
+  const ms = durationMs(p.window);
+  return ms === undefined ? undefined : Math.max(1, Math.ceil(ms / 1000));
+}
+
+export function countArg(n: number, what: string): string {
+  if (typeof n !== "number" || !Number.isSafeInteger(n)) {
+    throw new TypeError(`${what} is an integer: ${String(n)}`);
+  }
+  return String(n);
+}
+
+function policy(algo: Algo, params: string[], quota: number, window: Duration, name = ""): Policy {
+  return Object.freeze({ algo, params: Object.freeze(params), quota, window, name });
+}
+
+/** `limit` per `period`, evenly spaced, bursts of `burst` (the command's default: 1). */
+export function gcra(limit: number, period: Duration, opts: { burst?: number; name?: string } = {}): Policy {
+  const params = [countArg(limit, "limit"), durationArg(period)];
+  if (opts.burst !== undefined) params.push("BURST", countArg(opts.burst, "burst"));
+  return policy("GCRA", params, limit, period, opts.name);
+}
+
+/** A bucket of `capacity` tokens, `refill` more per `period`. */
+export function tokenBucket(capacity: number, refill: number, period: Duration, opts: { name?: string } = {}): Policy {
+  const params = [countArg(capacity, "capacity"), countArg(refill, "refill"), durationArg(period)];
+  return policy("TOKENBUCKET", params, refill, period, opts.name);
+}
+
+/** A leaky bucket as a queue of `capacity`, `leak` leaving per `period`. */
+export function leaky(capacity: number, leak: number, period: Duration, opts: { name?: string } = {}): Policy {
+  const params = [countArg(capacity, "capacity"), countArg(leak, "leak"), durationArg(period)];
+  return policy("LEAKY", params, leak, period, opts.name);
+}
+
+function windowed(algo: Algo, limit: number, window: Duration, name?: string): Policy {
+  return policy(algo, [countArg(limit, "limit"), durationArg(window)], limit, window, name);
+}
+
+/** The sliding window counter: `limit` per `window`, estimated. */
+export const sliding = (limit: number, window: Duration, opts: { name?: string } = {}) =>
+  windowed("SLIDING", limit, window, opts.name);
+/** The exact sliding log: `limit` per `window`. */
+export const slidingLog = (limit: number, window: Duration, opts: { name?: string } = {}) =>
+  windowed("SLIDINGLOG", limit, window, opts.name);
+/** Fixed windows aligned to the clock: `limit` per `window`. */
+export const fixed = (limit: number, window: Duration, opts: { name?: string } = {}) =>
+  windowed("FIXED", limit, window, opts.name);
+
+/** `p`, named `name` in the IETF fields. */
+export function named(p: Policy, name: string): Policy {
+  return policy(p.algo, [...p.params], p.quota, p.window, name);
+}

@@ -1,0 +1,62 @@
+/**
+ * How a call reaches the server, whatever the client: node-redis (a client or a cluster),
+ * ioredis (a client or a cluster), or a `sendCommand(args)` function like rate-limit-redis
+ * takes. A transport sends one command line and loads the library (on every master of a
+ * cluster).
+ */
+
+/** A function sending one command line and resolving with its reply. */
+export type SendCommand = (args: string[]) => Promise<unknown>;
+
+export interface Transport {
+  send(args: string[], key: string, readOnly: boolean): Promise<unknown>;
+  loadLibrary(source: string): Promise<void>;
+}
+
+const LOAD = (source: string) => ["FUNCTION", "LOAD", "REPLACE", source];
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export function transportOf(client: unknown): Transport {
+  if (typeof client === "function") {
+    const send = client as SendCommand;
+    return { send: (args) => send(args), loadLibrary: async (src) => void (await send(LOAD(src))) };
+  }
+  const c = client as any;
+  if (c && typeof c.call === "function") {
+    // ioredis: Redis, or Cluster (which routes by key and follows MOVED itself).
+    const call = (target: any, args: string[]) => target.call(args[0], ...args.slice(1));
+    if (c.isCluster) {
+      return {
+        send: (args) => call(c, args),
+        loadLibrary: async (src) => void (await Promise.all(c.nodes("master").map((n: any) => call(n, LOAD(src))))),
+      };
+    }
+    return { send: (args) => call(c, args), loadLibrary: async (src) => void (await call(c, LOAD(src))) };
+  }
+  if (c && typeof c.sendCommand === "function" && typeof c.nodeClient === "function") {
+    // node-redis cluster: sendCommand(firstKey, isReadonly, args).
+    return {
+      send: (args, key, readOnly) => c.sendCommand(key, readOnly, args),
+      loadLibrary: async (src) => {
+        for (const master of c.masters) await (await c.nodeClient(master)).sendCommand(LOAD(src));
+      },
+    };
+  }
+  if (c && typeof c.sendCommand === "function") {
+    return { send: (args) => c.sendCommand(args), loadLibrary: async (src) => void (await c.sendCommand(LOAD(src))) };
+  }
+  throw new TypeError("redis-rl needs a node-redis or ioredis client (or cluster), or a sendCommand(args) function");
+}
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err)).replace(/^ERR /, "");
+
+/** The server has no such command (no module). */
+export const unknownCommand = (err: unknown): boolean => message(err).toLowerCase().startsWith("unknown command");
+
+/** The library is not loaded. */
+export const functionMissing = (err: unknown): boolean => message(err).toLowerCase().includes("function not found");
+
+/** A reply from the server that is an error (not a connection failure). */
+export const isReplyError = (err: unknown): boolean =>
+  err instanceof Error && ["ReplyError", "SimpleError", "ErrorReply", "BlobError"].includes(err.constructor.name);

@@ -1,0 +1,14 @@
+// Type-checked against the installed package (test/types.test.mjs): the declarations let a
+// TypeScript user write this, and reject the lines marked @ts-expect-error.
+import { type Decision, Limiter, policy } from "redis-rl";
+
+export async function check(limiter: Limiter): Promise<string> {
+  const d: Decision = await limiter.gcra("user:42", 10, "1s", { burst: 5 });
+  const all = await limiter.all([["{a}:1", policy.fixed(5, "1m")], ["{a}:2", policy.sliding(9, 60), 2]]);
+  const released: boolean = await limiter.release("k", "lease");
+  // @ts-expect-error a count is a number
+  await limiter.fixed("k", "5", "1m");
+  // @ts-expect-error decisions are read-only
+  d.allowed = false;
+  return `${d.remaining} ${all.binding.retryAfterMs} ${released} ${d.headers()["X-RateLimit-Limit"]}`;
+}
