@@ -12,3 +12,5 @@ export type { DecideOptions, Layer } from "./commands.js";
 export type { SendCommand } from "./transport.js";
 export * as policy from "./policy.js";
 export type { Duration, Policy } from "./policy.js";
+export { clientIp, header, path, rateLimitLayers } from "./express.js";
+export type { Identify, LayerSpec, LayersOptions, RequestLike, ResponseLike } from "./express.js";

@@ -1,6 +1,13 @@
 // Type-checked against the installed package (test/types.test.mjs): the declarations let a
 // TypeScript user write this, and reject the lines marked @ts-expect-error.
-import { type Decision, Limiter, policy } from "redis-rl";
+import express from "express";
+import { type Decision, Limiter, clientIp, policy, rateLimitLayers } from "redis-rl";
+
+// The middleware is an Express request handler.
+express().use(rateLimitLayers({
+  limiter: new Limiter(async (args: string[]) => args),
+  layers: [{ name: "ip", identify: clientIp, policy: (req) => (req.path === "/x" ? policy.gcra(1, 1) : undefined) }],
+}));
 
 export async function check(limiter: Limiter): Promise<string> {
   const d: Decision = await limiter.gcra("user:42", 10, "1s", { burst: 5 });

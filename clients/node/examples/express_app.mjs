@@ -1,0 +1,36 @@
+// An Express service limited by the seed's three layers, with ONE RL.ALL per request: per
+// client IP (GCRA, 100 per second, bursts of 20), per API key (a token bucket sized by the
+// key's plan) and per expensive endpoint and API key (fixed windows). A request denied by
+// one layer spends nothing from the others.
+// Run: REDIS_URL=redis://127.0.0.1:6379 PORT=8000 node express_app.mjs
+import express from "express";
+import { createClient } from "redis";
+import { Limiter, clientIp, header, policy, rateLimitLayers } from "redis-rl";
+
+const PLANS = { "free-key": 60, "pro-key": 600 }; // requests per minute, by API key
+const ENDPOINTS = { "/search": 10, "/export": 5 }; // the expensive ones, per minute and API key
+const apiKey = header("x-api-key");
+
+const client = createClient({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" });
+client.on("error", (err) => console.error("redis:", err.message)); // node-redis reconnects by itself
+await client.connect();
+const app = express();
+app.use(rateLimitLayers({
+  limiter: new Limiter(client),
+  layers: [
+    { name: "ip", identify: clientIp, policy: policy.gcra(100, "1s", { burst: 20 }) },
+    { name: "plan", identify: apiKey, policy: (req) => {
+      const quota = PLANS[apiKey(req)];
+      return quota ? policy.tokenBucket(quota, quota, "1m") : undefined;
+    } },
+    { name: "endpoint", identify: (req) => apiKey(req) && `${apiKey(req)}:${req.path}`, policy: (req) => {
+      const quota = ENDPOINTS[req.path];
+      return quota ? policy.fixed(quota, "1m") : undefined;
+    } },
+  ],
+}));
+app.get("/hello", (_req, res) => res.json({ message: "hello" }));
+app.get("/export", (_req, res) => res.json({ export: "ok" }));
+
+const server = app.listen(Number(process.env.PORT ?? 8000), "127.0.0.1");
+process.on("SIGTERM", () => server.close(() => client.close()));
