@@ -146,10 +146,13 @@ pub fn redis_long(bytes: &[u8]) -> Option<i64> {
         Some(rest) => (true, rest),
         None => (false, bytes),
     };
-    if !matches!(digits.first(), Some(b'1'..=b'9')) || !digits.iter().all(u8::is_ascii_digit) {
+    if !matches!(digits.first(), Some(b'1'..=b'9')) {
         return None;
     }
-    let magnitude: i128 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    // At most 20 digits: an i128 holds them all.
+    let magnitude = digits.iter().try_fold(0i128, |acc, &b| {
+        b.is_ascii_digit().then(|| acc * 10 + i128::from(b - b'0'))
+    })?;
     i64::try_from(if negative { -magnitude } else { magnitude }).ok()
 }
 
@@ -157,15 +160,26 @@ pub fn redis_long(bytes: &[u8]) -> Option<i64> {
 /// grammar, `nan` refused), then `0 < period < 10^12`; with its exact value in
 /// nanoseconds.
 fn parse_period(bytes: &[u8]) -> Result<(f64, u128), RlError> {
+    // Whole seconds, the common case: at most 15 digits are exact in a double.
+    if (1..=15).contains(&bytes.len()) && bytes.iter().all(u8::is_ascii_digit) {
+        let seconds = bytes
+            .iter()
+            .fold(0u64, |acc, &b| acc * 10 + u64::from(b - b'0'));
+        return match seconds {
+            0 => Err(RlError::Syntax(PERIOD_RANGE)),
+            s if s >= 1_000_000_000_000 => Err(RlError::Syntax(PERIOD_RANGE)),
+            s => Ok((s as f64, u128::from(s) * 1_000_000_000)),
+        };
+    }
     let text = std::str::from_utf8(bytes).map_err(|_| RlError::Syntax(NOT_FLOAT))?;
     let unsigned = text.strip_prefix('-').unwrap_or(text);
-    let word = unsigned.to_ascii_lowercase();
-    let value: f64 = match (is_decimal(unsigned), word.as_str()) {
-        (true, _) | (false, "inf" | "infinity") => {
-            text.parse().map_err(|_| RlError::Syntax(NOT_FLOAT))?
-        }
-        _ => return Err(RlError::Syntax(NOT_FLOAT)),
-    };
+    let infinite = ["inf", "infinity"]
+        .iter()
+        .any(|w| unsigned.eq_ignore_ascii_case(w));
+    if !infinite && !is_decimal(unsigned) {
+        return Err(RlError::Syntax(NOT_FLOAT));
+    }
+    let value: f64 = text.parse().map_err(|_| RlError::Syntax(NOT_FLOAT))?;
     if !(value > 0.0 && value < 1e12) {
         return Err(RlError::Syntax(PERIOD_RANGE));
     }

@@ -191,3 +191,26 @@ fn redis_long_is_string2ll() {
         assert_eq!(redis_long(bad.as_bytes()), None, "{bad}");
     }
 }
+
+#[test]
+fn whole_seconds_read_as_the_general_path_reads_them() {
+    for text in [
+        "1",
+        "60",
+        "3600",
+        "000060",
+        "315360000",
+        "999999999999",
+        "123456789012345",
+    ] {
+        let fast = parse_period(text.as_bytes());
+        let general = parse_period(format!("{text}.0").as_bytes());
+        assert_eq!(fast, general, "{text}");
+    }
+    assert_eq!(parse_period(b"0"), Err(RlError::Syntax(PERIOD_RANGE)));
+    assert_eq!(parse_period(b"000"), Err(RlError::Syntax(PERIOD_RANGE)));
+    assert_eq!(
+        parse_period(b"1000000000000"),
+        Err(RlError::Syntax(PERIOD_RANGE))
+    );
+}
