@@ -76,8 +76,8 @@ impl GcraArgs {
     /// microsecond (at least 1), times `TOKENS`, times `max_burst + 1`, and
     /// `now + TOKENS * interval`, each within an `i64`. (Redis adds the
     /// increment to the later of now and the stored TAT; the module checks it
-    /// against now: its bounds refuse every request that reaches this check
-    /// anyway, a `TOKENS * interval` of 292,000 years.)
+    /// against now, before reading the key: where a stored TAT lies ahead, a
+    /// request of nearly 292,000 years that Redis refuses is decided instead.)
     pub fn overflow(&self, now_us: i64) -> Option<RlError> {
         let period_us = self.period * 1_000_000.0;
         // `as` saturates where C's conversion would be undefined (never: period < 10^12).
