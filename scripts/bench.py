@@ -139,8 +139,9 @@ return {current <= tonumber(ARGV[1]) and 1 or 0, math.max(0, tonumber(ARGV[1]) -
 """,
 }
 
-# name, INFO commandstats name, module args after the key, Lua script, its args.
-# Each pair decides the same limit: 100 per hour, bursts of 100 (an API quota).
+# name, INFO commandstats name, module args after the key, Lua script, its args
+# (None for a module-only row: no seed script, no library function). Each pair
+# decides the same limit: 100 per hour, bursts of 100 (an API quota).
 # With 100,000 random keys every call is admitted and writes, and the state
 # outlives the run as an INCR counter does; with one hot key almost every call
 # is denied.
@@ -148,6 +149,8 @@ CASES = [
     ("RL.GCRA", "rl.gcra", ["100", "1h", "BURST", "100"], "gcra", ["36000", "3564000"]),
     # redis-cell's command: 100 per hour, bursts of 100 (max_burst 99); its seed is gcra.lua.
     ("CL.THROTTLE", "cl.throttle", ["99", "100", "3600"], "gcra", ["36000", "3564000"]),
+    # Redis's designed GCRA command, module only: the same decision on RL.GCRA's state.
+    ("GCRA", "gcra", ["99", "100", "3600"], None, None),
     ("RL.TOKENBUCKET", "rl.tokenbucket", ["100", "100", "1h"], "token_bucket", ["100", "0.027777778", "1"]),
     ("RL.LEAKY", "rl.leaky", ["100", "100", "1h"], "leaky", ["100", "0.000027777778"]),
     ("RL.SLIDING", "rl.sliding", ["100", "1h"], "sliding", ["100", "3600000"]),
@@ -270,7 +273,7 @@ def run_round(server, requests, shas, keyspace):
     for name, stat, args, lua, lua_args in CASES:
         native = measure(server, requests, keyspace, stat, [name, key, *args])
         script = library = None
-        if shas:
+        if shas and lua:
             script = measure(server, requests // 2, keyspace, "evalsha",
                              ["EVALSHA", shas[lua], "1", key, *lua_args])
             library = measure(server, requests // 4, keyspace, "fcall",
@@ -401,7 +404,9 @@ def summary_table(servers, rounds):
           "µs/call)\n")
     print(f"| function | {' | '.join(heading for heading, _ in columns)} |")
     print(f"|---|{'---:|' * len(columns)}")
-    for name, *_ in CASES:
+    for name, _stat, _args, lua, _lua_args in CASES:
+        if lua is None:
+            continue  # module only
         cells = [ratios.get(name, "") for _, ratios in columns]
         print(f"| {function_name(name)} | {' | '.join(cells)} |")
     print(f"\nFCALL of the library's function ÷ EVALSHA of the seed script with the same "
@@ -452,8 +457,8 @@ def memory_table(server, count):
     print("| state | bytes per key | × SET … PX |")
     print("|---|---:|---:|")
     cases = [("SET k v PX (plain key)", ["SET", "1764489600123", "PX", "60000"])]
-    strings = [(name, args) for name, _s, args, _l, _a in CASES
-               if name != "CL.THROTTLE"]  # (its state is RL.GCRA's size)
+    strings = [(name, args) for name, _s, args, lua, _a in CASES
+               if name not in ("CL.THROTTLE", "GCRA")]  # (their state is RL.GCRA's size)
     cases += [(name, [name, *args]) for name, args in strings]
     cases += [(f"FCALL {function_name(name)}", ["FCALL", function_name(name), "1", "KEY", *args])
               for name, args in strings]

@@ -3,7 +3,7 @@
 //! with its own error naming the setting. Every setting's default and range
 //! is here; `lib.rs` registers them from these constants.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// `rl.sliding-log-max-limit`: the largest `limit` RL.SLIDINGLOG accepts (each
 /// key holds up to `limit` entries). Invariant: within [`SLIDING_LOG_MAX_RANGE`].
@@ -24,6 +24,17 @@ pub const MAX_WAITERS_RANGE: (i64, i64) = (0, 1_000_000);
 pub static MAX_WAITERS_PER_KEY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_WAITERS_PER_KEY);
 pub const DEFAULT_MAX_WAITERS_PER_KEY: i64 = 100;
 pub const MAX_WAITERS_PER_KEY_RANGE: (i64, i64) = (0, 1_000_000);
+
+/// `rl.gcra-command`: whether the module registers Redis's designed `GCRA`
+/// command (where the server has none of its own). Read once, at load: it is
+/// immutable (`CONFIG SET` refuses it), as the command table is fixed then.
+pub static GCRA_COMMAND: AtomicBool = AtomicBool::new(DEFAULT_GCRA_COMMAND);
+pub const DEFAULT_GCRA_COMMAND: bool = true;
+
+/// `rl.gcra-command` as loaded.
+pub fn gcra_command() -> bool {
+    GCRA_COMMAND.load(Ordering::Relaxed)
+}
 
 /// `rl.max-waiters` in force.
 pub fn max_waiters() -> usize {
@@ -64,6 +75,11 @@ const SETTINGS: [(&str, (i64, i64)); 3] = [
     ("max-waiters-per-key", MAX_WAITERS_PER_KEY_RANGE),
 ];
 
+/// The yes/no settings `loadmodule` accepts: the name and `yes` or `no` in
+/// lowercase, exactly as the module's configuration reads them (any other
+/// spelling would be ignored there, so it is refused here).
+const SWITCHES: [&str; 1] = ["gcra-command"];
+
 /// Checks `loadmodule librl.so <name> <value> ...` before the module loads: an
 /// unknown name, a missing value or an out-of-range value refuses the load
 /// with a message saying what is valid (Redis would otherwise accept it).
@@ -71,12 +87,19 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
     let mut pairs = args.chunks(2);
     pairs.try_for_each(|pair| {
         let name = String::from_utf8_lossy(pair[0]);
+        if SWITCHES.iter().any(|s| pair[0] == s.as_bytes()) {
+            return match pair.get(1) {
+                Some(&(b"yes" | b"no")) => Ok(()),
+                Some(_) => Err(format!("{name} must be yes or no")),
+                None => Err(format!("module argument '{name}' needs a value")),
+            };
+        }
         let (_, (min, max)) = SETTINGS
             .iter()
             .find(|(known, _)| pair[0].eq_ignore_ascii_case(known.as_bytes()))
             .ok_or_else(|| {
                 format!(
-                    "unknown module argument '{name}' (known: sliding-log-max-limit, max-waiters, max-waiters-per-key)"
+                    "unknown module argument '{name}' (known: sliding-log-max-limit, max-waiters, max-waiters-per-key, gcra-command)"
                 )
             })?;
         let value = pair
@@ -117,5 +140,20 @@ mod tests {
         assert!(check_module_args(&[b"bogus", b"1"])
             .unwrap_err()
             .contains("unknown"));
+        for ok in [&b"yes"[..], b"no"] {
+            assert_eq!(check_module_args(&[b"gcra-command", ok]), Ok(()));
+        }
+        for bad in [&b"YES"[..], b"1", b"true", b""] {
+            assert_eq!(
+                check_module_args(&[b"gcra-command", bad]),
+                Err("gcra-command must be yes or no".into())
+            );
+        }
+        assert!(check_module_args(&[b"GCRA-COMMAND", b"no"])
+            .unwrap_err()
+            .contains("unknown"));
+        assert!(check_module_args(&[b"max-waiters", b"5", b"gcra-command"])
+            .unwrap_err()
+            .contains("needs a value"));
     }
 }

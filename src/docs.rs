@@ -32,6 +32,12 @@ pub fn integer(name: &'static CStr) -> Arg {
         raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
     )
 }
+pub fn double(name: &'static CStr) -> Arg {
+    arg(
+        name,
+        raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE,
+    )
+}
 pub fn string(name: &'static CStr) -> Arg {
     arg(
         name,

@@ -31,7 +31,7 @@ mod wait;
 
 use std::os::raw::c_int;
 
-use redis_module::{raw, Context, RedisString, Status};
+use redis_module::{raw, Context, RedisString, RedisValue, Status};
 
 use ffi::api;
 use wait::callbacks;
@@ -43,6 +43,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         return Status::Err;
     }
     store::init_effects();
+    commands::enable_optional(gcra_wanted(ctx));
     #[cfg(feature = "debug-commands")]
     ctx.log_warning("rl: built with debug-commands: RL.DEBUG is registered (test builds only)");
     for command in commands::registered() {
@@ -91,7 +92,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         api!(RedisModule_SubscribeToServerEvent(ctx.ctx, event, callback));
     }
-    for command in &commands::TABLE {
+    for command in commands::registered() {
         if let Some(doc) = command.doc {
             docs::declare(
                 ctx.ctx,
@@ -103,6 +104,28 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         }
     }
     Status::Ok
+}
+
+/// Whether to register `GCRA`: the `gcra-command` setting is `yes` and the
+/// server has no command of that name (Redis's own, another module's, or one
+/// renamed to it), as `COMMAND INFO gcra` tells before the module registers
+/// anything. Logged either way, so the server log says which `GCRA` runs.
+fn gcra_wanted(ctx: &Context) -> bool {
+    if !config::gcra_command() {
+        ctx.log_notice("rl: GCRA not registered: gcra-command is no");
+        return false;
+    }
+    let taken = match ctx.call("COMMAND", &["INFO", "gcra"]) {
+        Ok(RedisValue::Array(found)) => !matches!(found.as_slice(), [RedisValue::Null]),
+        // Unknown: registering would fail on a taken name and refuse the load.
+        _ => true,
+    };
+    ctx.log_notice(if taken {
+        "rl: GCRA not registered: the server already has a GCRA command"
+    } else {
+        "rl: GCRA registered (Redis's GCRA command on RL.GCRA's state)"
+    });
+    !taken
 }
 
 /// `MODULE UNLOAD rl` is always refused: a transaction can hold queued calls to
@@ -157,7 +180,15 @@ redis_module::redis_module! {
         ],
         // The macro needs every kind listed, even when empty.
         string: [],
-        bool: [],
+        bool: [
+            [
+                "gcra-command",
+                &config::GCRA_COMMAND,
+                config::DEFAULT_GCRA_COMMAND,
+                redis_module::configuration::ConfigurationFlags::IMMUTABLE,
+                None
+            ],
+        ],
         enum: [],
         module_args_as_configuration: true,
     ]

@@ -4,6 +4,9 @@
 use std::num::NonZeroU64;
 
 use super::schedule::{checked_rate, InstantLimiter, Schedule};
+use super::{Decision, Wait};
+
+const NANOS_PER_SEC: u128 = 1_000_000_000;
 
 /// GCRA's parameters, as checked by [`Gcra::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +53,25 @@ impl InstantLimiter for Gcra {
     fn idle_capacity(&self) -> u64 {
         self.burst()
     }
+}
+
+/// A decision as Redis's designed `GCRA` command replies it: `[limited,
+/// max_burst + 1, remaining, retry_after, full_burst_after]`, times in whole
+/// seconds rounded up (`ceil` in `gcra.c`), `retry_after` -1 when allowed or
+/// when the request can never fit (`TOKENS` above `max_burst + 1`).
+pub fn redis_reply(d: &Decision) -> [i64; 5] {
+    let seconds = |ns: u128| ns.div_ceil(NANOS_PER_SEC).min(i64::MAX as u128) as i64;
+    let retry_after = match (d.allowed, d.retry_after) {
+        (false, Wait::After(ns)) => seconds(ns),
+        (true, _) | (false, Wait::Never) => -1,
+    };
+    [
+        i64::from(!d.allowed),
+        d.limit.min(i64::MAX as u64) as i64,
+        d.remaining.min(i64::MAX as u64) as i64,
+        retry_after,
+        seconds(d.reset_after_ns),
+    ]
 }
 
 #[cfg(test)]

@@ -92,3 +92,49 @@ fn a_million_per_second_is_exact() {
     }
     assert_eq!(admitted, 1_000);
 }
+
+/// `GCRA key max_burst tokens_per_period period [TOKENS n]` is this limiter with
+/// `limit = tokens_per_period`, `burst = max_burst + 1` and `cost = n`.
+fn redis(g: &Gcra, tat: &mut u128, now: u128, tokens: u64) -> [i64; 5] {
+    let out = g.decide(*tat, now, tokens);
+    if let Some(t) = out.write {
+        *tat = t;
+    }
+    redis_reply(&out.decision)
+}
+
+#[test]
+fn redis_reply_is_in_whole_seconds_rounded_up() {
+    // GCRA k 5 1 60: one token a minute, bursts of 6.
+    let g = Gcra::new(1, 60_000 * MS as u64, 6).unwrap();
+    let mut tat = 0;
+    assert_eq!(redis(&g, &mut tat, T0, 1), [0, 6, 5, -1, 60]);
+    assert_eq!(redis(&g, &mut tat, T0, 1), [0, 6, 4, -1, 120]);
+    // A nanosecond later, 119.999999999 s: still 120 (ceil), never 119.
+    assert_eq!(redis(&g, &mut tat, T0 + 1, 4), [0, 6, 0, -1, 360]);
+    // Denied: retry_after is the wait for one token, rounded up.
+    assert_eq!(redis(&g, &mut tat, T0 + 1, 1), [1, 6, 0, 60, 360]);
+    assert_eq!(redis(&g, &mut tat, T0 + 1_500 * MS, 1), [1, 6, 0, 59, 359]);
+    assert_eq!(redis(&g, &mut tat, T0 + 60_000 * MS, 1), [0, 6, 0, -1, 360]);
+}
+
+#[test]
+fn redis_reply_says_minus_one_when_the_request_can_never_fit() {
+    let g = Gcra::new(1, 60_000 * MS as u64, 6).unwrap();
+    let mut tat = 0;
+    // TOKENS 7 with max_burst 5: limited, no retry, nothing written.
+    assert_eq!(redis(&g, &mut tat, T0, 7), [1, 6, 6, -1, 0]);
+    assert_eq!(tat, 0);
+    assert_eq!(redis(&g, &mut tat, T0, 6), [0, 6, 0, -1, 360]);
+    assert_eq!(redis(&g, &mut tat, T0, 7), [1, 6, 0, -1, 360]);
+}
+
+#[test]
+fn redis_reply_of_a_fractional_period() {
+    // GCRA k 0 2 0.5: a token every 250 ms, no burst.
+    let g = Gcra::new(2, 500 * MS as u64, 1).unwrap();
+    let mut tat = 0;
+    assert_eq!(redis(&g, &mut tat, T0, 1), [0, 1, 0, -1, 1]);
+    assert_eq!(redis(&g, &mut tat, T0 + 100 * MS, 1), [1, 1, 0, 1, 1]);
+    assert_eq!(redis(&g, &mut tat, T0 + 250 * MS, 1), [0, 1, 0, -1, 1]);
+}

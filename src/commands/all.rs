@@ -31,6 +31,7 @@ pub const ALL: Command = Command {
     keys: Keys::Counted(1),
     stat: Some(c"all"),
     doc: Some(doc),
+    optional: false,
 };
 
 /// The handler; also answers the server's key-position requests

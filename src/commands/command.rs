@@ -39,6 +39,10 @@ pub struct Command {
     pub stat: Option<&'static CStr>,
     /// Its `COMMAND DOCS`; `None`: none declared.
     pub doc: Option<fn() -> Doc>,
+    /// Registered only if enabled at load (`GCRA`: the `gcra-command` setting
+    /// is `yes` and the server has no command of that name); when it is not,
+    /// it is neither registered, nor counted, nor documented.
+    pub optional: bool,
 }
 
 impl Command {

@@ -24,6 +24,7 @@ pub const DEBUG: Command = Command {
     keys: Keys::None,
     stat: None,
     doc: None,
+    optional: false,
 };
 
 handler!(command, "RL.DEBUG", run);

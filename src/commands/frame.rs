@@ -6,6 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
+use crate::algorithm::Decision;
 use crate::decision::Claim;
 use crate::error::RlError;
 use crate::ffi::OK;
@@ -58,9 +59,24 @@ pub fn spend_one(
     now: u64,
     how: Spend,
 ) -> Result<Reply, RlError> {
+    spend_one_as(ctx, name, key, claim, now, how, Decision::reply)
+}
+
+/// [`spend_one`], its decision replied as `reply` makes it (`GCRA`: seconds).
+/// A call that waits is answered by the shared reply: only calls that never
+/// wait may choose another.
+pub fn spend_one_as(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    key: Key,
+    claim: Claim,
+    now: u64,
+    how: Spend,
+    reply: fn(&Decision) -> [i64; 5],
+) -> Result<Reply, RlError> {
     let mut layers = [Layer::new(name, key, claim)];
     Ok(match wait::spend(ctx, &mut layers, now, how)? {
         Spent::Blocked => Reply::Blocked,
-        Spent::Decided => Reply::Decision(layers[0].decision().reply()),
+        Spent::Decided => Reply::Decision(reply(layers[0].decision())),
     })
 }

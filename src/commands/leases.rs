@@ -29,6 +29,7 @@ pub const ACQUIRE: Command = Command {
     keys: Keys::At(1),
     stat: Some(c"acquire"),
     doc: Some(acquire_doc),
+    optional: false,
 };
 
 pub const RELEASE: Command = Command {
@@ -39,6 +40,7 @@ pub const RELEASE: Command = Command {
     keys: Keys::At(1),
     stat: Some(c"release"),
     doc: Some(release_doc),
+    optional: false,
 };
 
 handler!(acquire, ACQUIRE_LABEL, run_acquire);

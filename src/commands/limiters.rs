@@ -30,6 +30,7 @@ macro_rules! limiter {
             keys: Keys::At(1),
             stat: Some($stat),
             doc: Some($doc),
+            optional: false,
         };
     };
 }

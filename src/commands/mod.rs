@@ -9,17 +9,21 @@ mod command;
 #[cfg(feature = "debug-commands")]
 mod debug;
 mod frame;
+mod gcra;
 mod leases;
 mod limiters;
 mod peek;
 mod throttle;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::observe::stats::{self, Counted};
 
 pub use command::Command;
 
-/// Every command, counted ones first in their `INFO rl` order.
-pub const TABLE: [Command; 11] = [
+/// Every command, counted ones first in their `INFO rl` order (`GCRA` only
+/// where it is registered: see [`Command::optional`]).
+pub const TABLE: [Command; 12] = [
     limiters::GCRA,
     limiters::TOKENBUCKET,
     limiters::LEAKY,
@@ -31,9 +35,27 @@ pub const TABLE: [Command; 11] = [
     leases::RELEASE,
     throttle::THROTTLE,
     peek::PEEK,
+    gcra::GCRA,
 ];
 
 const _: () = assert!(TABLE.len() <= stats::SLOTS);
+
+/// Whether the optional commands (`GCRA`) are registered: set once at load,
+/// before any command is registered, and never changed after.
+static OPTIONAL_ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Registers the optional commands (`GCRA`) too; called at load, before
+/// [`registered`] and [`counted`] are read.
+pub fn enable_optional(enabled: bool) {
+    OPTIONAL_ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// The command table as this server has it: without the optional commands
+/// unless they were enabled at load.
+fn table() -> impl Iterator<Item = &'static Command> {
+    let optional = OPTIONAL_ENABLED.load(Ordering::Relaxed);
+    TABLE.iter().filter(move |c| optional || !c.optional)
+}
 
 /// The commands registered in this build (`RL.DEBUG` in test builds too).
 pub fn registered() -> impl Iterator<Item = &'static Command> {
@@ -47,12 +69,12 @@ pub fn registered() -> impl Iterator<Item = &'static Command> {
             &[]
         }
     };
-    TABLE.iter().chain(debug)
+    table().chain(debug)
 }
 
 /// The commands `INFO rl` counts, in slot order.
 pub fn counted() -> impl Iterator<Item = Counted> {
-    TABLE.iter().filter_map(|c| {
+    table().filter_map(|c| {
         c.stat.map(|field| Counted {
             label: c.label,
             name: c.name,

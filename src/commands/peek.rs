@@ -33,6 +33,7 @@ pub const PEEK: Command = Command {
     keys: Keys::At(2),
     stat: Some(c"peek"),
     doc: Some(doc),
+    optional: false,
 };
 
 /// It always peeks and never waits.

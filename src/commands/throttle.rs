@@ -37,6 +37,7 @@ pub const THROTTLE: Command = Command {
     keys: Keys::At(1),
     stat: Some(c"throttle"),
     doc: Some(doc),
+    optional: false,
 };
 
 handler!(command, LABEL, run);

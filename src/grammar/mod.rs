@@ -5,6 +5,7 @@
 pub mod acquire;
 pub mod block;
 mod form;
+pub mod gcra;
 mod kind;
 mod scalars;
 #[cfg(test)]
