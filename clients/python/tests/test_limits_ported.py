@@ -161,6 +161,11 @@ def test_storage_clear(rl):
     assert 1 == storage.get(limit.key_for())
     storage.clear(limit.key_for())
     assert 0 == storage.get(limit.key_for())
+    # Not in limits: `clear` also clears the sliding window counter's key (limits before 5.2
+    # clears that strategy through `clear`).
+    storage.acquire_sliding_window_entry(limit.key_for(), 10, limit.get_expiry(), 4)
+    storage.clear(limit.key_for())
+    assert storage.get_sliding_window(limit.key_for(), limit.get_expiry())[2] == 0
 
 
 # tests/storage/test_redis.py

@@ -81,6 +81,11 @@ class _RlAsyncCommands:
     async def clear_sliding_window(self, key: str, expiry: int) -> None:
         await self.bridge.get_connection().delete(self._key(common.sliding_key(key)))
 
+    async def clear(self, key: str) -> None:
+        """Every strategy's state for `key` (as the synchronous storages' `clear`)."""
+        await self.bridge.get_connection().delete(self._key(key))
+        await self.bridge.get_connection().delete(self._key(common.sliding_key(key)))
+
 
 class RlAsyncRedisStorage(_RlAsyncCommands, RedisStorage):
     """limits' asyncio `RedisStorage` with the moving window and sliding window counter on the

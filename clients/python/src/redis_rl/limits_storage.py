@@ -75,6 +75,12 @@ class _RlCommands:
     def clear_sliding_window(self, key: str, expiry: int) -> None:
         self.get_connection().delete(self.prefixed_key(common.sliding_key(key)))
 
+    def clear(self, key: str) -> None:
+        """Every strategy's state for `key` (limits before 5.2 clears a sliding window counter
+        through `clear`): two DELs, as the keys may live on two cluster nodes."""
+        self.get_connection().delete(self.prefixed_key(key))
+        self.get_connection().delete(self.prefixed_key(common.sliding_key(key)))
+
 
 class RlRedisStorage(_RlCommands, RedisStorage):
     """limits' `RedisStorage` with the moving window and sliding window counter on the rl
