@@ -105,7 +105,8 @@ def run(url: str, scheme: str, strategy: str, ids: list[str], stats: bool):
     for name, n in counting.sent.items():
         assert stat.get(name, (0, 0))[0] == n, (name, n, stat.get(name))
     hits = len(ids)
-    per = "+".join(f"{n / hits:g} {name.upper()}" for name, n in sorted(counting.sent.items()))
+    per = "+".join(f"{round(n / hits, 2):g} {name.upper()}"
+                   for name, n in sorted(counting.sent.items()))
     return usec / hits, cpu * 1e6 / hits, per
 
 

@@ -98,6 +98,16 @@ def test_storage_string(rl):
     assert storage.check()
 
 
+def test_storage_string_over_a_unix_socket(fresh_server, tmp_path):
+    """limits' redis-uds case: `rl+redis+unix://` is limits' `redis+unix://` less `rl+`."""
+    sock = tmp_path / "redis.sock"
+    fresh_server("redis", True, ("--unixsocket", str(sock)))
+    storage = storage_from_string(f"rl+redis+unix://{sock}")
+    assert isinstance(storage, RlRedisStorage) and storage.check()
+    limiter = MovingWindowRateLimiter(storage)
+    assert [limiter.hit(RateLimitItemPerMinute(2)) for _ in range(3)] == [True, True, False]
+
+
 @fixed_start
 def test_expiry_incr(rl_timed):
     storage = storage_from_string(rl_timed.uri)
