@@ -51,9 +51,11 @@ memcheck: deps build
 # Side-by-side benchmark (INCR, SET … PXAT, RL.*, the seed articles' Lua scripts, the
 # Functions library), with a replica, with an AOF, on Valkey; memory per key, scaling and
 # the worst calls. Prints Markdown tables; the side-by-side ones give medians over 5 rounds,
-# every row measured once per round. Not a test: figures are as measured.
+# every row measured once per round; last, limits' stock Redis storage next to rl+redis:// per
+# strategy (scripts/bench_limits.py; `bench.py --limits-only` runs that alone). Runs under
+# .tools/venv, which has redis-py and limits. Not a test: figures are as measured.
 bench: deps build
-	python3 scripts/bench.py --module $(MODULE)
+	.tools/venv/bin/python scripts/bench.py --module $(MODULE)
 
 # Instructions per call under callgrind (repeatable on a busy machine): INCR, SET … PXAT
 # and every command, with the ratios, and where RL.GCRA's instructions go; then the

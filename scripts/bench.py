@@ -15,8 +15,11 @@ scales, and the worst single call (SLOWLOG) of the expensive shapes (COST at the
 cap, 100,000 lapsed entries, a 64-layer RL.ALL) with a module-less replica attached.
 Figures are as measured; nothing here is a test.
 
+Last, `limits`' stock Redis storage next to the rl storage (rl+redis://) per strategy, in
+server time per hit (scripts/bench_limits.py); --limits-only runs that table alone.
+
 Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--rounds N]
-                       [--quick] [--valkey PATH] [--bounds-only]
+                       [--quick] [--valkey PATH] [--bounds-only] [--limits-only]
 """
 
 import argparse
@@ -29,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import bench_limits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -655,6 +660,8 @@ def main():
                    help="fewer requests and rounds, no scaling tables")
     p.add_argument("--valkey", default=VALKEY, help="valkey-server for the Valkey tables")
     p.add_argument("--bounds-only", action="store_true", help="only the worst-call table")
+    p.add_argument("--limits-only", action="store_true",
+                   help="only the limits storages' table (stock redis:// and rl+redis://)")
     a = p.parse_args()
     requests = a.requests or (100_000 if a.quick else 400_000)
     rounds = max(a.rounds or (3 if a.quick else 5), 1)
@@ -662,6 +669,9 @@ def main():
     print(f"Machine: {machine()}; {time.strftime('%Y-%m-%d')}")
     if a.bounds_only:
         bounds_table(a.module, os.path.basename(a.module))
+        return
+    if a.limits_only:
+        bench_limits.limits_table(a.module, 5_000 if a.quick else 20_000)
         return
     label = server_label("redis-server", "Redis")
     server = Server(a.module)
@@ -682,6 +692,7 @@ def main():
             valkey.stop()
     summary_table(summary, rounds)
     bounds_table(a.module, "this build")
+    bench_limits.limits_table(a.module, 5_000 if a.quick else 20_000)
 
 
 if __name__ == "__main__":

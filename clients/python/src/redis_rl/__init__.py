@@ -5,6 +5,12 @@ library, with typed decisions and their HTTP headers.
     limiter = redis_rl.Limiter(redis.Redis())
     d = limiter.gcra("user:42", 10, "1s", burst=5)
     d.allowed, d.remaining, d.headers()
+
+Where the `limits` package is installed, importing redis_rl also registers its `limits`
+storages (`rl+redis://`, `rl+rediss://`, `rl+redis+unix://`, `rl+redis+cluster://` and their
+`async+` twins: limits_storage.py, limits_aio.py), so Flask-Limiter and slowapi take them as
+`storage_uri`. limits has no plugin entry points: its storages register when their classes are
+defined, so the import is what registers them.
 """
 
 from .aio import AsyncLimiter
@@ -13,6 +19,12 @@ from .limiter import Limiter
 from .policy import Policy, fixed, gcra, leaky, sliding, sliding_log, token_bucket
 
 __version__ = "0.1.0"
+
+try:  # registers the `limits` storages' schemes, where limits is installed
+    from . import limits_aio, limits_storage  # noqa: F401
+except ModuleNotFoundError as err:  # no limits: the package is the limiters alone
+    if (err.name or "").split(".")[0] != "limits":
+        raise
 
 __all__ = [
     "LIBRARY", "MODULE", "AllDecision", "AsyncLimiter", "Decision", "Limiter", "Policy",

@@ -1,0 +1,112 @@
+"""`limits` storages on the rl commands: `rl+redis://`, `rl+rediss://`, `rl+redis+unix://`
+(`RlRedisStorage`) and `rl+redis+cluster://` (`RlRedisClusterStorage`), registered with
+limits when this module is imported (`import redis_rl` does it where limits is installed:
+limits registers a storage class's STORAGE_SCHEME when the class is defined).
+
+They are limits' own `RedisStorage` and `RedisClusterStorage` (the URI, less `rl+`, and the
+storage options go to redis-py as there) whose moving window and sliding window counter are
+the commands `RL.SLIDINGLOG` and `RL.SLIDING`, through a `redis_rl.Limiter` (the module, or
+the Functions library where the server has no module: limits_common.py says what maps to
+what). The fixed window stays limits' own (`incr`: the strategy compares the count itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from limits.storage import RedisClusterStorage, RedisStorage
+from redis.exceptions import ResponseError
+
+from . import limits_common as common
+from .decision import Decision
+from .limiter import Limiter
+from .policy import Policy
+
+
+class _RlCommands:
+    """The moving window and sliding window counter methods, over `self.limiter`. Mixed in
+    before limits' storage class, so these override its scripts."""
+
+    limiter: Limiter
+    prefixed_key: Any
+    get_connection: Any
+
+    def _decide(self, command: str, key: str, p: Policy, limit: int, expiry: int,
+                amount: int) -> Decision:
+        try:
+            return self.limiter.decide(key, p, cost=int(amount))
+        except ResponseError as err:
+            raise common.configuration_error(err, command, key, limit, expiry, amount) from err
+
+    def _peek(self, key: str, p: Policy, cost: int) -> Decision:
+        return self.limiter.peek(key, p, cost=cost)
+
+    def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        """`RL.SLIDINGLOG key limit <expiry>s COST amount`: admitted and written at once."""
+        key = self.prefixed_key(key)
+        p = common.moving(limit, expiry)
+        return self._decide("RL.SLIDINGLOG", key, p, limit, expiry, amount).allowed
+
+    def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
+        """(the oldest live entry's time, units in the window), from one or two peeks."""
+        key = self.prefixed_key(key)
+        p = common.moving(limit, expiry)
+        cost = common.MOVING_FIRST_COST
+        while True:
+            step = common.moving_step(limit, expiry, self._peek(key, p, cost), cost)
+            if not isinstance(step, int):
+                return step
+            cost = step
+
+    def acquire_sliding_window_entry(self, key: str, limit: int, expiry: int,
+                                     amount: int = 1) -> bool:
+        """`RL.SLIDING key limit <expiry>s COST amount`: admitted and written at once."""
+        key = self.prefixed_key(common.sliding_key(key))
+        p = common.sliding(limit, expiry)
+        return self._decide("RL.SLIDING", key, p, limit, expiry, amount).allowed
+
+    def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
+        """The module's estimate as the current count, and when a unit frees (two peeks)."""
+        key = self.prefixed_key(common.sliding_key(key))
+        used = common.sliding_used(self._peek(key, common.sliding(common.MAX_COUNT, expiry), 0))
+        second = self._peek(key, common.sliding(used, expiry), 1) if used > 0 else None
+        return common.sliding_window(used, second, expiry)
+
+    def clear_sliding_window(self, key: str, expiry: int) -> None:
+        self.get_connection().delete(self.prefixed_key(common.sliding_key(key)))
+
+    def clear(self, key: str) -> None:
+        """Every strategy's state for `key` (limits before 5.2 clears a sliding window counter
+        through `clear`): two DELs, as the keys may live on two cluster nodes."""
+        self.get_connection().delete(self.prefixed_key(key))
+        self.get_connection().delete(self.prefixed_key(common.sliding_key(key)))
+
+
+class RlRedisStorage(_RlCommands, RedisStorage):
+    """limits' `RedisStorage` with the moving window and sliding window counter on the rl
+    commands. `uri`: `rl+redis://[:password]@host:port[/db]`, `rl+rediss://...`,
+    `rl+redis+unix:///path`; `key_prefix` defaults to `LIMITS_RL`; other options go to
+    redis-py as for limits' `RedisStorage`."""
+
+    STORAGE_SCHEME = ["rl+redis", "rl+rediss", "rl+redis+unix"]
+    PREFIX = common.PREFIX
+
+    def __init__(self, uri: str, connection_pool: Any = None, key_prefix: str = PREFIX,
+                 wrap_exceptions: bool = False, **options: Any) -> None:
+        super().__init__(common.strip_scheme(uri), connection_pool=connection_pool,
+                         key_prefix=key_prefix, wrap_exceptions=wrap_exceptions, **options)
+        self.limiter = Limiter(self.get_connection())
+
+
+class RlRedisClusterStorage(_RlCommands, RedisClusterStorage):
+    """limits' `RedisClusterStorage` likewise: `rl+redis+cluster://[:password]@host:port,
+    host:port`; each call goes to its key's node."""
+
+    STORAGE_SCHEME = ["rl+redis+cluster"]
+    PREFIX = common.PREFIX
+
+    def __init__(self, uri: str, key_prefix: str = PREFIX, wrap_exceptions: bool = False,
+                 **options: Any) -> None:
+        super().__init__(common.strip_scheme(uri), key_prefix=key_prefix,
+                         wrap_exceptions=wrap_exceptions, **options)
+        self.limiter = Limiter(self.get_connection())
