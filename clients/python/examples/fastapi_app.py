@@ -34,7 +34,10 @@ def endpoint_of_key(scope):
     return f"{key}:{scope['path']}" if key else None
 
 
-client = redis.asyncio.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+client = redis.asyncio.Redis.from_url(
+    os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+    retry_on_error=[redis.exceptions.ConnectionError],  # a restart or failover: connect again
+)
 app = FastAPI()
 app.add_middleware(
     RateLimitMiddleware,

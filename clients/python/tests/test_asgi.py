@@ -148,6 +148,9 @@ def test_the_service_follows_a_restart_and_a_failover_of_its_server(fresh_server
         assert [s.get("/export").status_code for _ in range(3)] == [200] * 3
         backing.restart()  # the same server back, its AOF replayed: the window's count kept
         r = s.get("/export")
+        if r.status_code != 200:
+            s.close()
+            raise AssertionError(s.proc.stdout.read())
         assert r.status_code == 200 and r.headers["X-RateLimit-Remaining"] == "1"
         # A failover to a server without the module (an empty one): the library answers.
         backing.with_module = False
