@@ -12,3 +12,6 @@ export type { DecideOptions, Layer } from "./commands.js";
 export type { SendCommand } from "./transport.js";
 export * as policy from "./policy.js";
 export type { Duration, Policy } from "./policy.js";
+export { RlStore, type RlStoreOptions, type RlStoreInit, type RlStoreInfo } from "./express-store.js";
+export { RateLimiterRl, type RateLimiterRlOptions, type RateLimiterResLike, type CallOptions } from "./flexible.js";
+export type { SendCommandFn, SendCommandClusterFn } from "./stock.js";
