@@ -15,11 +15,16 @@ scales, and the worst single call (SLOWLOG) of the expensive shapes (COST at the
 cap, 100,000 lapsed entries, a 64-layer RL.ALL) with a module-less replica attached.
 Figures are as measured; nothing here is a test.
 
-Last, `limits`' stock Redis storage next to the rl storage (rl+redis://) per strategy, in
-server time per hit (scripts/bench_limits.py); --limits-only runs that table alone.
+Last, the framework stores: `limits`' stock Redis storage next to the rl storage
+(rl+redis://) per strategy, in server time per hit (scripts/bench_limits.py; --limits-only
+runs that table alone); and rate-limit-redis next to RlStore and rate-limiter-flexible's
+RateLimiterRedis next to RateLimiterRl, on the same traffic
+(clients/node/scripts/bench-stores.mjs drives each through ioredis), with the server's time
+per request summed over every command in INFO commandstats, and its CPU from INFO cpu
+(--stores runs that table alone).
 
 Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--rounds N]
-                       [--quick] [--valkey PATH] [--bounds-only] [--limits-only]
+                       [--quick] [--valkey PATH] [--bounds-only] [--limits-only] [--stores]
 """
 
 import argparse
@@ -625,6 +630,96 @@ def bounds_table(module, label):
         master.stop()
 
 
+NODE_DIR = os.path.join(ROOT, "clients/node")
+
+# (label, bench-stores.mjs --store, needs the module): the stock store first, then ours.
+STORES = [
+    ("express-rate-limit: rate-limit-redis (EVALSHA)", "rate-limit-redis", False),
+    ("express-rate-limit: RlStore", "rl-store", True),
+    ("express-rate-limit: RlStore, library", "rl-store", False),
+    ("rate-limiter-flexible: RateLimiterRedis (EVALSHA)", "rate-limiter-redis", False),
+    ("rate-limiter-flexible: RateLimiterRl", "rate-limiter-rl", True),
+    ("rate-limiter-flexible: RateLimiterRl, library", "rate-limiter-rl", False),
+]
+
+
+def node_package_ready():
+    """clients/node with its dev dependencies (the frameworks) installed and built."""
+    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules")):
+        subprocess.run(["npm", "ci", "--silent", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True)
+    subprocess.run(["npm", "run", "--silent", "build"], cwd=NODE_DIR, check=True)
+
+
+# The commands a client sends (the rest appear in commandstats only as a script's or a
+# function's inner calls, whose time is already inside the EVALSHA's or FCALL's).
+SENT = {"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function",
+        "multi", "exec"}
+
+
+def all_commands(server):
+    """(total usec, calls) over the commands clients sent, from INFO commandstats."""
+    usec = calls = 0
+    for name, stat in server.info("commandstats").items():
+        command = name[len("cmdstat_"):]
+        if name.startswith("cmdstat_") and (command in SENT or command.startswith(("rl.", "cl."))):
+            parts = dict(p.split("=") for p in stat.split(",") if "=" in p)
+            usec += int(parts["usec"])
+            calls += int(parts["calls"])
+    return usec, calls
+
+
+def store_run(server, store, requests, keys):
+    """One store on `server`: (server µs per request over every command, commands per
+    request, server CPU µs per request, share admitted, requests per second at the client)."""
+    server.cli("FLUSHALL")
+    server.cli("FUNCTION", "FLUSH")
+    server.cli("SCRIPT", "FLUSH")
+    server.cli("CONFIG", "RESETSTAT")
+    cpu = server.cpu_seconds()
+    out = subprocess.run(["node", "scripts/bench-stores.mjs", "--port", str(server.port), "--store", store,
+                          "--requests", str(requests), "--keys", str(keys)],
+                         cwd=NODE_DIR, capture_output=True, text=True, check=True)
+    cpu = server.cpu_seconds() - cpu
+    usec, calls = all_commands(server)
+    r = __import__("json").loads(out.stdout)
+    n = requests + 1  # and the warm-up request
+    return usec / n, calls / n, cpu * 1e6 / n, r["admitted"] / requests, requests / r["seconds"]
+
+
+def stores_table(module, requests, rounds):
+    """The framework stores side by side: the median over `rounds` rounds of each figure,
+    every store measured once per round, on random keys (all admitted) and a hot key."""
+    node_package_ready()
+    with_module, without = Server(module), Server(None)
+    try:
+        for shape, keys in [("10,000 random keys", 10_000), ("one hot key", 0)]:
+            results = {label: [] for label, _s, _m in STORES}
+            for _ in range(rounds):
+                for label, store, needs_module in STORES:
+                    results[label].append(store_run(with_module if needs_module else without,
+                                                    store, requests, keys))
+            print(f"\n#### Framework stores, {shape}: 100 per hour, {requests:,} requests per store, "
+                  f"50 in flight, ioredis ({rounds} rounds)\n")
+            print("| store | server µs/request | commands/request | server CPU µs/request "
+                  "| × stock (µs) | admitted | req/s at the client |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
+            stock = None
+            for label, _store, _m in STORES:
+                rows = results[label]
+                med = [statistics.median(r[i] for r in rows) for i in range(5)]
+                if "(EVALSHA)" in label:
+                    stock = med[0]
+                print(f"| {label} | {med[0]:.2f} | {med[1]:.2f} | {med[2]:.2f} | {med[0] / stock:.2f} "
+                      f"| {med[3]:.1%} | {med[4]:,.0f} |")
+        print("\nServer µs/request: the usec in INFO commandstats of every command the clients "
+              "sent (EVALSHA and FCALL with the calls inside them; SCRIPT LOAD and FUNCTION LOAD "
+              "included) ÷ requests; CPU: INFO cpu, which also counts reading requests and writing "
+              "replies. The stock stores and the library rows run on a server without the module.")
+    finally:
+        with_module.stop()
+        without.stop()
+
+
 def machine():
     cpu = "unknown CPU"
     try:
@@ -662,6 +757,8 @@ def main():
     p.add_argument("--bounds-only", action="store_true", help="only the worst-call table")
     p.add_argument("--limits-only", action="store_true",
                    help="only the limits storages' table (stock redis:// and rl+redis://)")
+    p.add_argument("--stores", action="store_true",
+                   help="only the framework stores (express-rate-limit, rate-limiter-flexible)")
     a = p.parse_args()
     requests = a.requests or (100_000 if a.quick else 400_000)
     rounds = max(a.rounds or (3 if a.quick else 5), 1)
@@ -672,6 +769,9 @@ def main():
         return
     if a.limits_only:
         bench_limits.limits_table(a.module, 5_000 if a.quick else 20_000)
+        return
+    if a.stores:
+        stores_table(a.module, a.requests or 20_000, rounds)
         return
     label = server_label("redis-server", "Redis")
     server = Server(a.module)
@@ -693,6 +793,7 @@ def main():
     summary_table(summary, rounds)
     bounds_table(a.module, "this build")
     bench_limits.limits_table(a.module, 5_000 if a.quick else 20_000)
+    stores_table(a.module, 20_000, rounds)
 
 
 if __name__ == "__main__":

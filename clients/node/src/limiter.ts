@@ -49,7 +49,7 @@ export class Limiter {
       reply = await this.transport.send(args, key, cmd.readOnly);
     } catch (err) {
       if (!functionMissing(err)) throw err;
-      await this.loadLibrary();
+      await this.transport.loadLibrary(LIBRARY_SOURCE, key);
       reply = await this.transport.send(args, key, cmd.readOnly);
     }
     return cmd.decode(reply, "library");

@@ -10,13 +10,29 @@ export type SendCommand = (args: string[]) => Promise<unknown>;
 
 export interface Transport {
   send(args: string[], key: string, readOnly: boolean): Promise<unknown>;
-  loadLibrary(source: string): Promise<void>;
+  /** Loads the library where `key` lives (on every master of a cluster client). */
+  loadLibrary(source: string, key?: string): Promise<void>;
+}
+
+/** Marks a `Transport` built by this package, which `transportOf` takes as it is. */
+const BUILT = Symbol("redis-rl transport");
+
+/** A transport from its two functions: what the framework stores build from the
+ * `sendCommand` / `sendCommandCluster` options they take. */
+export function transport(t: Transport): Transport {
+  return Object.assign(Object.create(null), t, { [BUILT]: true }) as Transport;
 }
 
 const LOAD = (source: string) => ["FUNCTION", "LOAD", "REPLACE", source];
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
+/** The transport of `client` (a transport already built is taken as it is). */
 export function transportOf(client: unknown): Transport {
+  if (client && typeof client === "object" && (client as Record<symbol, unknown>)[BUILT]) return client as Transport;
+  return transport(clientTransport(client));
+}
+
+function clientTransport(client: unknown): Transport {
   if (typeof client === "function") {
     const send = client as SendCommand;
     return { send: (args) => send(args), loadLibrary: async (src) => void (await send(LOAD(src))) };

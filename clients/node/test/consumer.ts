@@ -19,3 +19,16 @@ export async function check(limiter: Limiter): Promise<string> {
   d.allowed = false;
   return `${d.remaining} ${all.binding.retryAfterMs} ${released} ${d.headers()["X-RateLimit-Limit"]}`;
 }
+
+// The framework adapters: RlStore is an express-rate-limit Store, RateLimiterRl resolves
+// rate-limiter-flexible's RateLimiterRes fields.
+import type { Store } from "express-rate-limit";
+import { RateLimiterRl, RlStore } from "redis-rl";
+
+export function stores(send: (...args: string[]) => Promise<unknown>, client: unknown): [Store, Promise<number>] {
+  const store: Store = new RlStore({ sendCommand: send, prefix: "rl:" });
+  const limiter = new RateLimiterRl({ storeClient: client, points: 10, duration: 60, blockDuration: 30 });
+  // @ts-expect-error points are a number
+  new RateLimiterRl({ storeClient: client, points: "10", duration: 60 });
+  return [store, limiter.consume("ip").then((r) => r.msBeforeNext + r.remainingPoints)];
+}
