@@ -129,3 +129,23 @@ test("a wrong configuration is refused at start-up", () => {
   assert.throws(() => rateLimitLayers({ limiter, layers: [layer, layer] }), /distinct/);
   assert.throws(() => rateLimitLayers({ limiter: {}, layers: [layer] }), TypeError);
 });
+
+test("a tag puts every key of a request in one slot", async () => {
+  const sent = [];
+  const limiter = new Limiter(async (args) => {
+    sent.push(args);
+    return [1, 5, 4, 0, 100, [[1, 5, 4, 0, 100], [1, 5, 4, 0, 100]]];
+  });
+  const mw = rateLimitLayers({
+    limiter,
+    layers: [
+      { name: "ip", identify: (req) => req.ip, policy: policy.gcra(10, "1s") },
+      { name: "plan", identify: (req) => req.headers["x-api-key"], policy: policy.fixed(5, "1m") },
+    ],
+    tag: (req) => req.headers["x-api-key"],
+  });
+  await new Promise((resolve, reject) =>
+    mw({ ip: "203.0.113.7", headers: { "x-api-key": "acme" } }, { setHeader() {}, end: reject, statusCode: 200 },
+      (err) => (err ? reject(err) : resolve())));
+  assert.deepEqual(sent[0].slice(0, 4), ["RL.ALL", "2", "rl:{acme}:ip:203.0.113.7", "rl:{acme}:plan:acme"]);
+});
