@@ -1,6 +1,6 @@
 """The documentation's fenced blocks: README.md, CONTRIBUTING.md, every docs/*.md and the
-Python package's README (whose examples its own tests run: clients/python/tests). Each
-block is preceded by a marker that says what kind of example it is:
+packages' READMEs (whose examples their own tests run: clients/python/tests,
+clients/node/test). Each block is preceded by a marker that says what kind of example it is:
 
     <!-- example: KIND [ARGUMENT] -->
 
@@ -27,7 +27,7 @@ from conftest import ROOT
 README = ROOT / "README.md"
 # Every file whose examples run and whose links are checked, README first.
 DOCS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
-        ROOT / "clients/python/README.md"]
+        ROOT / "clients/python/README.md", ROOT / "clients/node/README.md"]
 MARKER = re.compile(r"^<!-- example: (\S+)(?: ([^\n]*?))? -->\n```(\w*)\n(.*?)^```$", re.M | re.S)
 FENCE = re.compile(r"^```\w*\n.*?^```$", re.M | re.S)
 KINDS = {"cli", "python", "curl", "file", "quoted", "not-run", "shell", "text"}

@@ -31,6 +31,11 @@ test("the declarations type-check a consumer and refuse wrong calls", () => {
   assert.equal(out.status, 0, out.stdout + out.stderr);
 });
 
+test("the package ships its README", () => {
+  const readme = join(require.resolve("redis-rl"), "../../../README.md");
+  assert.match(readFileSync(readme, "utf8"), /^# redis-rl/);
+});
+
 test("the shipped library is the repository's functions/rl.lua", async () => {
   const { LIBRARY_SOURCE } = await import(join(require.resolve("redis-rl"), "../library.js"));
   assert.equal(LIBRARY_SOURCE, readFileSync(join(ROOT, "functions/rl.lua"), "utf8"));
