@@ -6,9 +6,6 @@
 mod common;
 use common::*;
 
-use rand::rngs::StdRng;
-use rand::seq::IndexedRandom;
-use rand::{Rng, SeedableRng};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 const SEC_NS: i128 = 1_000_000_000;
@@ -191,26 +188,7 @@ server_tests! {
             "1000000000000", "9223372036854775807", "-1", "x", "", "1e3", "inf", "nan",
             "TOKENS", "tokens",
         ];
-        let mut rng = StdRng::seed_from_u64(14826);
-        for i in 0..2_000 {
-            let argc = rng.random_range(3..=6);
-            let args: Vec<&str> = (0..argc).map(|_| *WORDS.choose(&mut rng).unwrap()).collect();
-            let mut cmd = redis::cmd("GCRA");
-            cmd.arg(format!("k{}", i % 7)).arg(&args);
-            match cmd.query::<Vec<i64>>(c) {
-                Ok(r) => {
-                    assert_eq!(r.len(), 5, "{args:?}");
-                    assert!(matches!(r[0], 0 | 1), "{args:?} {r:?}");
-                    assert!((0..=r[1]).contains(&r[2]), "{args:?} {r:?}");
-                    assert!(r[3] >= -1 && r[4] >= 0, "{args:?} {r:?}");
-                    assert!(r[0] == 1 || r[3] == -1, "{args:?} {r:?}");
-                }
-                Err(e) => {
-                    let text = error_text(&e);
-                    assert!(text.starts_with("ERR "), "{args:?}: {text}");
-                }
-            }
-        }
+        random_calls::five_integers_or_an_error(c, "GCRA", &WORDS, 3..=6, 14826);
         assert!(s.alive());
     }
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 pub use redis::Value;
 pub mod backend;
 pub mod cluster;
+pub mod random_calls;
 pub mod raw;
 pub mod scenarios;
 pub mod vectors;
