@@ -7,8 +7,9 @@ import express from "express";
 import { createClient } from "redis";
 import { Limiter, clientIp, header, policy, rateLimitLayers } from "redis-rl";
 
-const PLANS = { "free-key": 60, "pro-key": 600 }; // requests per minute, by API key
-const ENDPOINTS = { "/search": 10, "/export": 5 }; // the expensive ones, per minute and API key
+// Maps, not objects: a client's text ("constructor") never finds an inherited property.
+const PLANS = new Map([["free-key", 60], ["pro-key", 600]]); // requests per minute, by API key
+const ENDPOINTS = new Map([["/search", 10], ["/export", 5]]); // per minute and API key
 const apiKey = header("x-api-key");
 
 const client = createClient({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" });
@@ -20,11 +21,12 @@ app.use(rateLimitLayers({
   layers: [
     { name: "ip", identify: clientIp, policy: policy.gcra(100, "1s", { burst: 20 }) },
     { name: "plan", identify: apiKey, policy: (req) => {
-      const quota = PLANS[apiKey(req)];
+      const quota = PLANS.get(apiKey(req));
       return quota ? policy.tokenBucket(quota, quota, "1m") : undefined;
     } },
-    { name: "endpoint", identify: (req) => apiKey(req) && `${apiKey(req)}:${req.path}`, policy: (req) => {
-      const quota = ENDPOINTS[req.path];
+    // (known keys only: no key name is text a client chose)
+    { name: "endpoint", identify: (req) => (PLANS.has(apiKey(req)) ? `${apiKey(req)}:${req.path}` : undefined), policy: (req) => {
+      const quota = ENDPOINTS.get(req.path);
       return quota ? policy.fixed(quota, "1m") : undefined;
     } },
   ],

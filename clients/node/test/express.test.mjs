@@ -84,6 +84,16 @@ for (const server of servers) {
       await c.close();
     });
 
+    test("unknown API keys name no key but the IP's", async () => {
+      server.reset();
+      for (const key of ["constructor", "__proto__", "x".repeat(4000), "FREE-KEY"]) {
+        assert.equal((await app.get("/export", key)).status, 200);
+      }
+      const c = await createClient({ url: server.url }).connect();
+      assert.deepEqual(await c.keys("*"), ["rl:ip:127.0.0.1"]);
+      await c.close();
+    });
+
     test("many clients at once are admitted to the limit and no further", async () => {
       await insideOneMinute(10);
       const codes = await Promise.all(Array.from({ length: 40 }, () => app.get("/export", "pro-key").then((r) => r.status)));

@@ -30,8 +30,8 @@ def endpoint(scope):
 
 
 def endpoint_of_key(scope):
-    key = header("x-api-key")(scope)
-    return f"{key}:{scope['path']}" if key else None
+    key = header("x-api-key")(scope)  # only known keys: a key name is never the client's text
+    return f"{key}:{scope['path']}" if key in PLANS else None
 
 
 client = redis.asyncio.Redis.from_url(

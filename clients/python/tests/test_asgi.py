@@ -200,3 +200,11 @@ def test_a_tag_puts_every_key_of_a_request_in_one_slot(servers):
     keys = sorted(k.decode() for k in sync.keys("*"))
     assert keys == ["rl:{acme}:ip:203.0.113.7", "rl:{acme}:plan:acme"]
     assert len({key_slot(k.encode()) for k in keys}) == 1
+
+
+def test_unknown_api_keys_name_no_key_but_the_ips(service):
+    for key in ["constructor", "x" * 4000, "FREE-KEY"]:
+        assert service.get("/export", key=key).status_code == 200
+    c = redis.Redis.from_url(service.redis_url)
+    assert [k.decode() for k in c.keys("*")] == ["rl:ip:127.0.0.1"]
+    c.close()
