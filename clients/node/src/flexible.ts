@@ -79,7 +79,6 @@ let resClass: Promise<ResClass> | undefined;
  * this package's location, so it is the class the application imports). */
 function loadRes(): Promise<ResClass> {
   resClass ??= import("rate-limiter-flexible").then(
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     (m: any) => (m.RateLimiterRes ?? m.default?.RateLimiterRes) as ResClass,
     (err: unknown) => {
       throw new Error(`RateLimiterRl needs rate-limiter-flexible (npm install rate-limiter-flexible): ${String(err)}`);
@@ -218,7 +217,6 @@ export class RateLimiterRl {
 
   private checkReady(): void {
     if (!this.rejectIfNotReady) return;
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const c = this.client as any;
     const ready = typeof c.status === "string" ? c.status === "ready"
       : typeof c.isReady === "boolean" ? c.isReady

@@ -25,7 +25,6 @@ export function transport(t: Transport): Transport {
 
 const LOAD = (source: string) => ["FUNCTION", "LOAD", "REPLACE", source];
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 /** The transport of `client` (a transport already built is taken as it is). */
 export function transportOf(client: unknown): Transport {
   if (client && typeof client === "object" && (client as Record<symbol, unknown>)[BUILT]) return client as Transport;
@@ -63,7 +62,6 @@ function clientTransport(client: unknown): Transport {
   }
   throw new TypeError("redis-rl needs a node-redis or ioredis client (or cluster), or a sendCommand(args) function");
 }
-/* eslint-enable @typescript-eslint/no-explicit-any */
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err)).replace(/^ERR /, "");
 

@@ -13,8 +13,6 @@ from .api import Api
 from .backend import (
     CLUSTER_ATTEMPTS,
     CLUSTER_RETRY,
-    LIBRARY,
-    MODULE,
     function_missing,
     is_cluster,
     library_source,
@@ -22,7 +20,7 @@ from .backend import (
     unknown_command,
 )
 from .commands import Command
-from .decision import AllDecision, Decision
+from .decision import LIBRARY, MODULE, AllDecision, Decision
 
 
 class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bool]]):

@@ -17,10 +17,6 @@ from redis.exceptions import ClusterDownError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .decision import LIBRARY, MODULE
-
-__all__ = ["LIBRARY", "MODULE", "library_source", "unknown_command", "function_missing"]
-
 #: Errors after which a cluster client's topology is refreshed and the call sent again,
 #: to the key's node as it is then (a failover, a resharding).
 CLUSTER_RETRY = (RedisConnectionError, RedisTimeoutError, ClusterDownError)
