@@ -9,7 +9,8 @@
 #      AArch64) exporting RedisModule_OnLoad;
 #   4. `objdump -T` lists GLIBC_x.y symbol versions, and none is above 2.17 (the highest is
 #      printed; `readelf -V`'s version needs are checked the same way).
-# Then it loads the x86_64 archive's librl.so into Redis 7.0 (Debian's redis-server) and
+# Then it runs README.md's install steps (its `install release` block) as written beside this
+# machine's archive, and loads the librl.so they unpacked into Redis 7.0 (Debian's redis-server) and
 # Valkey 9.1 (.tools/bin/valkey-server, from scripts/install-deps.sh test), each on a free
 # port, checks MODULE LIST, and runs one call of every command (RL.GCRA, RL.TOKENBUCKET,
 # RL.LEAKY, RL.SLIDING, RL.SLIDINGLOG, RL.FIXED, RL.ALL, RL.ACQUIRE, RL.RELEASE,
@@ -80,8 +81,24 @@ for arch in x86_64 aarch64; do
   say "$archive: sha256 ok, ELF64 ${machine[$arch]}, highest symbol version GLIBC_$max (<= $MAX_GLIBC), needs: $libs"
 done
 
+# --- The README's install steps, exactly as written -----------------------------------------
+# Its `install release` block, run by bash -e in a folder holding what a user downloads (this
+# machine's archive and its .sha256); the module loaded below is the one those steps unpacked.
+install=$scratch/install
+mkdir "$install"
+arch=$(uname -m)
+cp "dist/rl-$version-linux-$arch.tar.gz" "dist/rl-$version-linux-$arch.tar.gz.sha256" "$install/"
+steps=$(awk '/^<!-- example: install release -->$/ { on = 1; next }
+             on && /^```sh$/ { inside = 1; next }
+             inside && /^```$/ { exit }
+             inside { print }' README.md)
+[ -n "$steps" ] || fail "README.md has no install release block"
+(cd "$install" && bash -e -c "$steps") || fail "README.md's install steps failed:"$'\n'"$steps"
+so=$install/rl-$version-linux-$arch/librl.so
+[ -x "$so" ] || fail "README.md's install steps did not unpack rl-$version-linux-$arch/librl.so"
+say "README.md's install steps ran in $install"
+
 # --- Loading the x86_64 module ---------------------------------------------------------------
-so=$scratch/rl-$version-linux-x86_64/librl.so
 valkey=.tools/bin/valkey-server
 [ -x "$valkey" ] || valkey=$(command -v valkey-server) ||
   fail "valkey-server is missing: run scripts/install-deps.sh test"

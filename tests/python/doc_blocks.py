@@ -14,7 +14,9 @@ Kinds and how tests/python/test_docs.py treats them:
   file PATH      the block is PATH's whole text; PATH runs in its own test
   quoted PATH    the block is quoted from PATH, which checks the quote and runs it
   not-run WHY    shown but not run here, for the reason given (e.g. no Go toolchain)
-  shell          commands to type (make targets, installs); `make test` itself is CI's command
+  install [release]  install steps: tests/python/test_install.py runs each exactly as written
+                 in a fresh copy of the checkout; `release` (the archives) scripts/check-dist.sh
+  shell          commands to type (make targets, servers); `make test` itself is CI's command
   text           not an example: a grammar synopsis, a file layout, a configuration excerpt
 """
 
@@ -30,7 +32,7 @@ DOCS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
         ROOT / "clients/python/README.md", ROOT / "clients/node/README.md"]
 MARKER = re.compile(r"^<!-- example: (\S+)(?: ([^\n]*?))? -->\n```(\w*)\n(.*?)^```$", re.M | re.S)
 FENCE = re.compile(r"^```\w*\n.*?^```$", re.M | re.S)
-KINDS = {"cli", "python", "curl", "file", "quoted", "not-run", "shell", "text"}
+KINDS = {"cli", "python", "curl", "file", "quoted", "not-run", "install", "shell", "text"}
 
 
 def name(path):

@@ -1,0 +1,99 @@
+"""Every `install` block of the documentation, run exactly as written, as a new user runs it.
+
+The user's machine is a fresh HOME holding `~/rl`, a copy of this checkout's files as a fresh
+clone has them (tracked and new files, nothing ignored: no node_modules, dist or .tools), and
+`~/my-app`, an empty project of the user's (`npm init -y`). Each distinct block runs once, in
+bash with `-e`, from `~/rl`, in its own HOME; then what it installed is imported from where
+the user would import it. Only the package caches are shared with this machine (npm's and
+pip's), so nothing already installed here can stand in for a step the docs forgot. The
+`install release` block of the README (the archives) is run by scripts/check-dist.sh.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import ROOT
+from doc_blocks import DOCS, blocks
+
+INSTALL = {}  # body -> the places that show it
+for _doc in DOCS:
+    for _b in blocks(_doc):
+        if _b.kind == "install" and _b.argument != "release":
+            INSTALL.setdefault(_b.body, []).append(_b.where)
+
+# What each step must leave behind, by the package it installs: a command run in the
+# project folder the step installed into, and what it must print.
+CHECKS = {
+    "npm install": ("my-app", ["node", "--input-type=module", "-e",
+                               "const m = await import('redis-rl');"
+                               "console.log(typeof m.Limiter, typeof m.rateLimitLayers)"],
+                    "function function"),
+    "pip install ./clients/python ": ("rl", [".venv/bin/python", "-c",
+                                             "import redis_rl; print(redis_rl.Limiter.__name__)"],
+                                      "Limiter"),
+    'pip install "./clients/python[limits]"': (
+        "rl", [".venv/bin/python", "-c",
+               "import limits.storage, redis_rl;"
+               "print(sorted(s for s in limits.storage.SCHEMES if s.startswith('rl+'))[0])"],
+        "rl+redis"),
+    "pip install -r examples/gateway/requirements.txt": (
+        "rl", [".venv/bin/python", "-c", "import flask, redis; print('ok')"], "ok"),
+}
+
+
+def fresh_clone(dest):
+    """The checkout's files as `git clone` of them would give (new files included)."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    for f in filter(None, files):
+        src = ROOT / os.fsdecode(f)
+        if src.is_file():  # a file deleted but not yet staged is not in the clone
+            (dest / os.fsdecode(f)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / os.fsdecode(f))
+
+
+def check_for(body):
+    found = [c for key, c in CHECKS.items() if key in body]
+    assert len(found) == 1, f"an install block with no (or several) checks here:\n{body}"
+    return found[0]
+
+
+def test_the_docs_show_install_steps():
+    assert len(INSTALL) >= 4, INSTALL
+    for body in INSTALL:
+        check_for(body)
+
+
+@pytest.mark.parametrize("body", sorted(INSTALL), ids=lambda b: INSTALL[b][0])
+def test_install_steps_run_as_written(body, tmp_path):
+    home = tmp_path / "home"
+    (home / "rl").mkdir(parents=True)
+    (home / "my-app").mkdir()
+    fresh_clone(home / "rl")
+    real_home = os.path.expanduser("~")
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8",
+           "npm_config_cache": os.path.join(real_home, ".npm"),
+           "PIP_CACHE_DIR": os.path.join(real_home, ".cache", "pip"),
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "npm_config_fund": "false",
+           "npm_config_audit": "false", "npm_config_update_notifier": "false"}
+    # PATH without this suite's virtualenv: its python and pip are not the user's.
+    venv_bin = os.path.dirname(os.path.realpath(sys.executable))
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                  if os.path.realpath(p) != venv_bin)
+    subprocess.run(["npm", "init", "-y"], cwd=home / "my-app", env=env, check=True,
+                   capture_output=True, timeout=120)
+    where = ", ".join(INSTALL[body])
+    run = subprocess.run(["bash", "-e", "-c", body], cwd=home / "rl", env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, (
+        f"{where}: the install steps failed (exit {run.returncode}):\n{textwrap.indent(body, '  ')}"
+        f"\nstdout:\n{run.stdout[-3000:]}\nstderr:\n{run.stderr[-3000:]}")
+    folder, command, expected = check_for(body)
+    out = subprocess.run(command, cwd=home / folder, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == expected, f"{where}: after the steps, {command} gave " \
+        f"{out.stdout!r} {out.stderr[-2000:]!r}"
