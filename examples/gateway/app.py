@@ -1,7 +1,7 @@
 """An HTTP gateway that rate-limits every request with ONE `RL.ALL` call.
 
 Three layers, decided together (a request denied by one spends nothing from the others):
-  - per client IP:      GCRA 100/s, bursts of 20          key rl:ip:<ip>
+  - per client IP:      GCRA 100/s, bursts of 20          key rl:ip:<ip> (IPv6: its /56)
   - per API key (plan): token bucket, free 60/min, pro 600/min   key rl:key:<api_key>
   - per costly endpoint: /search 10/min, /export 5/min    key rl:ep:<api_key>:<endpoint>
 
@@ -9,6 +9,7 @@ Run: REDIS_URL=redis://127.0.0.1:6379/0 PORT=8000 python app.py
 Set TRUST_PROXY=1 behind one reverse proxy, to take the client IP from X-Forwarded-For.
 """
 
+import ipaddress
 import os
 
 import redis
@@ -29,6 +30,21 @@ def ceil_seconds(ms):
     return -(-ms // 1000)
 
 
+def client_network(address):
+    """Whose IP limit a request spends: an IPv4 address itself (also when IPv4-mapped), an
+    IPv6 address's /56, since every IPv6 customer holds at least a /64 and could otherwise
+    take a fresh counter per address."""
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return address
+    if ip.version == 4:
+        return str(ip)
+    if ip.ipv4_mapped:
+        return str(ip.ipv4_mapped)
+    return ipaddress.ip_network(f"{ip}/56", strict=False).compressed
+
+
 @app.before_request
 def rate_limit():
     api_key = request.headers.get("X-API-Key", "")
@@ -40,7 +56,7 @@ def rate_limit():
     # sustained rate; the reply's `limit` is what passes at once (the IP layer: 100/s, 20 at once).
     cap = PLANS[plan]
     layers = [
-        (f"rl:ip:{request.remote_addr}", ["GCRA", 100, "1s", "BURST", 20], "ip", 100, 1),
+        (f"rl:ip:{client_network(request.remote_addr)}", ["GCRA", 100, "1s", "BURST", 20], "ip", 100, 1),
         (f"rl:key:{api_key}", ["TOKENBUCKET", cap, cap, "1m"], plan, cap, 60),
     ]
     endpoint = request.path.strip("/")

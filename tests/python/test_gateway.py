@@ -172,3 +172,22 @@ def test_ip_layer_binds_and_spends_nothing_from_the_key(gateway, r):
     assert h["RateLimit-Policy"] == '"ip";q=100;w=1'
     assert h["RateLimit"] == '"ip";r=0;t=10'
     assert r.get("rl:key:free-key") == before
+
+
+def spend_ten_seconds(r, key):
+    """Spends the IP layer's next 10 s at `key`, as the test above does."""
+    assert r.execute_command("RL.GCRA", key, 100, "1s", "BURST", 1000, "COST", 1000)[0] == 1
+
+
+def test_an_ipv6_client_is_limited_by_its_56_and_a_mapped_ipv4_as_ipv4(gateway, r):
+    spend_ten_seconds(r, "rl:ip:2001:db8:1::/56")
+    # Every address of that /56 spends from it (before: one fresh counter per address).
+    for last in ["1:1::1", "1:1::a", "1:ff:ffff::1", "1:0:1::"]:
+        resp = get(gateway, "/hello", PRO, f"2001:db8:{last}")
+        assert resp.status_code == 429 and resp.json()["layer"] == "ip", last
+    # The next /56 is another client's.
+    assert get(gateway, "/hello", PRO, "2001:db8:1:100::1").status_code == 200
+    assert r.exists("rl:ip:2001:db8:1:100::/56")
+    spend_ten_seconds(r, "rl:ip:198.51.100.77")
+    resp = get(gateway, "/hello", PRO, "::ffff:198.51.100.77")
+    assert resp.status_code == 429 and resp.json()["layer"] == "ip"
