@@ -14,8 +14,9 @@ Kinds and how tests/python/test_docs.py treats them:
   file PATH      the block is PATH's whole text; PATH runs in its own test
   quoted PATH    the block is quoted from PATH, which checks the quote and runs it
   not-run WHY    shown but not run here, for the reason given (e.g. no Go toolchain)
-  install [release]  install steps: tests/python/test_install.py runs each exactly as written
-                 in a fresh copy of the checkout; `release` (the archives) scripts/check-dist.sh
+  install [WHAT] install steps: tests/python/test_install.py runs each exactly as written in
+                 a fresh copy of the checkout (`library`: against servers on the ports it
+                 names); `release` (the archives): scripts/check-dist.sh
   shell          commands to type (make targets, servers); `make test` itself is CI's command
   text           not an example: a grammar synopsis, a file layout, a configuration excerpt
 """

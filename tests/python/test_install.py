@@ -5,24 +5,28 @@ clone has them (tracked and new files, nothing ignored: no node_modules, dist or
 `~/my-app`, an empty project of the user's (`npm init -y`). Each distinct block runs once, in
 bash with `-e`, from `~/rl`, in its own HOME; then what it installed is imported from where
 the user would import it. Only the package caches are shared with this machine (npm's and
-pip's), so nothing already installed here can stand in for a step the docs forgot. The
-`install release` block of the README (the archives) is run by scripts/check-dist.sh.
+pip's), so nothing already installed here can stand in for a step the docs forgot.
+`install library` (docs/managed-redis.md) runs against module-less servers on the ports it
+names; `install release` (the README's archives) is run by scripts/check-dist.sh.
 """
 
+import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
 
 import pytest
-from conftest import ROOT
+import redis
+from conftest import ROOT, wait_until
 from doc_blocks import DOCS, blocks
 
 INSTALL = {}  # body -> the places that show it
 for _doc in DOCS:
     for _b in blocks(_doc):
-        if _b.kind == "install" and _b.argument != "release":
+        if _b.kind == "install" and not _b.argument:
             INSTALL.setdefault(_b.body, []).append(_b.where)
 
 # What each step must leave behind, by the package it installs: a command run in the
@@ -97,3 +101,61 @@ def test_install_steps_run_as_written(body, tmp_path):
                          timeout=120)
     assert out.stdout.strip() == expected, f"{where}: after the steps, {command} gave " \
         f"{out.stdout!r} {out.stderr[-2000:]!r}"
+
+
+# The library's install steps (docs/managed-redis.md) talk to the servers the docs name: a
+# Redis on 127.0.0.1:6379 and a cluster whose first master is 127.0.0.1:7000 (make cluster's).
+LIBRARY = [b for d in DOCS for b in blocks(d) if b.kind == "install" and b.argument == "library"]
+CLUSTER_PORTS = (7000, 7001, 7002)
+
+
+def port_free(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+@contextlib.contextmanager
+def servers_the_docs_name(tmp):
+    """Module-less servers (where the library is what users load) on the docs' ports."""
+    busy = [p for p in (6379, *CLUSTER_PORTS, *(p + 10_000 for p in CLUSTER_PORTS))
+            if not port_free(p)]
+    assert not busy, f"ports {busy} are in use (make run or make cluster?): stop them first"
+    procs = []
+    try:
+        for port in (6379, *CLUSTER_PORTS):
+            d = tmp / str(port)
+            d.mkdir()
+            cluster = ["--cluster-enabled", "yes"] if port != 6379 else []
+            procs.append(subprocess.Popen(
+                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", str(d), *cluster],
+                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+        for port in (6379, *CLUSTER_PORTS):
+            wait_until(lambda p=port: redis.Redis(port=p).ping(), procs[0], "redis-server",
+                       tmp / "none")
+        subprocess.run(["redis-cli", "--cluster", "create",
+                        *(f"127.0.0.1:{p}" for p in CLUSTER_PORTS), "--cluster-yes"],
+                       check=True, capture_output=True, timeout=60)
+        wait_until(lambda: all(b"cluster_state:ok" in redis.Redis(port=p).execute_command(
+            "CLUSTER", "INFO") for p in CLUSTER_PORTS), procs[0], "the cluster", tmp / "none")
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_the_library_loads_as_the_docs_say(tmp_path):
+    assert len(LIBRARY) == 1, [b.where for b in LIBRARY]
+    block = LIBRARY[0]
+    copy = tmp_path / "rl"
+    copy.mkdir()
+    fresh_clone(copy)
+    with servers_the_docs_name(tmp_path):
+        run = subprocess.run(["bash", "-e", "-c", block.body], cwd=copy, capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, f"{block.where}: {run.stdout}\n{run.stderr}"
+        assert run.stdout.splitlines()[0] == "rl", f"{block.where} says it prints rl: {run.stdout}"
+        for port in (6379, *CLUSTER_PORTS):
+            listed = redis.Redis(port=port).execute_command("FUNCTION", "LIST", "LIBRARYNAME", "rl")
+            assert len(listed) == 1, f"{block.where}: the library is not on port {port}"
