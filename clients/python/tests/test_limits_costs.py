@@ -148,14 +148,19 @@ def test_a_cost_that_is_not_a_whole_number_is_a_configuration_error(url, flavor,
     assert redis.Redis.from_url(url).dbsize() == 1
 
 
-def test_stock_sliding_counter_is_broken_by_a_nan_cost(url):
-    """Why NaN is refused rather than copied: limits' own sliding window counter admits it,
-    stores `nan`, and then fails every hit of that identifier."""
-    stock = limiter("sync", "sliding-window-counter", url, False)
+def test_what_limits_own_storage_does_with_costs_that_are_not_whole_numbers(url):
+    """Why they are refused rather than copied (docs/python.md's differences): redis-py's
+    errors for a bool and for 1.5 on the fixed window, and on the sliding window counter a
+    NaN cost admitted, stored as `nan`, and every later hit of that identifier failing."""
     item = RateLimitItemPerMinute(5)
-    assert stock.hit(item, "k", cost=math.nan) is True
+    with pytest.raises(redis.DataError):
+        limiter("sync", "moving-window", url, False).hit(item, "a", cost=True)
     with pytest.raises(redis.ResponseError):
-        stock.hit(item, "k")
+        limiter("sync", "fixed-window", url, False).hit(item, "b", cost=1.5)
+    stock = limiter("sync", "sliding-window-counter", url, False)
+    assert stock.hit(item, "c", cost=math.nan) is True
+    with pytest.raises(redis.ResponseError):
+        stock.hit(item, "c")
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)
