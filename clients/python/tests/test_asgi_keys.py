@@ -7,13 +7,14 @@ backend and on a three-master cluster; a request's client address is chosen by s
 from __future__ import annotations
 
 import contextlib
+import time
 
 import httpx
 import pytest
 import redis
 import redis.asyncio
 import redis.asyncio.cluster
-from apps import served_asgi
+from apps import example, served_asgi
 from fastapi import FastAPI
 from redis.cluster import RedisCluster, key_slot
 
@@ -189,3 +190,68 @@ def test_tags_with_braces_and_without_an_identity_on_a_cluster(cluster):
         by_tag.setdefault(k.split("}:", 1)[0], set()).add(key_slot(k.encode()))
     assert len(by_tag) == len(identities) and all(len(s) == 1 for s in by_tag.values())
     assert "rl:{%none}:ip:203.0.113.7" in stored and "rl:{%257B}:user:%7B" in stored
+
+
+def test_the_ip_tag_counts_every_request_of_an_address_on_a_cluster(cluster):
+    client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=cluster.port)
+    with serving(client, [IP3, KEY], tag="ip") as get:
+        got = [get(x_api_key=f"key-{i}").status_code for i in range(10)]
+        bare = get("198.51.100.1")  # no API key: its address's tag, no CROSSSLOT
+    assert got == [200] * 3 + [429] * 7 and bare.status_code == 200
+
+
+def test_the_cluster_example(cluster, monkeypatch):
+    """examples/fastapi_cluster.py on a fresh cluster client: the address middleware is
+    tagged by the IP layer and the plan's by the plan, so the plan counts one API key over
+    all its addresses and every address's IP layer every request of that address; each
+    response carries one set of headers, the binding decision's."""
+    monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{cluster.port}")
+    app = example("fastapi_cluster").app
+    if time.time() % 60 > 50:  # the /export calls share one minute's fixed window
+        time.sleep(60.5 - time.time() % 60)
+
+    with served_asgi(app) as base:
+        def get(route: str, address: str, key: str = "free-key") -> httpx.Response:
+            return httpx.get(base + route, timeout=10,
+                             headers={"x-forwarded-for": address, "x-api-key": key})
+
+        first = get("/hello", "203.0.113.7")  # the plan's 9 left bind, not the IP's 19
+        export = get("/export", "203.0.113.7")  # the endpoint's 4 bind, not the plan's 8
+        others = [get("/hello", f"198.51.100.{i}") for i in range(8)]  # the plan's last 8
+        denied = get("/hello", "2001:db8:1:1::1")  # the plan is spent, from any address
+        pro = get("/hello", "203.0.113.7", "pro-key")  # another plan, the same IP counter
+        # The plan denies after the address middleware admitted: its endpoint unit is spent.
+        spent = get("/export", "203.0.113.7")
+        # The address middleware denies first: the plan is not reached, nothing spent there.
+        exports = [get("/export", "192.0.2.1", "pro-key").status_code for _ in range(6)]
+
+    def remaining(r: httpx.Response) -> list[str]:
+        return r.headers.get_list("x-ratelimit-remaining")
+
+    assert first.status_code == 200 and remaining(first) == ["9"]
+    assert first.headers.get_list("ratelimit-policy") == ['"plan";q=10;w=3600']
+    assert export.status_code == 200 and remaining(export) == ["4"]
+    assert export.headers["RateLimit-Policy"] == '"endpoint";q=5;w=60'
+    assert [r.status_code for r in others] == [200] * 8
+    assert denied.status_code == 429 and denied.json() == {"error": "rate limited",
+                                                           "layer": "plan"}
+    assert remaining(denied) == ["0"] and int(denied.headers["Retry-After"]) > 300
+    assert pro.status_code == 200 and pro.headers["RateLimit-Policy"] == '"ip";q=100;w=1'
+    assert 16 <= int(pro.headers["X-RateLimit-Remaining"]) <= 19
+    assert spent.status_code == 429 and spent.json()["layer"] == "plan"
+    assert exports == [200] * 5 + [429]
+    rc = RedisCluster(host="127.0.0.1", port=cluster.port)
+    limiter = redis_rl.Limiter(rc)
+    export_limit = policy.fixed(5, "1m")
+    assert limiter.peek("rl:{203.0.113.7}:endpoint:/export", export_limit, cost=0).remaining == 3
+    pro_plan = policy.token_bucket(100, 100, "1h")
+    assert limiter.peek("rl:{pro-key}:plan:pro-key", pro_plan, cost=0).remaining == 94
+    stored = sorted(k.decode() for k in rc.keys(target_nodes=RedisCluster.ALL_NODES))
+    rc.close()
+    lasting = {"rl:{203.0.113.7}:endpoint:/export", "rl:{192.0.2.1}:endpoint:/export",
+               "rl:{free-key}:plan:free-key", "rl:{pro-key}:plan:pro-key"}
+    ips = {"rl:{203.0.113.7}:ip:203.0.113.7", "rl:{2001:db8:1::/56}:ip:2001:db8:1::/56",
+           "rl:{192.0.2.1}:ip:192.0.2.1",
+           *(f"rl:{{198.51.100.{i}}}:ip:198.51.100.{i}" for i in range(8))}
+    # (An IP layer's GCRA state expires once idle again, 10 ms after its request.)
+    assert lasting <= set(stored) <= lasting | ips
