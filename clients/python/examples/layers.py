@@ -9,7 +9,7 @@ client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:637
 limiter = redis_rl.Limiter(client)
 
 # The seed's three layers, decided together by RL.ALL: a request denied by one spends nothing
-# from the others. (On Redis Cluster, give the keys one hash tag, e.g. {acme}.)
+# from the others. (On Redis Cluster the keys of one call need one hash tag: docs/python.md.)
 layers = [
     ("rl:ip:203.0.113.7", policy.gcra(100, "1m", burst=20, name="ip")),
     ("rl:key:acme", policy.token_bucket(60, 60, "1h", name="plan")),

@@ -38,7 +38,9 @@ def served_flask(app):
 
 @contextlib.contextmanager
 def served_asgi(app):
-    """The ASGI `app` on uvicorn (its own event loop, in a thread): its base URL."""
+    """The ASGI `app` on uvicorn (its own event loop, in a thread): its base URL. uvicorn
+    trusts `X-Forwarded-For` from 127.0.0.1 (as by default), so a test chooses a request's
+    client address, IPv4 or IPv6, by sending that header."""
     import socket
 
     import uvicorn
@@ -46,7 +48,8 @@ def served_asgi(app):
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
+                                           proxy_headers=True, forwarded_allow_ips="127.0.0.1"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 15

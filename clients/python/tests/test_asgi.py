@@ -162,46 +162,6 @@ def test_the_service_follows_a_restart_and_a_failover_of_its_server(fresh_server
         s.close()
 
 
-def test_a_tag_puts_every_key_of_a_request_in_one_slot(servers):
-    """`tag=`: one hash tag in every key of a request, so RL.ALL takes them on a cluster."""
-    import asyncio
-
-    from redis.cluster import key_slot
-
-    from redis_rl.asgi import Layer, RateLimitMiddleware, client_ip, header
-
-    s = servers("redis", True)
-    sync = redis.Redis.from_url(s.url)
-    sync.flushall()
-
-    async def inner(scope, receive, send):
-        await send({"type": "http.response.start", "status": 204, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-    async def main():
-        c = redis.asyncio.Redis.from_url(s.url)
-        mw = RateLimitMiddleware(inner, redis_rl.AsyncLimiter(c), [
-            Layer("ip", client_ip, policy.gcra(10, "1s")),
-            Layer("plan", header("x-api-key"), policy.fixed(5, "1m")),
-        ], tag=header("x-api-key"))
-        sent = []
-
-        async def send(message):
-            sent.append(message)
-
-        scope = {"type": "http", "path": "/", "client": ("203.0.113.7", 1234),
-                 "headers": [(b"x-api-key", b"acme")]}
-        await mw(scope, None, send)
-        await c.aclose()
-        return sent
-
-    sent = asyncio.run(main())
-    assert sent[0]["status"] == 204
-    keys = sorted(k.decode() for k in sync.keys("*"))
-    assert keys == ["rl:{acme}:ip:203.0.113.7", "rl:{acme}:plan:acme"]
-    assert len({key_slot(k.encode()) for k in keys}) == 1
-
-
 def test_unknown_api_keys_name_no_key_but_the_ips(service):
     for key in ["constructor", "x" * 4000, "FREE-KEY"]:
         assert service.get("/export", key=key).status_code == 200

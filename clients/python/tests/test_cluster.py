@@ -64,3 +64,45 @@ def test_the_asyncio_cluster_client(cluster):
     got, again, both = asyncio.run(main())
     assert all(d.allowed for d in got) and not any(d.allowed for d in again)
     assert both.allowed
+
+
+def fresh_calls():
+    """Every method's first call, as (name, call of an AsyncLimiter)."""
+    fixed = policy.fixed(2, "1m")
+    return [
+        ("all", lambda lim: lim.all([("rl:{t}:a", policy.fixed(1, "1m")), ("rl:{t}:b", fixed)])),
+        ("gcra", lambda lim: lim.gcra("g", 10, "1s", burst=5)),
+        ("token_bucket", lambda lim: lim.token_bucket("tb", 5, 1, "1s")),
+        ("leaky", lambda lim: lim.leaky("lk", 5, 1, "1s")),
+        ("sliding", lambda lim: lim.sliding("sl", 2, "1m")),
+        ("sliding_log", lambda lim: lim.sliding_log("sg", 2, "1m")),
+        ("fixed", lambda lim: lim.fixed("fx", 2, "1m")),
+        ("decide", lambda lim: lim.decide("dc", fixed)),
+        ("refund", lambda lim: lim.refund("rf", fixed, 1)),
+        ("peek", lambda lim: lim.peek("pk", fixed)),
+        ("acquire", lambda lim: lim.acquire("lease", 2, "1m", "a")),
+        ("release", lambda lim: lim.release("lease2", "a")),
+    ]
+
+
+@pytest.mark.parametrize("name,call", fresh_calls(), ids=[n for n, _ in fresh_calls()])
+def test_every_call_works_first_on_a_fresh_asyncio_cluster_client(cluster, name, call):
+    """A fresh asyncio cluster client knows no slots until it is initialised: RL.ALL and
+    FCALL, which the limiter routes itself, initialise it first (they raised
+    SlotNotCoveredError until another command had)."""
+
+    async def main():
+        rc = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=cluster.port)
+        try:
+            return await call(redis_rl.AsyncLimiter(rc))
+        finally:
+            await rc.aclose()
+
+    got = asyncio.run(main())
+    if name == "release":
+        assert got is False
+    elif name == "all":
+        assert got.allowed and [d.remaining for d in got.layers] == [0, 1]
+    else:
+        assert got.allowed
+

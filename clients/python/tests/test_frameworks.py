@@ -111,6 +111,20 @@ def test_a_moving_window_above_the_cap_is_an_error_not_an_open_door(servers, fra
     assert redis.Redis(port=s.port).dbsize() == 0
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_limit_of_zero_answers_429_as_the_stock_storage_does(http_server, framework, strategy):
+    """`0/minute` admits nothing: 429 on limits' own `redis://` storage, and on ours (where
+    it was a ConfigurationError, a 500, on the moving window and sliding window counter)."""
+    got = []
+    for uri in (http_server.url, "rl+" + http_server.url):
+        with served(framework, uri, strategy, "0/minute") as url:
+            answers = statuses(url, 2) + statuses(url, 1, "/export")
+        got.append([(r.status_code, r.headers.get("X-RateLimit-Remaining")) for r in answers])
+    assert got[0] == [(429, "0")] * 3
+    assert got[1] == got[0]
+
+
 APP_WITHOUT_IMPORT = {
     "flask": (
         "import flask, flask_limiter\n"

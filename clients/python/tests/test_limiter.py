@@ -124,3 +124,51 @@ def test_bad_arguments_are_refused_before_sending(client):
     with pytest.raises(ValueError):
         limiter.all([])
     assert client.dbsize() == 0
+
+
+#: Every public call that takes a cost, given the cost.
+COSTED = [
+    ("decide", lambda lim, c: lim.decide("k", policy.fixed(5, "1m"), cost=c)),
+    ("gcra", lambda lim, c: lim.gcra("k", 10, "1s", cost=c)),
+    ("token_bucket", lambda lim, c: lim.token_bucket("k", 5, 1, "1s", cost=c)),
+    ("leaky", lambda lim, c: lim.leaky("k", 5, 1, "1s", cost=c)),
+    ("sliding", lambda lim, c: lim.sliding("k", 5, "1m", cost=c)),
+    ("sliding_log", lambda lim, c: lim.sliding_log("k", 5, "1m", cost=c)),
+    ("fixed", lambda lim, c: lim.fixed("k", 5, "1m", cost=c)),
+    ("peek", lambda lim, c: lim.peek("k", policy.fixed(5, "1m"), cost=c)),
+    ("all", lambda lim, c: lim.all([("{a}x", policy.fixed(5, "1m"), c)])),
+]
+
+
+def sent(client) -> dict[str, int]:
+    """The commands the server has run, by name, less the INFO calls that read them."""
+    stats = client.info("commandstats")
+    return {k: v["calls"] for k, v in stats.items() if k != "cmdstat_info"}
+
+
+@pytest.mark.parametrize("cost", [1.0, True, 2.0, 2.5, "2", None], ids=repr)
+def test_a_cost_that_is_not_an_int_is_a_type_error_before_anything_is_sent(client, server,
+                                                                            cost):
+    """`1.0` and `True` equal 1 (the default, sent as no COST at all): they are refused as
+    every other cost that is not an int, by every method, sync and asyncio alike."""
+    import asyncio
+
+    import redis.asyncio
+
+    before = sent(client)
+    limiter = redis_rl.Limiter(client)
+    for _, call in COSTED:
+        with pytest.raises(TypeError, match="cost is an int"):
+            call(limiter, cost)
+
+    async def main():
+        c = redis.asyncio.Redis.from_url(server.url)
+        limiter = redis_rl.AsyncLimiter(c)
+        for _, call in COSTED:
+            with pytest.raises(TypeError, match="cost is an int"):
+                await call(limiter, cost)
+        await c.aclose()
+
+    asyncio.run(main())
+    assert sent(client) == before
+    assert limiter.backend is None

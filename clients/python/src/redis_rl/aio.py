@@ -37,6 +37,9 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
     async def _send(self, args: tuple[Any, ...], key: str) -> Any:
         if not (self._cluster and routed_by_us(args)):
             return await self.client.execute_command(*args)
+        # A fresh asyncio cluster client knows no slots until `initialize()` (which its own
+        # commands await first, and which returns at once once done): route only after it.
+        await self.client.initialize()
         for attempt in range(CLUSTER_ATTEMPTS):
             try:
                 node = self.client.get_node_from_key(key)

@@ -11,6 +11,7 @@ through unchecked.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Awaitable, MutableMapping
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ from typing import Any, Callable, Union
 from .aio import AsyncLimiter
 from .decision import Decision
 from .policy import Policy
+
+__all__ = ["ASGIApp", "Identify", "Layer", "RateLimitMiddleware", "client_ip", "client_subnet",
+           "header", "ip_key", "path"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -35,19 +39,65 @@ class Layer:
     """One limit: `identify(scope)` names whose limit it is (None: the layer does not apply
     to this request), `policy` is its Policy, or a function of the scope returning one (or
     None to skip), e.g. the policy of the caller's plan. Its key is
-    `<prefix>:<name>:<identity>`."""
+    `<prefix>:<name>:<identity>`, or `<prefix>:{<tag>}:<name>:<identity>` with a tag. An
+    identity may be any text, braces included."""
 
     name: str
     identify: Identify
     policy: Policy | Callable[[Scope], Policy | None]
 
 
-def client_ip(scope: Scope) -> str | None:
-    """The peer's address as the ASGI server reports it. Behind a proxy, run the server with
-    its proxy-headers option (uvicorn `--proxy-headers --forwarded-allow-ips`) so this is
-    the client's, not the proxy's."""
-    client = scope.get("client")
-    return client[0] if client else None
+def _check_bits(ipv6_bits: int) -> None:
+    if isinstance(ipv6_bits, bool) or not isinstance(ipv6_bits, int) or not 1 <= ipv6_bits <= 128:
+        raise ValueError(f"ipv6_bits must be an integer from 1 to 128: {ipv6_bits!r}")
+
+
+def ip_key(address: str, ipv6_bits: int = 56) -> str:
+    """The key text of one client address: an IPv4 address itself; an IPv6 address its
+    /`ipv6_bits` network, in canonical compressed form with the prefix length
+    (`2001:db8:1:1::1` is `2001:db8:1::/56`, express-rate-limit 8's `ipKeyGenerator` text),
+    since every IPv6 customer holds at least a /64; an IPv4-mapped IPv6 address
+    (`::ffff:1.2.3.4`) its IPv4 address. A zone index (`fe80::1%eth0`) is dropped. Text that
+    is not an IP address (Starlette's `testclient`, a Unix socket path) is returned as it is."""
+    _check_bits(ipv6_bits)
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv4Address):
+        return str(ip)
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return ipaddress.IPv6Network((ip, ipv6_bits), strict=False).compressed
+
+
+def client_subnet(ipv6_bits: int = 56) -> Identify:
+    """The client's address keyed by `ip_key(address, ipv6_bits)`: an IPv6 client by its
+    /`ipv6_bits` network. Checks `ipv6_bits` (1 to 128; 128 keys every address by itself)."""
+    _check_bits(ipv6_bits)
+
+    def identify(scope: Scope) -> str | None:
+        client = scope.get("client")
+        return ip_key(client[0], ipv6_bits) if client else None
+
+    return identify
+
+
+#: The client's address, an IPv6 one by its /56 (`client_subnet(56)`): `scope["client"]`,
+#: which the ASGI server sets from the peer, or behind a proxy from `X-Forwarded-For` when it
+#: trusts the proxy (uvicorn: `--proxy-headers`, on by default, and `--forwarded-allow-ips`,
+#: default 127.0.0.1 and ::1), so this is the client's, not the proxy's.
+client_ip: Identify = client_subnet(56)
+
+
+def _tag_text(identity: str | None) -> str:
+    """The hash tag of a request whose tagged layer's identity is `identity`: `%`, `{` and
+    `}` escaped (`%25`, `%7B`, `%7D`), so it never holds a brace and two identities never
+    share one; `%none` when there is no identity (no escaped text is `%none`: an escaped `%`
+    is always followed by two hex digits)."""
+    if not identity:
+        return "%none"
+    return identity.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
 
 
 def header(name: str) -> Identify:
@@ -71,12 +121,15 @@ def path(scope: Scope) -> str:
 class RateLimitMiddleware:
     """`app.add_middleware(RateLimitMiddleware, limiter=AsyncLimiter(client), layers=[...])`.
 
-    `prefix` starts every key; `tag(scope)` (for Redis Cluster) puts one hash tag in every
-    key of a request so `RL.ALL` can take them (`<prefix>:{<tag>}:<name>:<identity>`). A
-    request no layer applies to passes without a call."""
+    `prefix` starts every key. `tag` (for Redis Cluster) names one of the layers: its
+    identity for the request, escaped (`_tag_text`), becomes the hash tag of every key of
+    the request, `<prefix>:{<tag>}:<name>:<identity>`, so `RL.ALL` can take them. The
+    tagged layer then counts by its own identity alone, every other layer per (tag
+    identity, its identity): tag the layer the client cannot choose, the address. A request
+    no layer applies to passes without a call."""
 
     def __init__(self, app: ASGIApp, limiter: AsyncLimiter, layers: list[Layer],
-                 prefix: str = "rl", tag: Identify | None = None) -> None:
+                 prefix: str = "rl", tag: str | None = None) -> None:
         if not layers:
             raise ValueError("RateLimitMiddleware needs at least one Layer")
         names = [layer.name for layer in layers]
@@ -84,16 +137,24 @@ class RateLimitMiddleware:
             raise ValueError(f"layer names must be distinct: {names}")
         if not isinstance(limiter, AsyncLimiter):
             raise TypeError("RateLimitMiddleware takes a redis_rl.AsyncLimiter")
+        if tag is not None and not isinstance(tag, str):
+            raise TypeError(f"tag names a layer (one of {names}), not {tag!r}")
+        if tag is not None and tag not in names:
+            raise ValueError(f"tag names a layer, one of {names}: {tag!r} is none of them")
+        if tag is not None and ("{" in prefix or "}" in prefix):
+            raise ValueError(f"with a tag, the prefix holds no brace (the tag is the keys' "
+                             f"hash tag): {prefix!r}")
         self.app, self.limiter, self.layers = app, limiter, layers
         self.prefix, self.tag = prefix, tag
 
     def _applying(self, scope: Scope) -> list[tuple[str, Policy]]:
+        identities = {layer.name: layer.identify(scope) for layer in self.layers}
         base = self.prefix
         if self.tag is not None:
-            base = f"{base}:{{{self.tag(scope) or ''}}}"
+            base = f"{base}:{{{_tag_text(identities[self.tag])}}}"
         out = []
         for layer in self.layers:
-            identity = layer.identify(scope)
+            identity = identities[layer.name]
             if identity is None:
                 continue
             p = layer.policy(scope) if callable(layer.policy) else layer.policy
@@ -118,7 +179,9 @@ class RateLimitMiddleware:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *headers]
+                message["headers"] = _binding_headers(
+                    list(message.get("headers", [])), message.get("status"), headers,
+                    decision.remaining)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -131,3 +194,16 @@ async def _too_many(send: Send, decision: Decision, headers: list[tuple[bytes, b
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         *headers]})
     await send({"type": "http.response.body", "body": body})
+
+
+def _binding_headers(present: list[tuple[bytes, bytes]], status: int | None,
+                     ours: list[tuple[bytes, bytes]], remaining: int) -> list[tuple[bytes, bytes]]:
+    """The response's headers with this decision's (`ours`, `remaining` left). Behind another
+    RateLimitMiddleware (a second instance, for a limit tagged by another layer) the response
+    already has that one's: it keeps whichever decision has fewer remaining, the inner one's
+    on a tie or a 429 (a denial's headers stay whole, Retry-After among them), never both."""
+    inner = [value for name, value in present if name.lower() == b"x-ratelimit-remaining"]
+    if inner and (status == 429 or not inner[0].isdigit() or int(inner[0]) <= remaining):
+        return present
+    names = {name for name, _ in ours}
+    return [*(h for h in present if h[0].lower() not in names), *ours]

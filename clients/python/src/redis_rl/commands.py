@@ -42,12 +42,17 @@ class Command:
         return (fcall, self.function, len(self.keys), *self.keys, *self.rest)
 
 
+def _cost(cost: int) -> list[str]:
+    """`COST n`, or nothing for the default 1. The type is checked first: `1.0` and `True`
+    equal 1 but are a TypeError, as every other count that is not an int."""
+    text = count_arg(cost, "cost")
+    return [] if text == "1" else ["COST", text]
+
+
 def _options(cost: int, refund: int | None, peek: bool, block_ms: int | None) -> list[str]:
-    out = []
+    out = _cost(cost)
     if refund is not None:
-        out += ["REFUND", count_arg(refund, "refund")]
-    elif cost != 1:
-        out += ["COST", count_arg(cost, "cost")]
+        out = ["REFUND", count_arg(refund, "refund")]
     if peek:
         out.append("PEEK")
     if block_ms is not None:
@@ -96,9 +101,7 @@ def all_of(layers: Sequence[tuple[str, Policy] | tuple[str, Policy, int]], peek:
     rest: list[Any] = []
     for layer in layers:
         policy, cost = layer[1], (layer[2] if len(layer) > 2 else 1)  # type: ignore[misc]
-        rest += [policy.algo, *policy.params]
-        if cost != 1:
-            rest += ["COST", count_arg(cost, "cost")]
+        rest += [policy.algo, *policy.params, *_cost(cost)]
     if peek:
         rest.append("PEEK")
 

@@ -10,6 +10,7 @@ mapping as the synchronous ones (limits_common.py).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from limits.aio.storage import RedisClusterStorage, RedisStorage
@@ -42,22 +43,46 @@ class _RlAsyncCommands:
 
     async def _decide(self, command: str, key: str, p: Policy, limit: int, expiry: int,
                       amount: int) -> Decision:
+        """`COST amount`, or for a negative amount `REFUND -amount` (`common.refund`)."""
         try:
-            return await self.limiter.decide(key, p, cost=int(amount))
+            if amount < 0:
+                return await self.limiter.refund(key, p, common.refund(amount))
+            return await self.limiter.decide(key, p, cost=amount)
         except ResponseError as err:
             raise common.configuration_error(err, command, key, limit, expiry, amount) from err
 
+    async def _peek(self, command: str, key: str, p: Policy, limit: int, expiry: int,
+                    cost: int) -> Decision:
+        try:
+            return await self.limiter.peek(key, p, cost=cost)
+        except ResponseError as err:
+            raise common.configuration_error(err, command, key, limit, expiry, cost) from err
+
+    async def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        """limits' own `incr` (the fixed window's), its cost checked first."""
+        return await super().incr(key, expiry, amount=common.cost_arg(amount))  # type: ignore[misc]
+
     async def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        """As the synchronous storage's: what limits' own script settles without counting,
+        and a negative cost (admitted, nothing pushed), need no call."""
+        amount = common.cost_arg(amount)
+        settled = common.settled(limit, amount)
+        if settled is None and amount < 0:
+            settled = True
+        if settled is not None:
+            return settled
         key = self._key(key)
         p = common.moving(limit, expiry)
         return (await self._decide("RL.SLIDINGLOG", key, p, limit, expiry, amount)).allowed
 
     async def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
+        if limit < 1:  # admits nothing: an empty window, as limits' own script finds
+            return time.time(), 0
         key = self._key(key)
         p = common.moving(limit, expiry)
         cost = common.MOVING_FIRST_COST
         while True:
-            d = await self.limiter.peek(key, p, cost=cost)
+            d = await self._peek("RL.PEEK SLIDINGLOG", key, p, limit, expiry, cost)
             step = common.moving_step(limit, expiry, d, cost)
             if not isinstance(step, int):
                 return step
@@ -65,17 +90,23 @@ class _RlAsyncCommands:
 
     async def acquire_sliding_window_entry(self, key: str, limit: int, expiry: int,
                                            amount: int = 1) -> bool:
+        """As the synchronous storage's: a negative cost is `REFUND`."""
+        amount = common.cost_arg(amount)
+        settled = common.settled(limit, amount)
+        if settled is not None:
+            return settled
         key = self._key(common.sliding_key(key))
         p = common.sliding(limit, expiry)
         return (await self._decide("RL.SLIDING", key, p, limit, expiry, amount)).allowed
 
     async def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
         key = self._key(common.sliding_key(key))
-        first = await self.limiter.peek(key, common.sliding(common.MAX_COUNT, expiry), cost=0)
+        peek, most = "RL.PEEK SLIDING", common.MAX_COUNT
+        first = await self._peek(peek, key, common.sliding(most, expiry), most, expiry, 0)
         used = common.sliding_used(first)
         second = None
         if used > 0:
-            second = await self.limiter.peek(key, common.sliding(used, expiry), cost=1)
+            second = await self._peek(peek, key, common.sliding(used, expiry), used, expiry, 1)
         return common.sliding_window(used, second, expiry)
 
     async def clear_sliding_window(self, key: str, expiry: int) -> None:

@@ -93,6 +93,39 @@ def configuration_error(err: ResponseError, command: str, key: str, limit: int,
         "to 3650 days.")
 
 
+def cost_arg(amount: object) -> int:
+    """limits' `cost` as a whole number: an int, or a float with a whole value (limits' own
+    scripts read `1.0` as 1). Anything else (a bool, NaN, an infinity, `1.5`, text) is a
+    ConfigurationError naming it: limits' own storage raises redis-py's error for some, and
+    for others admits and writes what no later call can read (its sliding window counter
+    stores `nan`, then fails every hit of that key until it expires)."""
+    if isinstance(amount, int) and not isinstance(amount, bool):
+        return amount
+    if isinstance(amount, float) and amount.is_integer():
+        return int(amount)
+    raise ConfigurationError(f"cost must be a whole number (an int), not {amount!r}")
+
+
+def settled(limit: int, amount: int) -> bool | None:
+    """The hit's answer where limits' own scripts give it without counting, else None (the
+    command decides). Their first test is `amount > limit`: denied, so a limit of 0 admits
+    no positive cost and a cost above the commands' 10^12 is a denial, not an error. A cost
+    of 0 is admitted and changes nothing; so is a negative cost on a limit below 1, which no
+    positive cost can reach either way."""
+    if amount > limit:
+        return False
+    if amount == 0 or (amount < 0 and limit < 1):
+        return True
+    return None
+
+
+def refund(amount: int) -> int:
+    """The `REFUND n` of a negative cost on the sliding window counter (limits' own script
+    adds it to the current window's count): at most 10^12, as no count is larger and a
+    refund never goes below an idle counter."""
+    return min(-amount, MAX_COUNT)
+
+
 def moving_step(limit: int, expiry: int, d: Decision, cost: int) -> Step:
     """From `RL.PEEK SLIDINGLOG key limit window COST cost`, the window limits reads, or the
     cost of the next peek. Invariants: a peek at cost c is denied iff count + c > limit, and

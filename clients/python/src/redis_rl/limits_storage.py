@@ -12,6 +12,7 @@ what). The fixed window stays limits' own (`incr`: the strategy compares the cou
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from limits.storage import RedisClusterStorage, RedisStorage
@@ -33,34 +34,63 @@ class _RlCommands:
 
     def _decide(self, command: str, key: str, p: Policy, limit: int, expiry: int,
                 amount: int) -> Decision:
+        """`COST amount`, or for a negative amount `REFUND -amount` (`common.refund`)."""
         try:
-            return self.limiter.decide(key, p, cost=int(amount))
+            if amount < 0:
+                return self.limiter.refund(key, p, common.refund(amount))
+            return self.limiter.decide(key, p, cost=amount)
         except ResponseError as err:
             raise common.configuration_error(err, command, key, limit, expiry, amount) from err
 
-    def _peek(self, key: str, p: Policy, cost: int) -> Decision:
-        return self.limiter.peek(key, p, cost=cost)
+    def _peek(self, command: str, key: str, p: Policy, limit: int, expiry: int,
+              cost: int) -> Decision:
+        try:
+            return self.limiter.peek(key, p, cost=cost)
+        except ResponseError as err:
+            raise common.configuration_error(err, command, key, limit, expiry, cost) from err
+
+    def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        """limits' own `incr` (the fixed window's), its cost checked first."""
+        return super().incr(key, expiry, amount=common.cost_arg(amount))  # type: ignore[misc]
 
     def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
-        """`RL.SLIDINGLOG key limit <expiry>s COST amount`: admitted and written at once."""
+        """`RL.SLIDINGLOG key limit <expiry>s COST amount`: admitted and written at once. What
+        limits' own script settles without counting is answered without a call, and so is a
+        negative cost (its script admits it and pushes nothing)."""
+        amount = common.cost_arg(amount)
+        settled = common.settled(limit, amount)
+        if settled is None and amount < 0:
+            settled = True  # limits' own script admits it and pushes nothing
+        if settled is not None:
+            return settled
         key = self.prefixed_key(key)
         p = common.moving(limit, expiry)
         return self._decide("RL.SLIDINGLOG", key, p, limit, expiry, amount).allowed
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
-        """(the oldest live entry's time, units in the window), from one or two peeks."""
+        """(the oldest live entry's time, units in the window), from one or two peeks; for a
+        limit below 1 (which admits nothing), an empty window, as limits' own script finds."""
+        if limit < 1:
+            return time.time(), 0
         key = self.prefixed_key(key)
         p = common.moving(limit, expiry)
         cost = common.MOVING_FIRST_COST
         while True:
-            step = common.moving_step(limit, expiry, self._peek(key, p, cost), cost)
+            d = self._peek("RL.PEEK SLIDINGLOG", key, p, limit, expiry, cost)
+            step = common.moving_step(limit, expiry, d, cost)
             if not isinstance(step, int):
                 return step
             cost = step
 
     def acquire_sliding_window_entry(self, key: str, limit: int, expiry: int,
                                      amount: int = 1) -> bool:
-        """`RL.SLIDING key limit <expiry>s COST amount`: admitted and written at once."""
+        """`RL.SLIDING key limit <expiry>s COST amount`: admitted and written at once; a
+        negative cost is `REFUND` (admitted), as limits' own script adds it to the count.
+        What that script settles without counting is answered without a call."""
+        amount = common.cost_arg(amount)
+        settled = common.settled(limit, amount)
+        if settled is not None:
+            return settled
         key = self.prefixed_key(common.sliding_key(key))
         p = common.sliding(limit, expiry)
         return self._decide("RL.SLIDING", key, p, limit, expiry, amount).allowed
@@ -68,8 +98,13 @@ class _RlCommands:
     def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
         """The module's estimate as the current count, and when a unit frees (two peeks)."""
         key = self.prefixed_key(common.sliding_key(key))
-        used = common.sliding_used(self._peek(key, common.sliding(common.MAX_COUNT, expiry), 0))
-        second = self._peek(key, common.sliding(used, expiry), 1) if used > 0 else None
+        peek = "RL.PEEK SLIDING"
+        first = self._peek(peek, key, common.sliding(common.MAX_COUNT, expiry), common.MAX_COUNT,
+                           expiry, 0)
+        used = common.sliding_used(first)
+        second = None
+        if used > 0:
+            second = self._peek(peek, key, common.sliding(used, expiry), used, expiry, 1)
         return common.sliding_window(used, second, expiry)
 
     def clear_sliding_window(self, key: str, expiry: int) -> None:
