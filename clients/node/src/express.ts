@@ -7,6 +7,9 @@
  * the request can never be admitted, and a JSON body naming the layer. Nothing is spent
  * unless every layer admits. An error from the server (unreachable, a bad policy) goes to
  * `next(err)`, so the request fails (Express answers 500): it is never let through unchecked.
+ *
+ * On Redis Cluster, `tag` names the layer whose identity (escaped) is every key's hash tag,
+ * so the keys of one request share a slot; `clientIp` keys an IPv6 client by its /56.
  */
 import type { Layer as Clause } from "./commands.js";
 import type { Limiter } from "./limiter.js";
