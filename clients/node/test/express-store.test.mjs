@@ -79,14 +79,16 @@ for (const server of servers) {
       const stock = await run(new RedisStore({ sendCommand, prefix: "stock:" }));
       assert.deepEqual(ours, [1, 2, 3, 4, 5, 4]); // the last one still over the limit: denied
       assert.deepEqual(ours, stock);
-      // A decrement on a key with no hits: nothing here, a hit of credit (-1) there.
-      const fresh = async (store) => {
+      // More decrements than hits in a window: the count stops at 0 here, goes to -1 there.
+      const credit = async (store) => {
         store.init({ windowMs: DAY, limit: 3 });
-        await store.decrement("fresh");
-        return (await store.increment("fresh")).totalHits;
+        await store.increment("credit");
+        await store.decrement("credit");
+        await store.decrement("credit");
+        return (await store.increment("credit")).totalHits;
       };
-      assert.equal(await fresh(new RlStore({ sendCommand, prefix: "ours:" })), 1);
-      assert.equal(await fresh(new RedisStore({ sendCommand, prefix: "stock:" })), 0);
+      assert.equal(await credit(new RlStore({ sendCommand, prefix: "ours:" })), 1);
+      assert.equal(await credit(new RedisStore({ sendCommand, prefix: "stock:" })), 0);
     });
 
     test("resetKey resets the count", async () => {
