@@ -1,7 +1,7 @@
 // An Express service limited by the seed's three layers, with ONE RL.ALL per request: per
-// client IP (GCRA, 100 per second, bursts of 20), per API key (a token bucket sized by the
-// key's plan) and per expensive endpoint and API key (fixed windows). A request denied by
-// one layer spends nothing from the others.
+// client IP (GCRA, 100 per second, bursts of 20; an IPv6 client by its /56), per API key (a
+// token bucket sized by the key's plan) and per expensive endpoint and API key (fixed
+// windows). A request denied by one layer spends nothing from the others.
 // Run: REDIS_URL=redis://127.0.0.1:6379 PORT=8000 node express_app.mjs
 import express from "express";
 import { createClient } from "redis";
@@ -16,6 +16,7 @@ const client = createClient({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6
 client.on("error", (err) => console.error("redis:", err.message)); // node-redis reconnects by itself
 await client.connect();
 const app = express();
+app.set("trust proxy", "loopback"); // req.ip: X-Forwarded-For's client, from a proxy on this host
 app.use(rateLimitLayers({
   limiter: new Limiter(client),
   layers: [

@@ -4,33 +4,25 @@
  * that one constructor.
  *
  * express-rate-limit counts hits per fixed window (`windowMs`) and compares the count to its
- * `limit` itself. The store keeps the count in one `RL.FIXED` key, `prefix + key`, windows
- * aligned to the clock, in one of two modes chosen in `init` from the middleware's options:
+ * `limit` itself. The store counts every hit, as rate-limit-redis does, in one `RL.FIXED`
+ * key, `prefix + key`, windows aligned to the clock: `RL.FIXED key 10^12 <windowMs>ms`, so
+ * `totalHits = 10^12 - remaining`, each hit's own count (atomic). `decrement` is
+ * `REFUND 1`: every hit was counted, so a hit given back is always one that was counted,
+ * and the count never goes below an idle window. The store needs nothing of `limit` (a
+ * number, `Infinity` or a function: express-rate-limit's to compare) nor of the skip
+ * options. `resetTime = now + reset_after_ms` (the window's end).
  *
- * - **deciding** (`limit` a number, and neither `skipFailedRequests` nor
- *   `skipSuccessfulRequests`): `RL.FIXED key <limit> <windowMs>ms`. The module admits or
- *   denies; a denial writes nothing and reports `totalHits = limit + 1`, which
- *   express-rate-limit denies too. Admitted: `totalHits = limit - remaining`.
- * - **counting** (otherwise: a `limit` function, or hits that `decrement` gives back):
- *   `RL.FIXED key 10^12 <windowMs>ms`, every hit counted, as rate-limit-redis does;
- *   `totalHits = 10^12 - remaining`, each hit's own count (atomic), which
- *   express-rate-limit compares to the request's limit. `decrement` is `REFUND 1`, so a hit
- *   given back was always one that was counted. (In the deciding mode a denied hit is not
- *   counted, and `decrement` cannot tell it from a counted one: the mode is never used
- *   where express-rate-limit decrements.)
- *
- * Either way `resetTime = now + reset_after_ms` (the window's end). A wrong configuration
- * (`windowMs` or `limit` beyond what the command takes, an option the store cannot honour)
- * throws from `init`, which express-rate-limit logs when the app starts, and every later
- * call rejects with the same error: requests fail (500, or `passOnStoreError`) rather than
- * pass unlimited.
+ * A wrong configuration (an unknown option, a `windowMs` the command cannot take) throws
+ * from the constructor or from `init`, which express-rate-limit logs when the app starts,
+ * and every later call rejects with the same error: requests fail (500, or
+ * `passOnStoreError`) rather than pass unlimited.
  */
 import { Limiter } from "./limiter.js";
 import * as policies from "./policy.js";
 import type { Policy } from "./policy.js";
 import {
-  MAX_COUNT, type SendCommandClusterFn, type SendCommandFn, checkCount, durationMsArg, foreignState,
-  sendCommandTransport, spendUpTo, takeOverCounter,
+  MAX_COUNT, type SendCommandClusterFn, type SendCommandFn, durationMsArg, foreignState, sendCommandTransport,
+  spendUpTo, takeOverCounter,
 } from "./stock.js";
 import { type Transport, transportOf } from "./transport.js";
 
@@ -48,13 +40,13 @@ export interface RlStoreOptions {
   resetExpiryOnChange?: boolean;
 }
 
-/** What `init` reads of express-rate-limit's options. */
+/** What `init` reads of express-rate-limit's options: the window, in milliseconds (a
+ * number, or its decimal text, as express-rate-limit and rate-limit-redis take it). */
 export interface RlStoreInit {
-  windowMs: number;
-  limit?: unknown;
-  skipFailedRequests?: boolean;
-  skipSuccessfulRequests?: boolean;
+  windowMs: number | string;
 }
+
+const OPTIONS = ["sendCommand", "sendCommandCluster", "client", "prefix", "resetExpiryOnChange"];
 
 /** express-rate-limit's `ClientRateLimitInfo`. */
 export interface RlStoreInfo {
@@ -79,9 +71,8 @@ export class RlStore {
     return this.limiter.backend;
   }
 
-  /** Set by `init`: the window, and whether the module decides (see above). */
+  /** Set by `init`: the window in milliseconds. */
   windowMs: number | undefined;
-  deciding = false;
   private policy: Policy | undefined;
   private failure: Error | undefined = new Error("RlStore: init(options) was not called (pass the store to rateLimit({ store }))");
   private readonly transport: Transport;
@@ -91,6 +82,8 @@ export class RlStore {
    * `{ client }`, or a node-redis / ioredis client itself. */
   constructor(options: RlStoreOptions | object) {
     const o: RlStoreOptions = isOptions(options) ? options : { client: options };
+    const unknown = Object.keys(o).filter((k) => !OPTIONS.includes(k));
+    if (unknown.length) throw new TypeError(`RlStore: unknown option ${unknown.join(", ")} (it takes ${OPTIONS.join(", ")})`);
     const given = ["sendCommand", "sendCommandCluster", "client"].filter((k) => o[k as keyof RlStoreOptions] !== undefined);
     if (given.length !== 1) {
       throw new TypeError("RlStore: options must include exactly one of sendCommand, sendCommandCluster or client"
@@ -106,19 +99,15 @@ export class RlStore {
     this.limiter = new Limiter(this.transport);
   }
 
-  /** Reads `windowMs`, `limit` and the skip options; throws on a configuration the
-   * commands cannot honour (and every later call rejects with that error). */
+  /** Reads `windowMs`; throws on one the command cannot take (and every later call
+   * rejects with that error). */
   init(options: RlStoreInit): void {
     try {
-      const windowArg = durationMsArg(options.windowMs, "RlStore: windowMs");
-      const limit = options.limit;
-      if (typeof limit === "number" && limit > MAX_COUNT) {
-        throw new RangeError(`RlStore: limit must be at most ${MAX_COUNT} (the largest count RL.FIXED takes): ${limit}`);
-      }
-      const decrements = Boolean(options.skipFailedRequests || options.skipSuccessfulRequests);
-      this.deciding = typeof limit === "number" && Number.isSafeInteger(limit) && limit >= 1 && !decrements;
-      this.policy = policies.fixed(this.deciding ? checkCount(limit, "limit") : MAX_COUNT, windowArg);
-      this.windowMs = options.windowMs;
+      // express-rate-limit hands over `windowMs` as the app gave it: "60000" is 60000 ms.
+      const w = options?.windowMs;
+      const ms = typeof w === "string" && /^[0-9]{1,16}$/.test(w) ? Number(w) : w;
+      this.policy = policies.fixed(MAX_COUNT, durationMsArg(ms as number, "RlStore: windowMs"));
+      this.windowMs = ms as number;
       this.failure = undefined;
     } catch (err) {
       this.failure = err as Error;
@@ -131,8 +120,9 @@ export class RlStore {
     return this.policy as Policy;
   }
 
-  private info(limit: number, remaining: number, resetAfterMs: number, allowed = true): RlStoreInfo {
-    return { totalHits: allowed ? limit - remaining : limit + 1, resetTime: new Date(Date.now() + resetAfterMs) };
+  /** A decision as express-rate-limit's info: a denial comes only after 10^12 hits. */
+  private info(d: { allowed: boolean; remaining: number; resetAfterMs: number }): RlStoreInfo {
+    return { totalHits: d.allowed ? MAX_COUNT - d.remaining : MAX_COUNT + 1, resetTime: new Date(Date.now() + d.resetAfterMs) };
   }
 
   /** Counts a hit (`RL.FIXED`), taking over a stock store's counter found on the key. */
@@ -148,7 +138,7 @@ export class RlStore {
       if (carried > 0) await spendUpTo(this.limiter, k, policy, carried);
       d = await this.limiter.decide(k, policy);
     }
-    return this.info(policy.quota, d.remaining, d.resetAfterMs, d.allowed);
+    return this.info(d);
   }
 
   /** Gives one hit back (`REFUND 1`); never below an idle window. */
@@ -177,7 +167,7 @@ export class RlStore {
     const k = this.prefix + key;
     try {
       const d = await this.limiter.peek(k, policy, { cost: 0 });
-      return this.info(policy.quota, d.remaining, d.resetAfterMs);
+      return this.info(d);
     } catch (err) {
       if (!foreignState(err)) throw err;
       const [hits, ttl] = await Promise.all([this.transport.send(["GET", k], k, true), this.transport.send(["PTTL", k], k, true)]);

@@ -7,6 +7,9 @@
  * the request can never be admitted, and a JSON body naming the layer. Nothing is spent
  * unless every layer admits. An error from the server (unreachable, a bad policy) goes to
  * `next(err)`, so the request fails (Express answers 500): it is never let through unchecked.
+ *
+ * On Redis Cluster, `tag` names the layer whose identity (escaped) is every key's hash tag,
+ * so the keys of one request share a slot; `clientIp` keys an IPv6 client by its /56.
  */
 import type { Layer as Clause } from "./commands.js";
 import type { Limiter } from "./limiter.js";
@@ -44,12 +47,133 @@ export interface LayersOptions {
   layers: LayerSpec[];
   /** Starts every key: `<prefix>:<name>:<identity>` (default "rl"). */
   prefix?: string;
-  /** For Redis Cluster: one hash tag in every key of a request (`<prefix>:{<tag>}:...`). */
-  tag?: Identify;
+  /** For Redis Cluster: the NAME of the layer whose identity is every key's hash tag
+   * (`<prefix>:{<T>}:<name>:<identity>`, `T` that identity escaped, or `%none`). Tag the
+   * layer the client cannot choose (its address): that layer then counts every request of
+   * the address, and the others count per address. */
+  tag?: string;
 }
 
-/** The client's address as Express reports it (`req.ip`: set `trust proxy` behind one). */
-export const clientIp: Identify = (req) => req.ip ?? req.socket?.remoteAddress;
+/** The hash tag of a request whose tagged layer gives no identity. No escaped identity
+ * is `%none`: an escaped `%` is always followed by two hex digits. */
+export const NO_TAG = "%none";
+
+const ESCAPES: Record<string, string> = { "%": "%25", "{": "%7B", "}": "%7D" };
+
+/** `identity` as a hash tag: `%`, `{` and `}` escaped in one pass, so the text has no
+ * brace (the tag ends at its own `}`), and two identities never escape alike. */
+export const escapeTag = (identity: string): string => identity.replace(/[%{}]/g, (c) => ESCAPES[c]);
+
+// --- IP addresses: Python ipaddress's grammar, and its canonical (RFC 5952) text ---------
+
+const OCTET = /^(0|[1-9][0-9]{0,2})$/;
+const HEXTET = /^[0-9a-fA-F]{1,4}$/;
+
+/** Dotted IPv4 text (four decimal octets, no leading zeros) as a 32-bit integer. */
+function parseIPv4(text: string): number | undefined {
+  const octets = text.split(".");
+  if (octets.length !== 4) return undefined;
+  let n = 0;
+  for (const o of octets) {
+    if (!OCTET.test(o) || Number(o) > 255) return undefined;
+    n = n * 256 + Number(o);
+  }
+  return n;
+}
+
+/** IPv6 text as its eight 16-bit groups: one `::` at most, standing for one group or more;
+ * a dotted IPv4 tail is the last two groups. */
+function parseIPv6(text: string): number[] | undefined {
+  const parts = text.split(":");
+  if (parts.length < 3) return undefined;
+  if (parts[parts.length - 1].includes(".")) {
+    const v4 = parseIPv4(parts.pop() as string);
+    if (v4 === undefined) return undefined;
+    parts.push((v4 >>> 16).toString(16), (v4 & 0xffff).toString(16));
+  }
+  if (parts.length > 9) return undefined;
+  let skip = -1; // the index of the empty part that `::` leaves inside
+  for (let i = 1; i < parts.length - 1; i++) {
+    if (parts[i] !== "") continue;
+    if (skip >= 0) return undefined;
+    skip = i;
+  }
+  let hi = parts.length; // groups before the `::`, and after it
+  let lo = 0;
+  if (skip >= 0) {
+    hi = skip;
+    lo = parts.length - skip - 1;
+    if (parts[0] === "" && --hi !== 0) return undefined; // a leading `:` only as `::`
+    if (parts[parts.length - 1] === "" && --lo !== 0) return undefined; // a trailing one too
+    if (hi + lo > 7) return undefined;
+  } else if (parts.length !== 8) {
+    return undefined;
+  }
+  const given = [...parts.slice(0, hi), ...parts.slice(parts.length - lo)];
+  if (!given.every((g) => HEXTET.test(g))) return undefined;
+  const groups = given.map((g) => parseInt(g, 16));
+  return [...groups.slice(0, hi), ...new Array(8 - hi - lo).fill(0), ...groups.slice(hi)];
+}
+
+/** RFC 5952 text: lowercase, no leading zeros, the longest run of two or more zero groups
+ * (the first of equal runs) as `::`. */
+function formatIPv6(groups: number[]): string {
+  let at = -1;
+  let len = 1;
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > len) [at, len] = [i, j - i];
+    i = Math.max(j, i + 1);
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (at < 0) return hex.join(":");
+  return `${hex.slice(0, at).join(":")}::${hex.slice(at + len).join(":")}`;
+}
+
+function checkBits(bits: unknown): number {
+  if (typeof bits !== "number" || !Number.isInteger(bits) || bits < 1 || bits > 128) {
+    throw new RangeError(`ipv6Bits must be an integer from 1 to 128: ${String(bits)}`);
+  }
+  return bits;
+}
+
+/**
+ * A client address as a key: IPv4 as itself, an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`)
+ * as its IPv4 address, any other IPv6 address as its network of `ipv6Bits` (default 56:
+ * `2001:db8:1:1ff::1` is `2001:db8:1:100::/56`, express-rate-limit 8's `ipKeyGenerator`
+ * text). A zone index (`fe80::1%eth0`) is dropped first; text that is not an address (a
+ * Unix socket path) is returned as it is.
+ */
+export function ipKey(address: string, ipv6Bits = 56): string {
+  const bits = checkBits(ipv6Bits);
+  if (typeof address !== "string") throw new TypeError(`ipKey: address must be a string: ${String(address)}`);
+  const text = address.split("%", 1)[0];
+  if (parseIPv4(text) !== undefined) return text;
+  const groups = parseIPv6(text);
+  if (!groups) return address;
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return [groups[6] >> 8, groups[6] & 255, groups[7] >> 8, groups[7] & 255].join(".");
+  }
+  const network = groups.map((g, i) => {
+    const kept = Math.min(16, Math.max(0, bits - 16 * i)); // this group's bits in the prefix
+    return g & ((0xffff << (16 - kept)) & 0xffff);
+  });
+  return `${formatIPv6(network)}/${bits}`;
+}
+
+/** The client's address (`req.ip`, as Express reports it: set `trust proxy` behind a
+ * proxy), keyed by `ipKey(address, ipv6Bits)`. Bits out of 1..128 throw here. */
+export function clientSubnet(ipv6Bits = 56): Identify {
+  const bits = checkBits(ipv6Bits);
+  return (req) => {
+    const address = req.ip ?? req.socket?.remoteAddress;
+    return address === undefined ? undefined : ipKey(address, bits);
+  };
+}
+
+/** The client's address, an IPv6 client by its /56: `clientSubnet(56)`. */
+export const clientIp: Identify = clientSubnet(56);
 
 /** The value of request header `name` (e.g. "x-api-key"); undefined when absent or empty. */
 export function header(name: string): Identify {
@@ -71,16 +195,31 @@ export function rateLimitLayers(o: LayersOptions) {
   if (new Set(names).size !== names.length) throw new RangeError(`layer names must be distinct: ${names.join(", ")}`);
   if (typeof o.limiter?.all !== "function") throw new TypeError("rateLimitLayers takes a redis-rl Limiter");
   const prefix = o.prefix ?? "rl";
+  if (typeof prefix !== "string") throw new TypeError(`rateLimitLayers: prefix must be a string: ${String(prefix)}`);
+  let at = -1; // the tagged layer's index
+  if (o.tag !== undefined) {
+    if (typeof o.tag !== "string") {
+      throw new TypeError(`rateLimitLayers: tag names a layer (one of ${names.join(", ")}), not a ${typeof o.tag}`);
+    }
+    at = names.indexOf(o.tag);
+    if (at < 0) throw new RangeError(`rateLimitLayers: tag names a layer, and ${JSON.stringify(o.tag)} is not one of ${names.join(", ")}`);
+    // A brace in the prefix would come before the tag's and end up as the hash tag.
+    if (/[{}]/.test(prefix)) throw new RangeError(`rateLimitLayers: with a tag, the prefix must not contain braces: ${prefix}`);
+  }
 
   const applying = (req: RequestLike): Clause[] => {
-    const base = o.tag ? `${prefix}:{${o.tag(req) ?? ""}}` : prefix;
-    const out: Clause[] = [];
-    for (const layer of o.layers) {
-      const identity = layer.identify(req);
-      if (identity === undefined) continue;
-      const p = typeof layer.policy === "function" ? layer.policy(req) : layer.policy;
-      if (p) out.push([`${base}:${layer.name}:${identity}`, named(p, p.name || layer.name)]);
+    const identities = o.layers.map((layer) => layer.identify(req));
+    let base = prefix;
+    if (at >= 0) {
+      const t = identities[at];
+      base = `${prefix}:{${t === undefined || t === "" ? NO_TAG : escapeTag(String(t))}}`;
     }
+    const out: Clause[] = [];
+    o.layers.forEach((layer, i) => {
+      if (identities[i] === undefined) return;
+      const p = typeof layer.policy === "function" ? layer.policy(req) : layer.policy;
+      if (p) out.push([`${base}:${layer.name}:${identities[i]}`, named(p, p.name || layer.name)]);
+    });
     return out;
   };
 

@@ -12,7 +12,7 @@ export type { DecideOptions, Layer } from "./commands.js";
 export type { SendCommand } from "./transport.js";
 export * as policy from "./policy.js";
 export type { Duration, Policy } from "./policy.js";
-export { clientIp, header, path, rateLimitLayers } from "./express.js";
+export { NO_TAG, clientIp, clientSubnet, escapeTag, header, ipKey, path, rateLimitLayers } from "./express.js";
 export type { Identify, LayerSpec, LayersOptions, RequestLike, ResponseLike } from "./express.js";
 export { RlStore, type RlStoreOptions, type RlStoreInit, type RlStoreInfo } from "./express-store.js";
 export { RateLimiterRl, type RateLimiterRlOptions, type RateLimiterResLike, type CallOptions } from "./flexible.js";

@@ -6,6 +6,11 @@
  * missing (`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server
  * without it) it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`) and calls
  * again, once. Any other error is the command's own and is thrown.
+ *
+ * Every method returns a promise, and an argument it cannot send (a key or lease id that is
+ * not a string, a count that is not an integer) rejects it with a TypeError (a RangeError
+ * for `all([])`) before anything is sent: ioredis would send `null` as "", one bucket
+ * shared by every such call.
  */
 import * as commands from "./commands.js";
 import type { Command, DecideOptions, Layer } from "./commands.js";
@@ -16,6 +21,12 @@ import type { Duration, Policy } from "./policy.js";
 import { type Transport, functionMissing, isReplyError, transportOf, unknownCommand } from "./transport.js";
 
 type Named = DecideOptions & { name?: string };
+
+/** `value`, if it is a string, else a TypeError naming it. */
+function text(value: unknown, what: string): string {
+  if (typeof value !== "string") throw new TypeError(`${what} must be a string, not ${value === null ? "null" : typeof value}`);
+  return value;
+}
 
 export class Limiter {
   /** undefined until the first call, then "module" or "library". */
@@ -62,63 +73,65 @@ export class Limiter {
   }
 
   /** `RL.<ALGO> key params [COST n] [PEEK] [BLOCK ms]` for any policy. */
-  decide(key: string, p: Policy, o: DecideOptions = {}): Promise<Decision> {
-    return this.run(commands.decide(key, p, o));
+  async decide(key: string, p: Policy, o: DecideOptions = {}): Promise<Decision> {
+    return this.run(commands.decide(text(key, "key"), p, o));
   }
 
   /** `RL.GCRA key limit period [BURST burst]`. */
-  gcra(key: string, limit: number, period: Duration, o: Named & { burst?: number } = {}): Promise<Decision> {
+  async gcra(key: string, limit: number, period: Duration, o: Named & { burst?: number } = {}): Promise<Decision> {
     return this.decide(key, policy.gcra(limit, period, o), o);
   }
 
   /** `RL.TOKENBUCKET key capacity refill period`. */
-  tokenBucket(key: string, capacity: number, refill: number, period: Duration, o: Named = {}): Promise<Decision> {
+  async tokenBucket(key: string, capacity: number, refill: number, period: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.tokenBucket(capacity, refill, period, o), o);
   }
 
   /** `RL.LEAKY key capacity leak period`. */
-  leaky(key: string, capacity: number, leak: number, period: Duration, o: Named = {}): Promise<Decision> {
+  async leaky(key: string, capacity: number, leak: number, period: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.leaky(capacity, leak, period, o), o);
   }
 
   /** `RL.SLIDING key limit window`. */
-  sliding(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
+  async sliding(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.sliding(limit, window, o), o);
   }
 
   /** `RL.SLIDINGLOG key limit window`. */
-  slidingLog(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
+  async slidingLog(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.slidingLog(limit, window, o), o);
   }
 
   /** `RL.FIXED key limit window`. */
-  fixed(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
+  async fixed(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.fixed(limit, window, o), o);
   }
 
   /** `RL.<ALGO> key params REFUND n`: give `n` units back (always admitted). */
-  refund(key: string, p: Policy, n: number): Promise<Decision> {
-    return this.run(commands.decide(key, p, { refund: n }));
+  async refund(key: string, p: Policy, n: number): Promise<Decision> {
+    return this.run(commands.decide(text(key, "key"), p, { refund: n }));
   }
 
   /** `RL.PEEK ALGO key params [COST n]`: what the call would decide, writing nothing. */
-  peek(key: string, p: Policy, o: { cost?: number } = {}): Promise<Decision> {
-    return this.run(commands.peek(key, p, o.cost));
+  async peek(key: string, p: Policy, o: { cost?: number } = {}): Promise<Decision> {
+    return this.run(commands.peek(text(key, "key"), p, o.cost));
   }
 
   /** `RL.ALL`: every [key, policy, cost?] layer admits, and is spent, or none is. */
-  all(layers: readonly Layer[], o: { peek?: boolean } = {}): Promise<AllDecision> {
+  async all(layers: readonly Layer[], o: { peek?: boolean } = {}): Promise<AllDecision> {
+    if (!Array.isArray(layers)) throw new TypeError("all() takes an array of [key, policy, cost?] layers");
+    layers.forEach((l, i) => text(l?.[0], `layer ${i}'s key`));
     return this.run(commands.allOf(layers, o.peek ?? false));
   }
 
   /** `RL.ACQUIRE key limit timeout lease_id`: take (or renew) one of `limit` leases. */
-  acquire(key: string, limit: number, timeout: Duration, leaseId: string,
+  async acquire(key: string, limit: number, timeout: Duration, leaseId: string,
     o: { peek?: boolean; blockMs?: number } = {}): Promise<Decision> {
-    return this.run(commands.acquire(key, limit, timeout, leaseId, o));
+    return this.run(commands.acquire(text(key, "key"), limit, timeout, text(leaseId, "leaseId"), o));
   }
 
   /** `RL.RELEASE key lease_id`: true if the lease was held. */
-  release(key: string, leaseId: string): Promise<boolean> {
-    return this.run(commands.release(key, leaseId));
+  async release(key: string, leaseId: string): Promise<boolean> {
+    return this.run(commands.release(text(key, "key"), text(leaseId, "leaseId")));
   }
 }

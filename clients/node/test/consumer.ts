@@ -1,13 +1,20 @@
 // Type-checked against the installed package (test/types.test.mjs): the declarations let a
 // TypeScript user write this, and reject the lines marked @ts-expect-error.
 import express from "express";
-import { type Decision, Limiter, clientIp, policy, rateLimitLayers } from "redis-rl";
+import { type Decision, Limiter, clientIp, clientSubnet, ipKey, policy, rateLimitLayers } from "redis-rl";
 
 // The middleware is an Express request handler.
 express().use(rateLimitLayers({
   limiter: new Limiter(async (args: string[]) => args),
   layers: [{ name: "ip", identify: clientIp, policy: (req) => (req.path === "/x" ? policy.gcra(1, 1) : undefined) }],
 }));
+
+// A tag names one of the layers; it is not a function of the request.
+const ipLayer = { name: "ip", identify: clientSubnet(64), policy: policy.fixed(3, "1m") };
+express().use(rateLimitLayers({ limiter: new Limiter(async (args: string[]) => args), tag: "ip", layers: [ipLayer] }));
+// @ts-expect-error the tag is a layer's name
+rateLimitLayers({ limiter: new Limiter(async (args: string[]) => args), tag: (req) => req.ip, layers: [ipLayer] });
+export const subnet: string = ipKey("2001:db8::1", 48);
 
 export async function check(limiter: Limiter): Promise<string> {
   const d: Decision = await limiter.gcra("user:42", 10, "1s", { burst: 5 });

@@ -1,9 +1,10 @@
 // RlStore, the express-rate-limit store: rate-limit-redis' own test cases (test/store-test.ts
-// of express-rate-limit/rate-limit-redis) where the semantics agree, then Express 5 with
-// express-rate-limit 8 over HTTP on Redis 7.0 with and without the module and on Valkey 9.1:
-// the limit, its headers, the skip options, many clients at once, the same traffic through
-// rate-limit-redis, a switch from rate-limit-redis under live keys, a restart of the server,
-// and configurations refused at start-up.
+// of express-rate-limit/rate-limit-redis) where the semantics agree, every hit counted and
+// given back as rate-limit-redis does, then Express 5 with express-rate-limit 8 over HTTP on
+// Redis 7.0 with and without the module and on Valkey 9.1: the limit, its headers, the skip
+// options, many clients at once, the same traffic through rate-limit-redis (`used` included,
+// and `limit: Infinity`, `windowMs: "60000"`), a switch from rate-limit-redis under live keys,
+// a restart of the server, and configurations refused at start-up.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { after, describe, test } from "node:test";
@@ -14,7 +15,7 @@ import { RedisStore } from "rate-limit-redis";
 import { createClient } from "redis";
 import { RlStore } from "redis-rl";
 
-import { STORE_BACKENDS, burst, hit, serve, sleep, startStoreServers, statuses } from "./http.mjs";
+import { STORE_BACKENDS, burst, hit, roomInWindow, serve, sleep, startStoreServers, statuses } from "./http.mjs";
 import { Server, closeAll } from "./servers.mjs";
 
 const servers = await startStoreServers();
@@ -61,6 +62,33 @@ for (const server of servers) {
       await store.increment("dec");
       await store.decrement("dec");
       assert.equal((await store.increment("dec")).totalHits, 2);
+    });
+
+    test("every hit is counted and decrement gives back a counted one, as rate-limit-redis does", async () => {
+      // Limit 3: five hits, two given back, one more (the issue's sequence), on both stores.
+      const run = async (store) => {
+        store.init({ windowMs: DAY, limit: 3 });
+        const hits = [];
+        for (let i = 0; i < 5; i++) hits.push((await store.increment("count")).totalHits);
+        await store.decrement("count");
+        await store.decrement("count");
+        hits.push((await store.increment("count")).totalHits);
+        return hits;
+      };
+      const ours = await run(new RlStore({ sendCommand, prefix: "ours:" }));
+      const stock = await run(new RedisStore({ sendCommand, prefix: "stock:" }));
+      assert.deepEqual(ours, [1, 2, 3, 4, 5, 4]); // the last one still over the limit: denied
+      assert.deepEqual(ours, stock);
+      // More decrements than hits in a window: the count stops at 0 here, goes to -1 there.
+      const credit = async (store) => {
+        store.init({ windowMs: DAY, limit: 3 });
+        await store.increment("credit");
+        await store.decrement("credit");
+        await store.decrement("credit");
+        return (await store.increment("credit")).totalHits;
+      };
+      assert.equal(await credit(new RlStore({ sendCommand, prefix: "ours:" })), 1);
+      assert.equal(await credit(new RedisStore({ sendCommand, prefix: "stock:" })), 0);
     });
 
     test("resetKey resets the count", async () => {
@@ -135,7 +163,6 @@ for (const server of servers) {
         assert.match(seen[0].headers.get("ratelimit"), /^limit=3, remaining=2, reset=[0-9]+$/);
         const retry = Number(seen[3].headers.get("retry-after"));
         assert.ok(retry > 0 && retry <= DAY / 1000, String(retry));
-        assert.equal(store.deciding, true); // the module denied the fourth
         assert.equal((await hit(app.url, "http-b")).status, 200); // another client is apart
         assert.equal(store.backend, server.withModule ? "module" : "library");
       } finally {
@@ -148,7 +175,6 @@ for (const server of servers) {
       const app = await serve(rateLimit({ windowMs: DAY, limit: (req) => (req.get("x-client") === "gold" ? 4 : 2),
         skipFailedRequests: true, keyGenerator: (req) => req.get("x-client"), store, ...quiet }));
       try {
-        assert.equal(store.deciding, false);
         assert.deepEqual(await statuses(app.url, "gold", 5), [200, 200, 200, 200, 429]);
         assert.deepEqual(await statuses(app.url, "free", 3), [200, 200, 429]);
         // Failed requests give their hit back; so do the 429s (failed too): the door stays
@@ -201,6 +227,43 @@ for (const server of servers) {
       }
     });
 
+    test("Express: the same traffic through rate-limit-redis: req.rateLimit.used, limit Infinity, windowMs as text", async () => {
+      const used = (req, res, next) => {
+        res.set("x-used", String(req.rateLimit.used));
+        next();
+      };
+      const handler = (req, res) => res.status(429).set("x-used", String(req.rateLimit.used)).send("limited");
+      const configs = [
+        { windowMs: DAY, limit: 3 }, // denied hits are counted: used grows past the limit
+        { windowMs: DAY, limit: Infinity }, // unlimited, every hit counted
+        { windowMs: "60000", limit: 2 }, // as express-rate-limit hands it over: text
+        { windowMs: String(DAY), limit: 3, skipFailedRequests: true },
+      ];
+      for (const [i, config] of configs.entries()) {
+        const mk = (Store, prefix) => [rateLimit({ ...config, keyGenerator: (req) => req.get("x-client"), handler,
+          store: new Store({ sendCommand, prefix }), ...quiet }), used];
+        await roomInWindow(60_000, 2_000); // (RlStore's 60 s windows are aligned to the clock)
+        const ours = await serve(mk(RlStore, `ours${i}:`));
+        const stock = await serve(mk(RedisStore, `stock${i}:`));
+        try {
+          const run = async (url) => {
+            const out = [];
+            for (const p of ["/", "/", "/fail", "/", "/", "/"]) {
+              const r = await hit(url, "used", p);
+              out.push(`${p} ${r.status} used ${r.headers.get("x-used")} remaining ${r.headers.get("x-ratelimit-remaining")}`);
+              if (config.skipFailedRequests) await sleep(20); // (the decrements run after the responses)
+            }
+            return out;
+          };
+          const got = await run(ours.url);
+          assert.deepEqual(got, await run(stock.url), JSON.stringify(config));
+          assert.ok(got.every((a) => !a.startsWith("/ 500")), got.join(", ")); // (only /fail fails)
+        } finally {
+          await Promise.all([ours.close(), stock.close()]);
+        }
+      }
+    });
+
     test("Express: switching from rate-limit-redis under live keys takes their counts over", async () => {
       const mk = (Store) => rateLimit({ windowMs: DAY, limit: 5, keyGenerator: (req) => req.get("x-client"),
         store: new Store({ sendCommand, prefix: "live:" }), ...quiet });
@@ -214,7 +277,7 @@ for (const server of servers) {
         const first = await burst([afterSwitch.url], "mover", 2);
         assert.deepEqual(first, { 200: 2 });
         assert.deepEqual(await statuses(afterSwitch.url, "mover", 2), [429, 429]);
-        assert.match(cli(server.port, "get", "live:mover"), /^fixed:[0-9]+:5$/);
+        assert.match(cli(server.port, "get", "live:mover"), /^fixed:[0-9]+:7$/); // 3 carried over, 4 hits since
       } finally {
         await afterSwitch.close();
       }
@@ -224,12 +287,15 @@ for (const server of servers) {
       assert.throws(() => new RlStore({ prefix: "x:" }), /exactly one of sendCommand, sendCommandCluster or client/);
       assert.throws(() => new RlStore({ sendCommand, client: c }), /exactly one/);
       assert.throws(() => new RlStore({ sendCommand, resetExpiryOnChange: true }), /resetExpiryOnChange/);
+      assert.throws(() => new RlStore({ sendCommand, perfix: "x:" }), /unknown option perfix/);
+      assert.throws(() => new RlStore({ sendCommand, prefix: 5 }), /prefix must be a string/);
       const logged = [];
       const logger = { error: (e) => logged.push(String(e?.message ?? e)), warn: () => {}, info: () => {}, debug: () => {} };
       for (const [options, message] of [
         [{ windowMs: 3651 * DAY, limit: 5 }, /windowMs must be a whole number of milliseconds/],
         [{ windowMs: 1.5, limit: 5 }, /windowMs/],
-        [{ windowMs: 60_000, limit: 2e12 }, /limit must be at most 1000000000000/],
+        [{ windowMs: "1m", limit: 5 }, /windowMs must be a whole number of milliseconds/],
+        [{ windowMs: "60000.5", limit: 5 }, /windowMs/],
       ]) {
         logged.length = 0;
         const store = new RlStore({ sendCommand });

@@ -1,40 +1,22 @@
 // The Express middleware inside a real Express app (examples/express_app.mjs), served on a
-// free port and driven over HTTP, on every backend.
+// free port and driven over HTTP, on every backend; then layers from chosen client addresses
+// (X-Forwarded-For from loopback, Express's `trust proxy`): the tag, IPv6 subnets, IPv4-mapped
+// addresses; and ipKey's text, checked against Python's ipaddress and express-rate-limit.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 
+import { ipKeyGenerator } from "express-rate-limit";
 import { createClient } from "redis";
-import { Limiter, policy, rateLimitLayers } from "redis-rl";
+import { Limiter, clientIp, clientSubnet, header, ipKey, policy, rateLimitLayers } from "redis-rl";
 
-import { Server, closeAll, freePort, startAll } from "./servers.mjs";
-
-const EXAMPLES = join(fileURLToPath(new URL(".", import.meta.url)), "../examples");
+import { from, roomInWindow, serve, startExample } from "./http.mjs";
+import { Server, closeAll, startAll } from "./servers.mjs";
 
 /** examples/express_app.mjs on a free port, against `redisUrl`. */
 async function startApp(redisUrl) {
-  const port = await freePort();
-  const proc = spawn(process.execPath, [join(EXAMPLES, "express_app.mjs")], {
-    env: { ...process.env, REDIS_URL: redisUrl, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"],
-  });
-  let log = ""; // the app's stderr (reconnections), shown if it does not start
-  proc.stderr.on("data", (chunk) => { log += chunk; });
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      await fetch(`${base}/nothing`);
-      break;
-    } catch {
-      if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`the app did not start:\n${log}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  const get = (path, key = "free-key") => fetch(`${base}${path}`, { headers: key ? { "X-API-Key": key } : {} });
-  const stop = () => new Promise((r) => { proc.once("exit", r); proc.kill("SIGTERM"); });
-  return { get, stop };
+  const app = await startExample("express_app.mjs", redisUrl);
+  const get = (path, key = "free-key") => app.get(path, key ? { "X-API-Key": key } : {});
+  return { get, stop: app.stop };
 }
 
 /** Waits, if needed, so the next `seconds` fall inside one minute's fixed window. */
@@ -103,6 +85,83 @@ for (const server of servers) {
   });
 }
 
+for (const server of servers) {
+  describe(`layers from chosen addresses on ${server.label}`, { concurrency: false }, () => {
+    let c;
+    let limiter;
+    before(async () => {
+      server.reset();
+      c = await createClient({ url: server.url }).connect();
+      limiter = new Limiter(c);
+    });
+    after(() => c.close());
+    const keys = async (pattern) => (await c.keys(pattern)).sort();
+    /** `middleware` in an Express app that takes req.ip from X-Forwarded-For (sent from
+     * loopback, as a proxy on the same host would): `fn(url)`, then the app is closed. */
+    const behind = async (middleware, fn) => {
+      const app = await serve(middleware, { trustProxy: "loopback" });
+      try {
+        return await fn(app.url);
+      } finally {
+        await app.close();
+      }
+    };
+    const ipAndKey = (tag, prefix) => rateLimitLayers({
+      limiter, tag, prefix,
+      layers: [
+        { name: "ip", identify: clientIp, policy: policy.fixed(3, "1m") },
+        { name: "key", identify: header("x-api-key"), policy: policy.fixed(100, "1m") },
+      ],
+    });
+
+    test("tag: the IP layer counts every request of its address, whatever the API key", async () => {
+      await roomInWindow(60_000, 5_000); // (one fixed minute for the whole test)
+      await behind(ipAndKey("ip", "t1"), async (url) => {
+        const codes = [];
+        for (let i = 0; i < 10; i++) codes.push((await from(url, "203.0.113.7", { "x-api-key": `k${i}` })).status);
+        assert.deepEqual(codes, [200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
+        // The other layer counts per (address, key); only admitted requests spent.
+        assert.deepEqual(await keys("t1:*203.0.113.7*"), ["t1:{203.0.113.7}:ip:203.0.113.7",
+          "t1:{203.0.113.7}:key:k0", "t1:{203.0.113.7}:key:k1", "t1:{203.0.113.7}:key:k2"]);
+        // Without the header: admitted, no error, its one key under its address's tag.
+        assert.equal((await from(url, "203.0.113.8")).status, 200);
+        assert.deepEqual(await keys("t1:*203.0.113.8*"), ["t1:{203.0.113.8}:ip:203.0.113.8"]);
+      });
+    });
+
+    test("tag: a request without the tagged identity is under {%none}, and braces are escaped", async () => {
+      await behind(ipAndKey("key", "t2"), async (url) => {
+        assert.equal((await from(url, "203.0.113.9")).status, 200);
+        assert.deepEqual(await keys("t2:*"), ["t2:{%none}:ip:203.0.113.9"]);
+        assert.equal((await from(url, "203.0.113.9", { "x-api-key": "a}b{%" })).status, 200);
+        assert.deepEqual(await keys("t2:{a*"), ["t2:{a%7Db%7B%25}:ip:203.0.113.9", "t2:{a%7Db%7B%25}:key:a}b{%"]);
+      });
+    });
+
+    test("IPv6: a /56 is one client, another /56 another; IPv4-mapped is IPv4", async () => {
+      await roomInWindow(60_000, 5_000);
+      const mw = rateLimitLayers({ limiter, prefix: "v6", layers: [{ name: "ip", identify: clientIp, policy: policy.fixed(3, "1m") }] });
+      await behind(mw, async (url) => {
+        const codes = [];
+        for (let i = 1; i <= 10; i++) codes.push((await from(url, `2001:db8:1:1::${i.toString(16)}`)).status);
+        assert.deepEqual(codes.filter((x) => x === 200).length, 3);
+        assert.equal((await from(url, "2001:db8:1:200::1")).status, 200); // another /56
+        const mixed = [];
+        for (const a of ["::ffff:192.0.2.1", "192.0.2.1", "::FFFF:192.0.2.1", "192.0.2.1"]) mixed.push((await from(url, a)).status);
+        assert.deepEqual(mixed, [200, 200, 200, 429]); // one counter
+        assert.deepEqual(await keys("v6:*"), ["v6:ip:192.0.2.1", "v6:ip:2001:db8:1:200::/56", "v6:ip:2001:db8:1::/56"]);
+      });
+      const by64 = rateLimitLayers({ limiter, prefix: "v64",
+        layers: [{ name: "ip", identify: clientSubnet(64), policy: policy.fixed(1, "1m") }] });
+      await behind(by64, async (url) => {
+        const codes = [];
+        for (const a of ["2001:db8:1:1::1", "2001:db8:1:1::2", "2001:db8:1:2::1"]) codes.push((await from(url, a)).status);
+        assert.deepEqual(codes, [200, 429, 200]); // the second is in the first one's /64
+      });
+    });
+  });
+}
+
 test("the app follows its server's restart and a failover to a server without the module", async () => {
   const s = await new Server("redis", true, ["--appendonly", "yes", "--appendfsync", "always"]).start();
   const app = await startApp(s.url);
@@ -138,24 +197,83 @@ test("a wrong configuration is refused at start-up", () => {
   assert.throws(() => rateLimitLayers({ limiter, layers: [] }), RangeError);
   assert.throws(() => rateLimitLayers({ limiter, layers: [layer, layer] }), /distinct/);
   assert.throws(() => rateLimitLayers({ limiter: {}, layers: [layer] }), TypeError);
+  // The tag names a layer: a function (the old form) or another name is refused.
+  assert.throws(() => rateLimitLayers({ limiter, layers: [layer], tag: () => "x" }), { name: "TypeError", message: /tag names a layer/ });
+  assert.throws(() => rateLimitLayers({ limiter, layers: [layer], tag: "key" }), { name: "RangeError", message: /tag names a layer.*"key" is not one of ip/ });
+  assert.throws(() => rateLimitLayers({ limiter, layers: [layer], tag: "ip", prefix: "a{b}" }), /prefix must not contain braces/);
+  assert.throws(() => clientSubnet(0), RangeError);
 });
 
-test("a tag puts every key of a request in one slot", async () => {
-  const sent = [];
-  const limiter = new Limiter(async (args) => {
-    sent.push(args);
-    return [1, 5, 4, 0, 100, [[1, 5, 4, 0, 100], [1, 5, 4, 0, 100]]];
-  });
-  const mw = rateLimitLayers({
-    limiter,
-    layers: [
-      { name: "ip", identify: (req) => req.ip, policy: policy.gcra(10, "1s") },
-      { name: "plan", identify: (req) => req.headers["x-api-key"], policy: policy.fixed(5, "1m") },
-    ],
-    tag: (req) => req.headers["x-api-key"],
-  });
-  await new Promise((resolve, reject) =>
-    mw({ ip: "203.0.113.7", headers: { "x-api-key": "acme" } }, { setHeader() {}, end: reject, statusCode: 200 },
-      (err) => (err ? reject(err) : resolve())));
-  assert.deepEqual(sent[0].slice(0, 4), ["RL.ALL", "2", "rl:{acme}:ip:203.0.113.7", "rl:{acme}:plan:acme"]);
+// ipKey(address, bits) -> key. Each row was checked against Python's ipaddress
+// (`ip_network(f"{ip}/{bits}", strict=False).compressed`, the IPv4 address for IPv4 and for
+// IPv4-mapped IPv6, the text unchanged when it is not an address).
+const IP_KEYS = [
+  ["2001:db8:1:1::1", 56, "2001:db8:1::/56"],
+  ["2001:db8:1:1ff::1", 56, "2001:db8:1:100::/56"],
+  ["2001:db8:1:ff::9", 56, "2001:db8:1::/56"],
+  ["2001:db8:1:1::1", 64, "2001:db8:1:1::/64"],
+  ["2001:db8:1:2::1", 64, "2001:db8:1:2::/64"],
+  ["2001:DB8:0001:0001:0000:0000:0000:0001", 56, "2001:db8:1::/56"],
+  ["2001:db8:1:200::1", 56, "2001:db8:1:200::/56"],
+  ["2001:0:0:1::", 128, "2001:0:0:1::/128"], // the longest run of zeros is the one compressed
+  ["2001:0:0:1:0:0:1:1", 128, "2001::1:0:0:1:1/128"], // the first of two equal runs
+  ["1:0:1:0:1:0:1:0", 128, "1:0:1:0:1:0:1:0/128"], // a single zero group stays
+  ["0:0:1:0:0:0:1:0", 128, "0:0:1::1:0/128"],
+  ["::", 56, "::/56"],
+  ["::", 128, "::/128"],
+  ["::1", 128, "::1/128"],
+  ["::1", 56, "::/56"],
+  ["::ffff:1.2.3.4", 56, "1.2.3.4"],
+  ["::FFFF:102:304", 128, "1.2.3.4"],
+  ["::1.2.3.4", 56, "::/56"], // IPv4-compatible (deprecated) is IPv6
+  ["::1.2.3.4", 128, "::102:304/128"],
+  ["1.2.3.4", 56, "1.2.3.4"],
+  ["0.0.0.0", 56, "0.0.0.0"],
+  ["fe80::1%eth0", 56, "fe80::/56"],
+  ["fe80::1%eth0", 128, "fe80::1/128"],
+  ["1.2.3.4%eth0", 56, "1.2.3.4"],
+  ["1:2:3:4:5:6:7:8", 128, "1:2:3:4:5:6:7:8/128"],
+  ["1:2:3:4:5:6:7::", 128, "1:2:3:4:5:6:7:0/128"],
+  ["::2:3:4:5:6:7:8", 128, "0:2:3:4:5:6:7:8/128"],
+  ["1:2:3:4:5:6:1.2.3.4", 128, "1:2:3:4:5:6:102:304/128"],
+  ["ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1, "8000::/1"],
+  ["ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 127, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127"],
+  ["2001:db8:abcd:12ff::1", 60, "2001:db8:abcd:12f0::/60"],
+  // Not addresses: unchanged.
+  ["testclient", 56, "testclient"],
+  ["/tmp/app.sock", 56, "/tmp/app.sock"],
+  ["", 56, ""],
+  ["01.2.3.4", 56, "01.2.3.4"],
+  ["1.2.3", 56, "1.2.3"],
+  ["256.1.1.1", 56, "256.1.1.1"],
+  ["1:2:3:4:5:6:7:8:9", 56, "1:2:3:4:5:6:7:8:9"],
+  ["1::2::3", 56, "1::2::3"],
+  [":1::", 56, ":1::"],
+  ["1:::", 56, "1:::"],
+  ["12345::", 56, "12345::"],
+  ["::1.2.3.04", 56, "::1.2.3.04"],
+  ["1.2.3.4::", 56, "1.2.3.4::"],
+  ["1::2:3:4:5:6:7:8", 56, "1::2:3:4:5:6:7:8"], // `::` must stand for one group at least
+  ["[::1]", 56, "[::1]"],
+  ["::g", 56, "::g"],
+];
+
+test("ipKey: Python ipaddress' text, and express-rate-limit's ipKeyGenerator's for IPv6", () => {
+  for (const [address, bits, key] of IP_KEYS) {
+    assert.equal(ipKey(address, bits), key, `${address} /${bits}`);
+    if (bits === 56 || bits === 64) {
+      if (key.endsWith(`/${bits}`) && !address.includes("%") && !address.includes(".")) {
+        assert.equal(ipKeyGenerator(address, bits), key, `ipKeyGenerator(${address}, ${bits})`);
+      }
+    }
+  }
+  assert.equal(ipKey("2001:db8:1:1::1"), "2001:db8:1::/56"); // /56 by default
+  assert.equal(clientIp({ ip: "2001:db8:1:1::1", headers: {} }), "2001:db8:1::/56");
+  assert.equal(clientIp({ headers: {}, socket: { remoteAddress: "::ffff:127.0.0.1" } }), "127.0.0.1");
+  assert.equal(clientIp({ headers: {} }), undefined);
+  for (const bits of [0, 129, 1.5, "56", Number.NaN, null]) {
+    assert.throws(() => ipKey("::1", bits), { name: "RangeError", message: /ipv6Bits must be an integer from 1 to 128/ });
+    assert.throws(() => clientSubnet(bits), RangeError);
+  }
+  assert.throws(() => ipKey(undefined), TypeError);
 });

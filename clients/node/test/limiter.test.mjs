@@ -106,8 +106,31 @@ for (const server of servers) {
         const limiter = new Limiter(c.client);
         await assert.rejects(limiter.fixed(`${kind}:e`, 0, "1m"), /limit must be an integer/);
         assert.equal(limiter.backend, expected);
-        assert.throws(() => limiter.fixed(`${kind}:e`, "5", "1m"), TypeError);
-        assert.throws(() => limiter.all([]), RangeError);
+        await assert.rejects(limiter.fixed(`${kind}:e`, "5", "1m"), TypeError);
+        await assert.rejects(limiter.all([]), RangeError);
+      });
+
+      test("a key that is not a string, or a cost that is not an integer, is refused before anything is sent", async () => {
+        const limiter = new Limiter(c.client);
+        const p = policy.fixed(5, "1h");
+        for (const bad of [null, undefined, 42, ["k"]]) {
+          for (const call of [
+            () => limiter.decide(bad, p), () => limiter.fixed(bad, 5, "1h"), () => limiter.gcra(bad, 5, "1s"),
+            () => limiter.peek(bad, p), () => limiter.refund(bad, p, 1), () => limiter.all([[`${kind}:ok`, p], [bad, p]]),
+            () => limiter.acquire(bad, 1, "30s", "a"), () => limiter.release(bad, "a"),
+          ]) {
+            await assert.rejects(call(), { name: "TypeError", message: /key must be a string/ });
+          }
+          await assert.rejects(limiter.acquire(`${kind}:lease`, 1, "30s", bad), /leaseId must be a string/);
+        }
+        for (const cost of [1.5, Number.NaN, Infinity, "2", null]) {
+          await assert.rejects(limiter.decide(`${kind}:cost`, p, { cost }), { name: "TypeError", message: /cost is an integer/ });
+          await assert.rejects(limiter.all([[`${kind}:cost`, p, cost]]), TypeError);
+        }
+        // Nothing was sent: none of the keys these would name (ioredis makes "" of null).
+        const named = ["", "null", "undefined", "42", "k", `${kind}:ok`, `${kind}:lease`, `${kind}:cost`];
+        assert.equal(Number(await c.raw(["EXISTS", ...named])), 0);
+        assert.equal((await limiter.decide(`${kind}:cost`, p, { cost: 1.0 })).remaining, 4); // 1.0 is the integer 1
       });
     });
   }
