@@ -11,7 +11,7 @@ import { after, describe, test } from "node:test";
 import Redis from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { createClient } from "redis";
-import { RateLimiterRl } from "redis-rl";
+import { RateLimiterRl } from "redis-rl/rate-limiter-flexible";
 
 import { STORE_BACKENDS, burst, roomInWindow, serve, sleep, startStoreServers, statuses } from "./http.mjs";
 import { Server, closeAll } from "./servers.mjs";

@@ -5,7 +5,8 @@ import { after, test } from "node:test";
 
 import { Cluster } from "ioredis";
 import { createCluster } from "redis";
-import { RateLimiterRl, RlStore } from "redis-rl";
+import { RlStore } from "redis-rl";
+import { RateLimiterRl } from "redis-rl/rate-limiter-flexible";
 
 import { closeAll, startCluster } from "./servers.mjs";
 
