@@ -69,8 +69,8 @@ for (const server of servers) {
     /** RateLimiterRedis and RateLimiterRl with the same options, each under its own prefix. */
     const pair = async (o) => {
       const p = `p${++prefixes}`;
-      return [new RateLimiterRedis({ storeClient: await client(), useRedisPackage: true, ...o, keyPrefix: `stock-${p}` }),
-        await make({ ...o, keyPrefix: `ours-${p}` })];
+      const both = { storeClient: await client(), useRedisPackage: true, ...o }; // ours ignores useRedisPackage
+      return [new RateLimiterRedis({ ...both, keyPrefix: `stock-${p}` }), new RateLimiterRl({ ...both, keyPrefix: `ours-${p}` })];
     };
     const closedClient = async () => {
       const closed = await createClient({ url: server.url }).connect();
@@ -210,6 +210,8 @@ for (const server of servers) {
     test("rejectIfRedisNotReady: a closed client is not called", async () => {
       const rl = new RateLimiterRl({ storeClient: await closedClient(), points: 2, duration: 1, rejectIfRedisNotReady: true });
       await assert.rejects(rl.get("k"), /Redis connection is not ready/);
+      await assert.rejects(rl.consume("k"), /Redis connection is not ready/);
+      await assert.rejects(rl.block("k", 1), /Redis connection is not ready/);
     });
 
     test("block key forever (secDuration 0), set points by key, for a duration and forever", async () => {
@@ -226,6 +228,23 @@ for (const server of servers) {
       const seen = (res) => res && [res.consumedPoints, res.msBeforeNext === -1];
       assert.deepEqual(r.map(seen), [[2, true], [12, false], null, [12, true]]);
       assert.deepEqual(r.map(seen), s.map(seen));
+    });
+
+    test("a consume gives a block forever the window's expiry, as RateLimiterRedis; block durations are kept to the ms", async () => {
+      const [stock, ours] = await pair({ points: 1, duration: 5 });
+      const run = async (rl) => {
+        await rl.block("forever", 0);
+        const res = await rejection(rl.consume("forever"));
+        await rl.block("brief", 1.5);
+        await rl.block("briefer", 0.5);
+        return [res.consumedPoints, res.msBeforeNext, ...["forever", "brief", "briefer"].map((k) => Number(cli(server.port, "pttl", rl.getKey(k))))];
+      };
+      const [s, r] = [await run(stock), await run(ours)];
+      for (const [consumed, ms, pttl] of [s, r]) assert.ok(consumed === 3 && ms === 5000 && pttl > 4000 && pttl <= 5000, String([consumed, ms, pttl]));
+      assert.ok(r[3] > 1400 && r[3] <= 1500, String(r[3])); // PX 1500
+      assert.ok(s[3] > 900 && s[3] <= 1000, String(s[3])); // RateLimiterRedis: EX 1
+      assert.ok(r[4] > 400 && r[4] <= 500, String(r[4]));
+      assert.equal(s[4], -1); // RateLimiterRedis: under a second, no expiry
     });
 
     // --- The same calls through RateLimiterRedis ----------------------------------------
@@ -274,6 +293,7 @@ for (const server of servers) {
         assert.equal(ours.getKey(key), `${ours.keyPrefix}:${key}`);
         assert.match(cli(server.port, "get", ours.getKey(key)), /^fixed:[0-9]+:2$/);
       }
+      assert.equal(new RateLimiterRl({ storeClient: c, points: 1, duration: 1 }).getKey("a"), "rlflx:a");
     });
 
     test("argument errors reject with a TypeError or RangeError while Redis is up, never the insuranceLimiter's decision", async () => {
@@ -286,6 +306,7 @@ for (const server of servers) {
         [() => rl.consume("k", 1e13), RangeError, /points to consume/],
         [() => rl.consume("k", 1, { customDuration: 0.0001 }), RangeError, /customDuration/],
         [() => rl.consume("k", 1, { customDuration: 0 }), RangeError, /customDuration/],
+        [() => rl.consume("k", 1, { customDuration: -1 }), RangeError, /customDuration/],
         [() => rl.consume("k", 1, { customDuration: "5" }), TypeError, /customDuration/],
         [() => rl.consume(null), TypeError, /key/],
         [() => rl.consume(undefined), TypeError, /key/],
@@ -306,16 +327,29 @@ for (const server of servers) {
       assert.equal((await rl.consume("k", "2")).consumedPoints, 2); // digits, as RateLimiterRedis takes them
     });
 
+    test("RateLimiterRedis takes those arguments otherwise: a reward, the insuranceLimiter, no expiry, its duration", async () => {
+      const insurance = new RateLimiterMemory({ points: 100, duration: 60 });
+      const stock = new RateLimiterRedis({ storeClient: await client(), useRedisPackage: true, points: 2, duration: 60,
+        keyPrefix: "stockargs", insuranceLimiter: insurance });
+      assert.equal((await stock.consume("negative", -1)).consumedPoints, -1);
+      await stock.consume("decimal", 1.5);
+      assert.notEqual(await insurance.get("decimal"), null); // decided in memory, Redis up
+      assert.equal(cli(server.port, "exists", "stockargs:decimal"), "0");
+      await stock.consume("sub-second", 1, { customDuration: 0.0001 });
+      assert.equal(cli(server.port, "pttl", "stockargs:sub-second"), "-1");
+      assert.ok((await stock.consume("negative-duration", 1, { customDuration: -1 })).msBeforeNext > 59_000);
+    });
+
     test("Redis down: the insuranceLimiter decides with the blockDuration it inherits, as RateLimiterRedis' (30,000 ms)", async () => {
       const closed = await closedClient();
-      const o = { storeClient: closed, points: 1, duration: 60, blockDuration: 30 };
+      const o = { storeClient: closed, points: 1, duration: 60, blockDuration: 30, execEvenly: true };
       const run = async (rl) => [await settle(rl.consume("down")), await settle(rl.consume("down"))];
       const s = await run(new RateLimiterRedis({ ...o, useRedisPackage: true, insuranceLimiter: new RateLimiterMemory({ points: 1, duration: 60 }) }));
       const ours = new RateLimiterRl({ ...o, insuranceLimiter: new RateLimiterMemory({ points: 1, duration: 60 }) });
       const r = await run(ours);
       assert.deepEqual(r.map(points), s.map(points));
       assert.deepEqual([s[1].res.msBeforeNext, r[1].res.msBeforeNext], [30_000, 30_000]);
-      assert.equal(ours.insuranceLimiter.blockDuration, 30);
+      assert.deepEqual([ours.insuranceLimiter.blockDuration, ours.insuranceLimiter.execEvenly], [30, true]);
     });
 
     test("consume(key, 0) answers the time left in the window, as RateLimiterRedis (60,000 on a fresh key)", async () => {
@@ -326,6 +360,8 @@ for (const server of servers) {
       assert.equal(s.res.msBeforeNext, 60_000);
       assert.ok(r.res.msBeforeNext > 0 && Math.abs(r.res.msBeforeNext - untilWindowEnd(60_000)) < 1000, String(r.res.msBeforeNext));
       assert.equal(cli(server.port, "exists", ours.getKey("zero")), "0"); // it writes nothing
+      assert.equal(await ours.get("zero"), null);
+      assert.equal((await stock.get("zero")).consumedPoints, 0); // RateLimiterRedis created the key
       await ours.consume("zero", 2);
       assert.equal((await ours.consume("zero", 0)).consumedPoints, 2);
     });
@@ -337,6 +373,10 @@ for (const server of servers) {
         await assert.rejects(rl.consume(null), TypeError);
         await assert.rejects(rl.consume(undefined), TypeError);
         assert.deepEqual(await io.keys("ionull*"), []);
+        const stock = new RateLimiterRedis({ storeClient: io, points: 1, duration: 60, keyPrefix: "stocknull" });
+        await stock.consume(null);
+        await stock.consume(undefined);
+        assert.deepEqual((await io.keys("stocknull*")).sort(), ["stocknull:null", "stocknull:undefined"]);
       } finally {
         io.disconnect();
       }
@@ -348,6 +388,14 @@ for (const server of servers) {
       assert.deepEqual(points(await settle(ours.reward("r", 2))), ["resolved", 0, 2, false]);
       assert.equal(await ours.get("r"), null);
       assert.equal((await ours.consume("r", 2)).remainingPoints, 0);
+    });
+
+    test("the count stops at 10^12: a consume past it is denied and not counted", async () => {
+      const rl = await make({ points: 1e12, duration: 60 });
+      assert.equal((await rl.consume("top", 1e12)).remainingPoints, 0);
+      const over = await rejection(rl.consume("top", 5));
+      assert.deepEqual([over.consumedPoints, over.remainingPoints], [1e12 + 5, 0]);
+      assert.equal((await rl.get("top")).consumedPoints, 1e12);
     });
 
     test("switching from RateLimiterRedis under live keys: its counters and blocks carry on, then RL.FIXED takes the key", async () => {
@@ -363,6 +411,7 @@ for (const server of servers) {
       assert.deepEqual([denied.consumedPoints, denied.msBeforeNext], [4, 60_000]);
       assert.ok((await rejection(ours.consume("blocked"))).msBeforeNext > 59_000);
       assert.equal((await ours.get("blocked")).consumedPoints, 5);
+      assert.equal((await ours.reward("blocked")).consumedPoints, 4); // INCRBY -1 there, as stock
       await sleep(2100);
       assert.equal((await ours.consume("expiring")).consumedPoints, 1);
       assert.match(cli(server.port, "get", "live:expiring"), /^fixed:[0-9]+:1$/);
@@ -452,6 +501,7 @@ for (const server of servers) {
         [{ storeClient: c, points: 5, duration: 3651 * 86_400 }, /duration/],
         [{ storeClient: c, points: 5, duration: 0.0005 }, /duration must be seconds in whole milliseconds/],
         [{ storeClient: c, points: 5, duration: 1, blockDuration: 0.0005 }, /blockDuration/],
+        [{ storeClient: c, points: 5, duration: 1, blockDuration: 3651 * 86_400 }, /blockDuration/],
         [{ storeClient: c, points: 5, duration: 1, blockOnConsumed: 4 }, /blockOnConsumed/],
         [{ storeClient: c, points: 5, duration: 1, customIncrTtlLuaScript: "return 1" }, /customIncrTtlLuaScript/],
         [{ storeClient: c, points: 5, duration: 1, useRedis3AndLowerPackage: true }, /useRedis3AndLowerPackage/],
