@@ -1,7 +1,7 @@
 import express from "express";
 import { RateLimiterRes } from "rate-limiter-flexible";
 import { createClient } from "redis";
-import { RateLimiterRl } from "redis-rl"; // was: import { RateLimiterRedis } from "rate-limiter-flexible";
+import { RateLimiterRl } from "redis-rl/rate-limiter-flexible"; // was: import { RateLimiterRedis } from "rate-limiter-flexible";
 
 const client = await createClient({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" }).connect();
 // was: new RateLimiterRedis({ ... }), with the same options

@@ -14,7 +14,8 @@ import Redis from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { RedisStore } from "rate-limit-redis";
 
-import { RateLimiterRl, RlStore } from "../dist/esm/index.js";
+import { RlStore } from "../dist/esm/index.js";
+import { RateLimiterRl } from "../dist/esm/flexible.js";
 
 const { values: a } = parseArgs({
   options: {

@@ -15,5 +15,4 @@ export type { Duration, Policy } from "./policy.js";
 export { NO_TAG, clientIp, clientSubnet, escapeTag, header, ipKey, path, rateLimitLayers } from "./express.js";
 export type { Identify, LayerSpec, LayersOptions, RequestLike, ResponseLike } from "./express.js";
 export { RlStore, type RlStoreOptions, type RlStoreInit, type RlStoreInfo } from "./express-store.js";
-export { RateLimiterRl, type RateLimiterRlOptions, type RateLimiterResLike, type CallOptions } from "./flexible.js";
 export type { SendCommandFn, SendCommandClusterFn } from "./stock.js";

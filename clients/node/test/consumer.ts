@@ -30,7 +30,8 @@ export async function check(limiter: Limiter): Promise<string> {
 // The framework adapters: RlStore is an express-rate-limit Store, RateLimiterRl resolves
 // rate-limiter-flexible's RateLimiterRes fields.
 import type { Store } from "express-rate-limit";
-import { RateLimiterRl, RlStore } from "redis-rl";
+import { RlStore } from "redis-rl";
+import { RateLimiterRl } from "redis-rl/rate-limiter-flexible";
 
 export function stores(send: (...args: string[]) => Promise<unknown>, client: unknown): [Store, Promise<number>] {
   const store: Store = new RlStore({ sendCommand: send, prefix: "rl:" });
