@@ -28,6 +28,8 @@ export interface RequestLike {
 export interface ResponseLike {
   statusCode: number;
   setHeader(name: string, value: string): unknown;
+  /** Node's and Express's: reads a header an outer middleware set. */
+  getHeader?(name: string): unknown;
   end(body?: string): unknown;
 }
 
@@ -227,7 +229,9 @@ export function rateLimitLayers(o: LayersOptions) {
     const layers = applying(req);
     if (layers.length === 0) return next();
     o.limiter.all(layers).then(({ binding }) => {
-      for (const [name, value] of Object.entries(binding.allHeaders())) res.setHeader(name, value);
+      if (!binding.allowed || !outerBindsMore(res, binding.remaining)) {
+        for (const [name, value] of Object.entries(binding.allHeaders())) res.setHeader(name, value);
+      }
       if (binding.allowed) return next();
       const body = JSON.stringify({ error: "rate limited", layer: binding.policy?.name ?? "" });
       res.statusCode = 429;
@@ -235,4 +239,13 @@ export function rateLimitLayers(o: LayersOptions) {
       res.end(body);
     }, next);
   };
+}
+
+/** Behind another `rateLimitLayers` (a second middleware, for a limit tagged by another
+ * layer) the response already carries that one's headers: an admitted request keeps
+ * whichever decision has fewer remaining, this inner one's on a tie, never a mix of both (a
+ * denial always answers with its own). */
+function outerBindsMore(res: ResponseLike, remaining: number): boolean {
+  const outer = res.getHeader?.("X-RateLimit-Remaining");
+  return typeof outer === "string" && /^[0-9]+$/.test(outer) && Number(outer) < remaining;
 }
