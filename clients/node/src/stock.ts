@@ -1,10 +1,11 @@
 /**
- * What the framework adapters (`RlStore`, `RateLimiterRl`) share: the bounds the commands
- * accept, checked when the adapter is configured rather than at the first request; a
- * transport from rate-limit-redis' `sendCommand` / `sendCommandCluster` options; spending
- * "as much as fits" of a fixed window; and taking over a counter a stock store left on a
- * key (a plain integer written by `INCR`), so that switching stores under live traffic
- * neither fails nor resets anyone.
+ * What the framework adapters share: the bounds the commands accept (both), checked when the
+ * adapter is configured rather than at the first request; recognising a key a stock store
+ * wrote (both). For `RlStore`: a transport from rate-limit-redis' `sendCommand` /
+ * `sendCommandCluster` options; spending "as much as fits" of a fixed window; and taking over
+ * a counter rate-limit-redis left on a key (a plain integer written by `INCR`), so that
+ * switching stores under live traffic neither fails nor resets anyone. (`RateLimiterRl`
+ * counts such a key the stock way instead, until it expires.)
  */
 import type { Limiter } from "./limiter.js";
 import type { Decision } from "./decision.js";
@@ -23,14 +24,6 @@ export function durationMsArg(ms: number, what: string): string {
     throw new RangeError(`${what} must be a whole number of milliseconds from 1 to ${MAX_DURATION_MS} (3650 days): ${String(ms)}`);
   }
   return `${ms}ms`;
-}
-
-/** `n` if it is a count the commands take from `min` to 10^12, else a RangeError. */
-export function checkCount(n: unknown, what: string, min = 1): number {
-  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < min || n > MAX_COUNT) {
-    throw new RangeError(`${what} must be an integer from ${min} to ${MAX_COUNT}: ${String(n)}`);
-  }
-  return n;
 }
 
 /** rate-limit-redis' `sendCommand(...args)`. */
