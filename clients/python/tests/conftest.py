@@ -149,6 +149,18 @@ def clusters():
         c.close()
 
 
+@pytest.fixture(params=[True, False], ids=["module", "library"])
+def cluster(request, clusters) -> Cluster:
+    """A three-master cluster with the module, then without it, emptied of keys and of the
+    library."""
+    c = clusters(request.param)
+    for n in c.nodes:
+        node = redis.Redis(port=n.port)
+        node.flushall()
+        node.function_flush()
+    return c
+
+
 BACKENDS = [("redis", True), ("redis", False), ("valkey", True), ("valkey", False)]
 
 

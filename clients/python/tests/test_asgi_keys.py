@@ -163,16 +163,6 @@ def test_client_ip_is_the_56_and_none_without_a_client():
     assert client_ip({"type": "http", "client": None}) is None
 
 
-@pytest.fixture(params=[True, False], ids=["module", "library"])
-def cluster(request, clusters):
-    c = clusters(request.param)
-    for n in c.nodes:
-        node = redis.Redis(port=n.port)
-        node.flushall()
-        node.function_flush()
-    return c
-
-
 def test_tags_with_braces_and_without_an_identity_on_a_cluster(cluster):
     """On a fresh cluster client (its first call is RL.ALL), a tag identity with braces and
     `%`, and one missing, keep every key of a request in one slot: no CROSSSLOT."""

@@ -14,16 +14,6 @@ import redis_rl
 from redis_rl import policy
 
 
-@pytest.fixture(params=[True, False], ids=["module", "library"])
-def cluster(request, clusters):
-    c = clusters(request.param)
-    for n in c.nodes:
-        node = redis.Redis(port=n.port)
-        node.flushall()
-        node.function_flush()
-    return c
-
-
 def test_keys_on_every_node_are_decided_there(cluster):
     rc = RedisCluster(host="127.0.0.1", port=cluster.port)
     limiter = redis_rl.Limiter(rc)
