@@ -71,14 +71,18 @@ impl Chaos<'_> {
         let i = self.rng.random_range(0..LIMITERS.len());
         let block = [0, 0, 20, 200, 2000][self.rng.random_range(0..5)];
         let words = format!("{} BLOCK {block}", self.call(i));
-        let entered = |c: &mut redis::Connection| {
-            let (w, a, t) = waits(c);
-            w + a + t
-        };
-        let before = entered(c);
         let mut raw = Raw::send(self.s, &words);
+        // Arrived: the server blocked its client or answered it. (A sum of
+        // the wait gauges cannot tell: another waiter's client leaving lowers
+        // it in the same instant.)
+        let id = raw.id;
         wait_for("the waiter to arrive", || {
-            entered(c) > before || raw.ready()
+            let line: String = run(c, &format!("CLIENT LIST ID {id}"));
+            let blocked = line
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("flags="))
+                .is_some_and(|flags| flags.contains('b'));
+            blocked || raw.ready()
         });
         self.waiters.push(Some(raw));
     }
