@@ -166,7 +166,7 @@ def test_a_key_of_another_type_or_limiter_is_foreign(client, server):
     client.lpush("list", "x")
     client.set("text", "hello")
     client.set("shaped", "fixed:not a state")
-    limiter.gcra("gcra", 10, "1s")
+    limiter.gcra("gcra", 10, "1h")
     stored = client.get("gcra")
     for key, holds in [("list", "type"), ("text", "value"), ("shaped", "value"),
                        ("gcra", "limiter")]:
