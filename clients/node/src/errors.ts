@@ -79,6 +79,12 @@ export class ForeignKeyError extends RlError {
   }
 }
 
+/** What a LibraryUnavailableError says before the server's text: the load failed; the server
+ * has no `FCALL`; the library, loaded, was not there for the call. */
+export const NOT_LOADABLE = "the rl module is not loaded and the rl library could not be loaded";
+export const NO_FUNCTIONS = "the rl module is not loaded and the server has no Functions (FCALL) for the library";
+export const NOT_LOADED = "the rl library was loaded but the server does not have it";
+
 /** A check made before sending: `new Kind(message)` (a TypeError or RangeError, as the package
  * threw before) carrying ConfigurationError's code. */
 export function refused(Kind: TypeErrorConstructor | RangeErrorConstructor, message: string): TypeError | RangeError {

@@ -15,7 +15,9 @@
  * A wrong configuration (an unknown option, a `windowMs` the command cannot take) throws
  * from the constructor or from `init`, which express-rate-limit logs when the app starts,
  * and every later call rejects with the same error: requests fail (500, or
- * `passOnStoreError`) rather than pass unlimited.
+ * `passOnStoreError`) rather than pass unlimited. Those are TypeErrors and RangeErrors, each
+ * also a ConfigurationError; a server failure rejects with the package's error (errors.ts),
+ * which express-rate-limit handles as any store's.
  */
 import { refused } from "./errors.js";
 import { Limiter } from "./limiter.js";

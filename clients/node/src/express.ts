@@ -5,8 +5,10 @@
  * Every response carries the binding layer's headers (`Decision.allHeaders`); a denial is
  * answered by the middleware itself: 429 with those headers, `Retry-After` among them unless
  * the request can never be admitted, and a JSON body naming the layer. Nothing is spent
- * unless every layer admits. An error from the server (unreachable, a bad policy) goes to
- * `next(err)`, so the request fails (Express answers 500): it is never let through unchecked.
+ * unless every layer admits. An error from the server goes to `next(err)`, so the request
+ * fails (Express answers 500): it is never let through unchecked. It is the limiter's
+ * (errors.ts): ServerUnavailableError, ConfigurationError (a policy the server refuses),
+ * ForeignKeyError, LibraryUnavailableError.
  *
  * On Redis Cluster, `tag` names the layer whose identity (escaped) is every key's hash tag,
  * so the keys of one request share a slot; `clientIp` keys an IPv6 client by its /56.

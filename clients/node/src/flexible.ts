@@ -13,9 +13,12 @@
  * - `block` and `set` write the stock format (`SET key <points> PX <ms>`). A key in that
  *   format (or a counter `RateLimiterRedis` left) is counted the stock way, `INCRBY`, until it
  *   expires; then `RL.FIXED` takes the key again.
- * - Argument errors reject with a TypeError or RangeError before the base class runs (which
- *   would hand any failure to `insuranceLimiter`); options the commands cannot honour throw
- *   at construction.
+ * - Argument errors reject with a TypeError or RangeError (each also a ConfigurationError)
+ *   before the base class runs (which would hand any failure to `insuranceLimiter`); options
+ *   the commands cannot honour throw at construction.
+ * - A server failure is the package's error (errors.ts: ServerUnavailableError ...), which the
+ *   base class rejects with, or hands to `insuranceLimiter`, as it does `RateLimiterRedis`'
+ *   driver errors; `rejectIfRedisNotReady`'s is a ServerUnavailableError with the stock text.
  */
 import { type IRateLimiterRedisOptions, RateLimiterRedis, RateLimiterRes, type RateLimiterStoreAbstract } from "rate-limiter-flexible";
 

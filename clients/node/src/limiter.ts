@@ -21,12 +21,8 @@ import { LIBRARY_SOURCE } from "./library.js";
 import * as policy from "./policy.js";
 import type { Duration, Policy } from "./policy.js";
 import { functionMissing, isReplyError, libraryUnavailable, unknownCommand } from "./classify.js";
-import { refused } from "./errors.js";
+import { NOT_LOADED, NO_FUNCTIONS, refused } from "./errors.js";
 import { type Transport, transportOf } from "./transport.js";
-
-/** What a LibraryUnavailableError says before the server's text. */
-const NO_FUNCTIONS = "the rl module is not loaded and the server has no Functions (FCALL) for the library";
-const NOT_LOADED = "the rl library was loaded but the server does not have it";
 
 type Named = DecideOptions & { name?: string };
 

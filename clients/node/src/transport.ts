@@ -6,7 +6,7 @@
  * failure classified, a load's failure a LibraryUnavailableError.
  */
 import { classify, libraryUnavailable } from "./classify.js";
-import { refused } from "./errors.js";
+import { NOT_LOADABLE, refused } from "./errors.js";
 
 /** A function sending one command line and resolving with its reply. */
 export type SendCommand = (args: string[]) => Promise<unknown>;
@@ -19,9 +19,6 @@ export interface Transport {
 
 /** Marks a `Transport` built by this package, which `transportOf` takes as it is. */
 const BUILT = Symbol("redis-rl transport");
-
-/** What a LibraryUnavailableError says before the server's text, when the load failed. */
-export const NOT_LOADABLE = "the rl module is not loaded and the rl library could not be loaded";
 
 /** A transport from its two functions: what the framework stores build from the
  * `sendCommand` / `sendCommandCluster` options they take. Their failures are the package's
