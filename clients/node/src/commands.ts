@@ -6,6 +6,7 @@
  * here talks to a server.
  */
 import { type AllDecision, type Backend, Decision } from "./decision.js";
+import { refused } from "./errors.js";
 import { type Duration, type Policy, countArg, durationArg } from "./policy.js";
 
 const FUNCTIONS: Record<Policy["algo"], string> = {
@@ -70,7 +71,7 @@ export type Layer = readonly [key: string, policy: Policy, cost?: number];
 
 /** `RL.ALL numkeys key... ALGO params [COST n] ... [PEEK]`: every layer or none. */
 export function allOf(layers: readonly Layer[], peekOnly: boolean): Command<AllDecision> {
-  if (layers.length === 0) throw new RangeError("all() needs at least one [key, policy] layer");
+  if (layers.length === 0) throw refused(RangeError, "all() needs at least one [key, policy] layer");
   const keys = layers.map((l) => l[0]);
   const rest: string[] = [];
   for (const [, policy, cost] of layers) {

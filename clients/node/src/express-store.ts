@@ -15,8 +15,11 @@
  * A wrong configuration (an unknown option, a `windowMs` the command cannot take) throws
  * from the constructor or from `init`, which express-rate-limit logs when the app starts,
  * and every later call rejects with the same error: requests fail (500, or
- * `passOnStoreError`) rather than pass unlimited.
+ * `passOnStoreError`) rather than pass unlimited. Those are TypeErrors and RangeErrors, each
+ * also a ConfigurationError; a server failure rejects with the package's error (errors.ts),
+ * which express-rate-limit handles as any store's.
  */
+import { refused } from "./errors.js";
 import { Limiter } from "./limiter.js";
 import * as policies from "./policy.js";
 import type { Policy } from "./policy.js";
@@ -83,17 +86,17 @@ export class RlStore {
   constructor(options: RlStoreOptions | object) {
     const o: RlStoreOptions = isOptions(options) ? options : { client: options };
     const unknown = Object.keys(o).filter((k) => !OPTIONS.includes(k));
-    if (unknown.length) throw new TypeError(`RlStore: unknown option ${unknown.join(", ")} (it takes ${OPTIONS.join(", ")})`);
+    if (unknown.length) throw refused(TypeError, `RlStore: unknown option ${unknown.join(", ")} (it takes ${OPTIONS.join(", ")})`);
     const given = ["sendCommand", "sendCommandCluster", "client"].filter((k) => o[k as keyof RlStoreOptions] !== undefined);
     if (given.length !== 1) {
-      throw new TypeError("RlStore: options must include exactly one of sendCommand, sendCommandCluster or client"
+      throw refused(TypeError, "RlStore: options must include exactly one of sendCommand, sendCommandCluster or client"
         + (given.length ? ` (got ${given.join(", ")})` : ""));
     }
     if (o.resetExpiryOnChange) {
-      throw new TypeError("RlStore: resetExpiryOnChange is not supported: windows are aligned to the clock, "
+      throw refused(TypeError, "RlStore: resetExpiryOnChange is not supported: windows are aligned to the clock, "
         + "and a hit never moves a window's end");
     }
-    if (o.prefix !== undefined && typeof o.prefix !== "string") throw new TypeError("RlStore: prefix must be a string");
+    if (o.prefix !== undefined && typeof o.prefix !== "string") throw refused(TypeError, "RlStore: prefix must be a string");
     this.prefix = o.prefix ?? "rl:";
     this.transport = o.client !== undefined ? transportOf(o.client) : sendCommandTransport(this, o);
     this.limiter = new Limiter(this.transport);

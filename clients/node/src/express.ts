@@ -5,13 +5,16 @@
  * Every response carries the binding layer's headers (`Decision.allHeaders`); a denial is
  * answered by the middleware itself: 429 with those headers, `Retry-After` among them unless
  * the request can never be admitted, and a JSON body naming the layer. Nothing is spent
- * unless every layer admits. An error from the server (unreachable, a bad policy) goes to
- * `next(err)`, so the request fails (Express answers 500): it is never let through unchecked.
+ * unless every layer admits. An error from the server goes to `next(err)`, so the request
+ * fails (Express answers 500): it is never let through unchecked. It is the limiter's
+ * (errors.ts): ServerUnavailableError, ConfigurationError (a policy the server refuses),
+ * ForeignKeyError, LibraryUnavailableError.
  *
  * On Redis Cluster, `tag` names the layer whose identity (escaped) is every key's hash tag,
  * so the keys of one request share a slot; `clientIp` keys an IPv6 client by its /56.
  */
 import type { Layer as Clause } from "./commands.js";
+import { refused } from "./errors.js";
 import type { Limiter } from "./limiter.js";
 import { type Policy, named } from "./policy.js";
 
@@ -135,7 +138,7 @@ function formatIPv6(groups: number[]): string {
 
 function checkBits(bits: unknown): number {
   if (typeof bits !== "number" || !Number.isInteger(bits) || bits < 1 || bits > 128) {
-    throw new RangeError(`ipv6Bits must be an integer from 1 to 128: ${String(bits)}`);
+    throw refused(RangeError, `ipv6Bits must be an integer from 1 to 128: ${String(bits)}`);
   }
   return bits;
 }
@@ -149,7 +152,7 @@ function checkBits(bits: unknown): number {
  */
 export function ipKey(address: string, ipv6Bits = 56): string {
   const bits = checkBits(ipv6Bits);
-  if (typeof address !== "string") throw new TypeError(`ipKey: address must be a string: ${String(address)}`);
+  if (typeof address !== "string") throw refused(TypeError, `ipKey: address must be a string: ${String(address)}`);
   const text = address.split("%", 1)[0];
   if (parseIPv4(text) !== undefined) return text;
   const groups = parseIPv6(text);
@@ -192,21 +195,21 @@ export const path: Identify = (req) => req.path ?? req.url?.split("?")[0];
 
 /** `app.use(rateLimitLayers({ limiter, layers: [...] }))`. */
 export function rateLimitLayers(o: LayersOptions) {
-  if (!o.layers?.length) throw new RangeError("rateLimitLayers needs at least one layer");
+  if (!o.layers?.length) throw refused(RangeError, "rateLimitLayers needs at least one layer");
   const names = o.layers.map((l) => l.name);
-  if (new Set(names).size !== names.length) throw new RangeError(`layer names must be distinct: ${names.join(", ")}`);
-  if (typeof o.limiter?.all !== "function") throw new TypeError("rateLimitLayers takes a redis-rl Limiter");
+  if (new Set(names).size !== names.length) throw refused(RangeError, `layer names must be distinct: ${names.join(", ")}`);
+  if (typeof o.limiter?.all !== "function") throw refused(TypeError, "rateLimitLayers takes a redis-rl Limiter");
   const prefix = o.prefix ?? "rl";
-  if (typeof prefix !== "string") throw new TypeError(`rateLimitLayers: prefix must be a string: ${String(prefix)}`);
+  if (typeof prefix !== "string") throw refused(TypeError, `rateLimitLayers: prefix must be a string: ${String(prefix)}`);
   let at = -1; // the tagged layer's index
   if (o.tag !== undefined) {
     if (typeof o.tag !== "string") {
-      throw new TypeError(`rateLimitLayers: tag names a layer (one of ${names.join(", ")}), not a ${typeof o.tag}`);
+      throw refused(TypeError, `rateLimitLayers: tag names a layer (one of ${names.join(", ")}), not a ${typeof o.tag}`);
     }
     at = names.indexOf(o.tag);
-    if (at < 0) throw new RangeError(`rateLimitLayers: tag names a layer, and ${JSON.stringify(o.tag)} is not one of ${names.join(", ")}`);
+    if (at < 0) throw refused(RangeError, `rateLimitLayers: tag names a layer, and ${JSON.stringify(o.tag)} is not one of ${names.join(", ")}`);
     // A brace in the prefix would come before the tag's and end up as the hash tag.
-    if (/[{}]/.test(prefix)) throw new RangeError(`rateLimitLayers: with a tag, the prefix must not contain braces: ${prefix}`);
+    if (/[{}]/.test(prefix)) throw refused(RangeError, `rateLimitLayers: with a tag, the prefix must not contain braces: ${prefix}`);
   }
 
   const applying = (req: RequestLike): Clause[] => {

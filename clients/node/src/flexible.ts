@@ -13,12 +13,16 @@
  * - `block` and `set` write the stock format (`SET key <points> PX <ms>`). A key in that
  *   format (or a counter `RateLimiterRedis` left) is counted the stock way, `INCRBY`, until it
  *   expires; then `RL.FIXED` takes the key again.
- * - Argument errors reject with a TypeError or RangeError before the base class runs (which
- *   would hand any failure to `insuranceLimiter`); options the commands cannot honour throw
- *   at construction.
+ * - Argument errors reject with a TypeError or RangeError (each also a ConfigurationError)
+ *   before the base class runs (which would hand any failure to `insuranceLimiter`); options
+ *   the commands cannot honour throw at construction.
+ * - A server failure is the package's error (errors.ts: ServerUnavailableError ...), which the
+ *   base class rejects with, or hands to `insuranceLimiter`, as it does `RateLimiterRedis`'
+ *   driver errors; `rejectIfRedisNotReady`'s is a ServerUnavailableError with the stock text.
  */
 import { type IRateLimiterRedisOptions, RateLimiterRedis, RateLimiterRes, type RateLimiterStoreAbstract } from "rate-limiter-flexible";
 
+import { ServerUnavailableError, refused } from "./errors.js";
 import { Limiter } from "./limiter.js";
 import { fixed } from "./policy.js";
 import { MAX_COUNT, MAX_DURATION_MS, foreignState } from "./stock.js";
@@ -44,10 +48,10 @@ const COUNT_LIMIT = MAX_COUNT;
 
 /** `seconds` in whole milliseconds from `minMs` to 3650 days, else an error naming `what`. */
 function msOf(seconds: unknown, what: string, minMs: number): number {
-  if (typeof seconds !== "number") throw new TypeError(`${what} must be a number of seconds: ${String(seconds)}`);
+  if (typeof seconds !== "number") throw refused(TypeError, `${what} must be a number of seconds: ${String(seconds)}`);
   const ms = Math.round(seconds * 1000);
   if (!Number.isFinite(seconds) || Math.abs(seconds * 1000 - ms) > 1e-6 || ms < minMs || ms > MAX_DURATION_MS) {
-    throw new RangeError(`${what} must be seconds in whole milliseconds from ${minMs / 1000} to 3650 days: ${seconds}`);
+    throw refused(RangeError, `${what} must be seconds in whole milliseconds from ${minMs / 1000} to 3650 days: ${seconds}`);
   }
   return ms;
 }
@@ -56,9 +60,9 @@ function msOf(seconds: unknown, what: string, minMs: number): number {
  * (which `RateLimiterRedis` takes too). */
 function pointsOf(points: unknown, what: string): number {
   const n = typeof points === "string" && /^[0-9]+$/.test(points) ? Number(points) : points;
-  if (typeof n !== "number") throw new TypeError(`${what} must be a number: ${String(points)}`);
+  if (typeof n !== "number") throw refused(TypeError, `${what} must be a number: ${String(points)}`);
   if (!Number.isSafeInteger(n) || n < 0 || n > MAX_COUNT) {
-    throw new RangeError(`${what} must be an integer from 0 to ${MAX_COUNT}: ${String(points)}`);
+    throw refused(RangeError, `${what} must be an integer from 0 to ${MAX_COUNT}: ${String(points)}`);
   }
   return n;
 }
@@ -76,19 +80,19 @@ export class RateLimiterRl extends Base {
   declare client: unknown;
 
   constructor(opts: RateLimiterRlOptions) {
-    if (!opts || typeof opts !== "object") throw new TypeError("RateLimiterRl: options are required");
+    if (!opts || typeof opts !== "object") throw refused(TypeError, "RateLimiterRl: options are required");
     if (opts.storeClient === undefined || opts.storeClient === null) throw new Error("storeClient is not set");
     if (opts.customIncrTtlLuaScript !== undefined) {
-      throw new TypeError("customIncrTtlLuaScript is not supported: the rl commands count");
+      throw refused(TypeError, "customIncrTtlLuaScript is not supported: the rl commands count");
     }
-    if (opts.useRedis3AndLowerPackage) throw new TypeError("useRedis3AndLowerPackage: node-redis 3 is not supported (node-redis 4+ or ioredis)");
+    if (opts.useRedis3AndLowerPackage) throw refused(TypeError, "useRedis3AndLowerPackage: node-redis 3 is not supported (node-redis 4+ or ioredis)");
     super(opts);
     this.checkSettings();
     this.client = opts.storeClient;
     try {
       this.transport = transportOf(opts.storeClient);
     } catch (err) {
-      throw new TypeError(`storeClient: ${(err as Error).message}`);
+      throw refused(TypeError, `storeClient: ${(err as Error).message}`);
     }
     this.limiter = new Limiter(this.transport);
     this.rejectIfNotReady = Boolean(opts.rejectIfRedisNotReady);
@@ -100,9 +104,9 @@ export class RateLimiterRl extends Base {
     // Any integer, as RateLimiterRedis (0 or less denies everything), up to the largest count;
     // an integer so that a block's `points + 1` is a count `INCRBY` takes.
     if (!Number.isSafeInteger(this.points) || this.points > COUNT_LIMIT) {
-      throw new RangeError(`points must be an integer up to ${COUNT_LIMIT} (the largest count): ${this.points}`);
+      throw refused(RangeError, `points must be an integer up to ${COUNT_LIMIT} (the largest count): ${this.points}`);
     }
-    if (this.duration === 0) throw new RangeError("duration 0 (points that never expire) is not supported: give a window, up to 3650 days");
+    if (this.duration === 0) throw refused(RangeError, "duration 0 (points that never expire) is not supported: give a window, up to 3650 days");
     msOf(this.duration, "duration", 1);
     msOf(this.blockDuration, "blockDuration", 0);
   }
@@ -110,7 +114,7 @@ export class RateLimiterRl extends Base {
   /** The checks every call makes before the base class: the key, the settings and
    * `customDuration`. */
   private checkCall(key: unknown, options: CallOptions | undefined): void {
-    if (typeof key !== "string" && typeof key !== "number") throw new TypeError(`key must be a string or a number: ${String(key)}`);
+    if (typeof key !== "string" && typeof key !== "number") throw refused(TypeError, `key must be a string or a number: ${String(key)}`);
     this.checkSettings();
     if (options?.customDuration !== undefined) msOf(options.customDuration, "customDuration", 1);
   }
@@ -165,7 +169,7 @@ export class RateLimiterRl extends Base {
     const ready = typeof c.status === "string" ? c.status === "ready"
       : typeof c.isReady === "boolean" ? c.isReady
         : typeof c.isOpen === "boolean" ? c.isOpen : true;
-    if (!ready) throw new Error("Redis connection is not ready");
+    if (!ready) throw new ServerUnavailableError("Redis connection is not ready");
   }
 
   private send(args: string[], key: string, readOnly = false): Promise<unknown> {

@@ -5,8 +5,16 @@
  *   const limiter = new Limiter(client);
  *   const d = await limiter.gcra("user:42", 10, "1s", { burst: 5 });
  *   d.allowed, d.remaining, d.headers()
+ *
+ * Errors (errors.ts): every case a caller handles is an `RlError`: ConfigurationError,
+ * ServerUnavailableError, LibraryUnavailableError, ForeignKeyError, the driver's error kept
+ * as its `cause`.
  */
 export { Limiter } from "./limiter.js";
+export {
+  ConfigurationError, ForeignKeyError, LibraryUnavailableError, RlError, ServerUnavailableError,
+  type ErrorCode, type Holds,
+} from "./errors.js";
 export { Decision, type AllDecision, type Backend } from "./decision.js";
 export type { DecideOptions, Layer } from "./commands.js";
 export type { SendCommand } from "./transport.js";

@@ -5,12 +5,14 @@
  * module: from then on the limiter calls the library with `FCALL`, and where the library is
  * missing (`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server
  * without it) it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`) and calls
- * again, once. Any other error is the command's own and is thrown.
+ * again, once; where it cannot (the load refused, no Functions) it rejects with a
+ * LibraryUnavailableError. Any other error is the command's own, as its case (errors.ts:
+ * ConfigurationError, ForeignKeyError, ServerUnavailableError) or as the driver gave it.
  *
  * Every method returns a promise, and an argument it cannot send (a key or lease id that is
  * not a string, a count that is not an integer) rejects it with a TypeError (a RangeError
- * for `all([])`) before anything is sent: ioredis would send `null` as "", one bucket
- * shared by every such call.
+ * for `all([])`) before anything is sent, each also a ConfigurationError: ioredis would
+ * send `null` as "", one bucket shared by every such call.
  */
 import * as commands from "./commands.js";
 import type { Command, DecideOptions, Layer } from "./commands.js";
@@ -18,13 +20,15 @@ import type { AllDecision, Backend, Decision } from "./decision.js";
 import { LIBRARY_SOURCE } from "./library.js";
 import * as policy from "./policy.js";
 import type { Duration, Policy } from "./policy.js";
-import { type Transport, functionMissing, isReplyError, transportOf, unknownCommand } from "./transport.js";
+import { functionMissing, isReplyError, libraryUnavailable, unknownCommand } from "./classify.js";
+import { NOT_LOADED, NO_FUNCTIONS, refused } from "./errors.js";
+import { type Transport, transportOf } from "./transport.js";
 
 type Named = DecideOptions & { name?: string };
 
 /** `value`, if it is a string, else a TypeError naming it. */
 function text(value: unknown, what: string): string {
-  if (typeof value !== "string") throw new TypeError(`${what} must be a string, not ${value === null ? "null" : typeof value}`);
+  if (typeof value !== "string") throw refused(TypeError, `${what} must be a string, not ${value === null ? "null" : typeof value}`);
   return value;
 }
 
@@ -59,9 +63,14 @@ export class Limiter {
     try {
       reply = await this.transport.send(args, key, cmd.readOnly);
     } catch (err) {
+      if (unknownCommand(err)) throw libraryUnavailable(err, NO_FUNCTIONS); // no FCALL
       if (!functionMissing(err)) throw err;
-      await this.transport.loadLibrary(LIBRARY_SOURCE, key);
-      reply = await this.transport.send(args, key, cmd.readOnly);
+      await this.transport.loadLibrary(LIBRARY_SOURCE, key); // a LibraryUnavailableError if refused
+      try {
+        reply = await this.transport.send(args, key, cmd.readOnly);
+      } catch (again) {
+        throw functionMissing(again) ? libraryUnavailable(again, NOT_LOADED) : again; // loaded, and gone again
+      }
     }
     return cmd.decode(reply, "library");
   }
@@ -119,7 +128,7 @@ export class Limiter {
 
   /** `RL.ALL`: every [key, policy, cost?] layer admits, and is spent, or none is. */
   async all(layers: readonly Layer[], o: { peek?: boolean } = {}): Promise<AllDecision> {
-    if (!Array.isArray(layers)) throw new TypeError("all() takes an array of [key, policy, cost?] layers");
+    if (!Array.isArray(layers)) throw refused(TypeError, "all() takes an array of [key, policy, cost?] layers");
     layers.forEach((l, i) => text(l?.[0], `layer ${i}'s key`));
     return this.run(commands.allOf(layers, o.peek ?? false));
   }

@@ -6,6 +6,7 @@
  * the window; for a rate (GCRA's limit, the token bucket's refill, the leaky bucket's leak)
  * `q` is that count and `w` its period, in whole seconds.
  */
+import { refused } from "./errors.js";
 
 /** A duration: whole seconds (a number), or the commands' text ("1500ms", "1m", "1d"). */
 export type Duration = number | string;
@@ -28,11 +29,11 @@ const DURATION = /^([0-9]+)(ms|s|m|h|d)?$/i;
 /** The command-line text of `d`: text goes as given (the server checks it). */
 export function durationArg(d: Duration): string {
   if (typeof d === "number") {
-    if (!Number.isSafeInteger(d)) throw new TypeError(`a duration in seconds is an integer: ${d}`);
+    if (!Number.isSafeInteger(d)) throw refused(TypeError, `a duration in seconds is an integer: ${d}`);
     return String(d);
   }
   if (typeof d === "string") return d;
-  throw new TypeError(`a duration is a number of seconds or a string: ${String(d)}`);
+  throw refused(TypeError, `a duration is a number of seconds or a string: ${String(d)}`);
 }
 
 /** `d` in milliseconds, or undefined for text the server would refuse. */
@@ -50,7 +51,7 @@ export function windowSeconds(p: Policy): number | undefined {
 
 export function countArg(n: number, what: string): string {
   if (typeof n !== "number" || !Number.isSafeInteger(n)) {
-    throw new TypeError(`${what} is an integer: ${String(n)}`);
+    throw refused(TypeError, `${what} is an integer: ${String(n)}`);
   }
   return String(n);
 }

@@ -9,6 +9,7 @@
  */
 import type { Limiter } from "./limiter.js";
 import type { Decision } from "./decision.js";
+import { ForeignKeyError, refused } from "./errors.js";
 import type { Policy } from "./policy.js";
 import { type Transport, transport } from "./transport.js";
 
@@ -21,7 +22,7 @@ export const MAX_DURATION_MS = 3650 * 86_400_000;
  * 3650 days). */
 export function durationMsArg(ms: number, what: string): string {
   if (!Number.isSafeInteger(ms) || ms < 1 || ms > MAX_DURATION_MS) {
-    throw new RangeError(`${what} must be a whole number of milliseconds from 1 to ${MAX_DURATION_MS} (3650 days): ${String(ms)}`);
+    throw refused(RangeError, `${what} must be a whole number of milliseconds from 1 to ${MAX_DURATION_MS} (3650 days): ${String(ms)}`);
   }
   return `${ms}ms`;
 }
@@ -48,8 +49,7 @@ export function sendCommandTransport(self: object, o: { sendCommand?: SendComman
 }
 
 /** The module's (or library's) refusal of a key holding a value it did not write. */
-export const foreignState = (err: unknown): boolean =>
-  err instanceof Error && /did not write/i.test(err.message);
+export const foreignState = (err: unknown): boolean => err instanceof ForeignKeyError && err.holds === "value";
 
 /**
  * Takes over the counter a stock store (rate-limit-redis, RateLimiterRedis: `INCR` on a

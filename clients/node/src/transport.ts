@@ -2,8 +2,11 @@
  * How a call reaches the server, whatever the client: node-redis (a client or a cluster),
  * ioredis (a client or a cluster), or a `sendCommand(args)` function like rate-limit-redis
  * takes. A transport sends one command line and loads the library (on every master of a
- * cluster).
+ * cluster). Every transport rejects with the package's errors (classify.ts): a command's
+ * failure classified, a load's failure a LibraryUnavailableError.
  */
+import { classify, libraryUnavailable } from "./classify.js";
+import { NOT_LOADABLE, refused } from "./errors.js";
 
 /** A function sending one command line and resolving with its reply. */
 export type SendCommand = (args: string[]) => Promise<unknown>;
@@ -18,9 +21,26 @@ export interface Transport {
 const BUILT = Symbol("redis-rl transport");
 
 /** A transport from its two functions: what the framework stores build from the
- * `sendCommand` / `sendCommandCluster` options they take. */
+ * `sendCommand` / `sendCommandCluster` options they take. Their failures are the package's
+ * errors. */
 export function transport(t: Transport): Transport {
-  return Object.assign(Object.create(null), t, { [BUILT]: true }) as Transport;
+  const built: Transport = {
+    async send(args, key, readOnly) {
+      try {
+        return await t.send(args, key, readOnly);
+      } catch (err) {
+        throw classify(err);
+      }
+    },
+    async loadLibrary(source, key) {
+      try {
+        await t.loadLibrary(source, key);
+      } catch (err) {
+        throw libraryUnavailable(err, NOT_LOADABLE);
+      }
+    },
+  };
+  return Object.assign(Object.create(null), built, { [BUILT]: true }) as Transport;
 }
 
 const LOAD = (source: string) => ["FUNCTION", "LOAD", "REPLACE", source];
@@ -60,17 +80,5 @@ function clientTransport(client: unknown): Transport {
   if (c && typeof c.sendCommand === "function") {
     return { send: (args) => c.sendCommand(args), loadLibrary: async (src) => void (await c.sendCommand(LOAD(src))) };
   }
-  throw new TypeError("redis-rl needs a node-redis or ioredis client (or cluster), or a sendCommand(args) function");
+  throw refused(TypeError, "redis-rl needs a node-redis or ioredis client (or cluster), or a sendCommand(args) function");
 }
-
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err)).replace(/^ERR /, "");
-
-/** The server has no such command (no module). */
-export const unknownCommand = (err: unknown): boolean => message(err).toLowerCase().startsWith("unknown command");
-
-/** The library is not loaded. */
-export const functionMissing = (err: unknown): boolean => message(err).toLowerCase().includes("function not found");
-
-/** A reply from the server that is an error (not a connection failure). */
-export const isReplyError = (err: unknown): boolean =>
-  err instanceof Error && ["ReplyError", "SimpleError", "ErrorReply", "BlobError"].includes(err.constructor.name);

@@ -40,3 +40,15 @@ export function stores(send: (...args: string[]) => Promise<unknown>, client: un
   new RateLimiterRl({ storeClient: client, points: "10", duration: 60 });
   return [store, limiter.consume("ip").then((r) => r.msBeforeNext + r.remainingPoints)];
 }
+
+// The errors: one base, a class per case, narrowed by instanceof.
+import { ConfigurationError, ForeignKeyError, LibraryUnavailableError, RlError, ServerUnavailableError } from "redis-rl";
+
+export function handled(err: unknown): string {
+  if (err instanceof ForeignKeyError) return `foreign ${err.holds} ${err.code}`;
+  if (err instanceof ServerUnavailableError || err instanceof LibraryUnavailableError) return `retry later: ${String(err.cause)}`;
+  if (err instanceof ConfigurationError) return err.message;
+  // @ts-expect-error a foreign key's `holds` is one of three words
+  const holds: ForeignKeyError["holds"] = "list";
+  return err instanceof RlError ? err.code : holds;
+}

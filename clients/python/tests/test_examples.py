@@ -24,7 +24,8 @@ SCRIPTS = sorted(p for p in EXAMPLES.glob("*.py") if expected_output(p))
 
 
 def test_there_are_examples_to_run():
-    assert [p.name for p in SCRIPTS] == ["layers.py", "limits_strategies.py", "quickstart.py"]
+    assert [p.name for p in SCRIPTS] == ["errors.py", "layers.py", "limits_strategies.py",
+                                         "quickstart.py"]
     # The framework apps print nothing: tests/test_frameworks.py, test_asgi.py and
     # test_asgi_keys.py serve them over HTTP.
     apps = {"flask_app.py", "slowapi_app.py", "fastapi_app.py", "fastapi_cluster.py"}

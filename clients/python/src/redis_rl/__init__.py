@@ -6,6 +6,10 @@ library, with typed decisions and their HTTP headers.
     d = limiter.gcra("user:42", 10, "1s", burst=5)
     d.allowed, d.remaining, d.headers()
 
+Errors (errors.py): every case a caller handles is a `RateLimitError`: ConfigurationError,
+ServerUnavailableError, LibraryUnavailableError, ForeignKeyError, each also the error it was
+before (a ValueError; redis-py's error, kept as its `__cause__`).
+
 Where the `limits` package is installed, importing redis_rl also registers its `limits`
 storages (`rl+redis://`, `rl+rediss://`, `rl+redis+unix://`, `rl+redis+cluster://` and their
 `async+` twins: limits_storage.py, limits_aio.py), so Flask-Limiter and slowapi take them as
@@ -15,6 +19,13 @@ defined, so the import is what registers them.
 
 from .aio import AsyncLimiter
 from .decision import LIBRARY, MODULE, AllDecision, Decision
+from .errors import (
+    ConfigurationError,
+    ForeignKeyError,
+    LibraryUnavailableError,
+    RateLimitError,
+    ServerUnavailableError,
+)
 from .limiter import Limiter
 from .policy import Policy, fixed, gcra, leaky, sliding, sliding_log, token_bucket
 
@@ -27,6 +38,7 @@ except ModuleNotFoundError as err:  # no limits: the package is the limiters alo
         raise
 
 __all__ = [
-    "LIBRARY", "MODULE", "AllDecision", "AsyncLimiter", "Decision", "Limiter", "Policy",
-    "fixed", "gcra", "leaky", "sliding", "sliding_log", "token_bucket",
+    "LIBRARY", "MODULE", "AllDecision", "AsyncLimiter", "ConfigurationError", "Decision",
+    "ForeignKeyError", "LibraryUnavailableError", "Limiter", "Policy", "RateLimitError",
+    "ServerUnavailableError", "fixed", "gcra", "leaky", "sliding", "sliding_log", "token_bucket",
 ]

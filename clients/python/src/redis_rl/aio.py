@@ -10,17 +10,11 @@ from typing import Any
 from redis.exceptions import RedisError, ResponseError
 
 from .api import Api
-from .backend import (
-    CLUSTER_ATTEMPTS,
-    CLUSTER_RETRY,
-    function_missing,
-    is_cluster,
-    library_source,
-    routed_by_us,
-    unknown_command,
-)
+from .backend import CLUSTER_ATTEMPTS, CLUSTER_RETRY, is_cluster, library_source, routed_by_us
+from .classify import classify, function_missing, library_unavailable, reraise, unknown_command
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
+from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
 
 
 class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bool]]):
@@ -51,6 +45,12 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
         raise AssertionError("unreachable")
 
     async def _run(self, cmd: Command) -> Any:  # type: ignore[override]
+        try:
+            return await self._call(cmd)
+        except RedisError as err:
+            reraise(classify(err), err)
+
+    async def _call(self, cmd: Command) -> Any:
         key = cmd.keys[0]
         if self.backend != LIBRARY:
             try:
@@ -66,13 +66,24 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
         try:
             reply = await self._send(cmd.library(), key)
         except ResponseError as err:
+            if unknown_command(err):  # no FCALL: a server without Functions
+                reraise(library_unavailable(err, NO_FUNCTIONS), err)
             if not function_missing(err):
                 raise
             await self.load_library()
-            reply = await self._send(cmd.library(), key)
+            try:
+                reply = await self._send(cmd.library(), key)
+            except ResponseError as again:
+                if function_missing(again):  # loaded, and gone again
+                    reraise(library_unavailable(again, NOT_LOADED), again)
+                raise
         return cmd.decode(reply, LIBRARY)
 
     async def load_library(self) -> None:
         """`FUNCTION LOAD REPLACE` this package's `functions/rl.lua` (on every primary of a
-        cluster). Calls do it by themselves where the library is missing."""
-        await self.client.function_load(library_source(), replace=True)
+        cluster). Calls do it by themselves where the library is missing. A server that refuses
+        it raises LibraryUnavailableError (ServerUnavailableError when unreachable)."""
+        try:
+            await self.client.function_load(library_source(), replace=True)
+        except RedisError as err:
+            reraise(library_unavailable(err, NOT_LOADABLE), err)

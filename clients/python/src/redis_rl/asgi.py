@@ -4,9 +4,11 @@ API key, per endpoint, ...) decided together by ONE `RL.ALL` per request, all or
 Every HTTP response carries the binding layer's headers (`Decision.all_headers`); a denial
 is answered by the middleware itself: 429 with those headers, `Retry-After` among them
 unless the request can never be admitted, and a JSON body naming the layer. Nothing is
-spent unless every layer admits. An error from the server (unreachable, a bad policy) is
-raised to the server as any exception is, so the request fails (a 500): it is never let
-through unchecked.
+spent unless every layer admits. An error from the server is raised to the ASGI server as any
+exception is, so the request fails (a 500): it is never let through unchecked. It is the
+limiter's (errors.py): ServerUnavailableError, ConfigurationError (a layer's policy the server
+refuses), ForeignKeyError, LibraryUnavailableError. A configuration refused here (no layers,
+a tag naming none of them) is a ConfigurationError, a ValueError (a TypeError for a type).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Callable, Union
 
 from .aio import AsyncLimiter
 from .decision import Decision
+from .errors import refused
 from .policy import Policy
 
 __all__ = ["ASGIApp", "Identify", "Layer", "RateLimitMiddleware", "client_ip", "client_subnet",
@@ -49,7 +52,7 @@ class Layer:
 
 def _check_bits(ipv6_bits: int) -> None:
     if isinstance(ipv6_bits, bool) or not isinstance(ipv6_bits, int) or not 1 <= ipv6_bits <= 128:
-        raise ValueError(f"ipv6_bits must be an integer from 1 to 128: {ipv6_bits!r}")
+        raise refused(f"ipv6_bits must be an integer from 1 to 128: {ipv6_bits!r}")
 
 
 def ip_key(address: str, ipv6_bits: int = 56) -> str:
@@ -131,19 +134,19 @@ class RateLimitMiddleware:
     def __init__(self, app: ASGIApp, limiter: AsyncLimiter, layers: list[Layer],
                  prefix: str = "rl", tag: str | None = None) -> None:
         if not layers:
-            raise ValueError("RateLimitMiddleware needs at least one Layer")
+            raise refused("RateLimitMiddleware needs at least one Layer")
         names = [layer.name for layer in layers]
         if len(set(names)) != len(names):
-            raise ValueError(f"layer names must be distinct: {names}")
+            raise refused(f"layer names must be distinct: {names}")
         if not isinstance(limiter, AsyncLimiter):
-            raise TypeError("RateLimitMiddleware takes a redis_rl.AsyncLimiter")
+            raise refused("RateLimitMiddleware takes a redis_rl.AsyncLimiter", wrong_type=True)
         if tag is not None and not isinstance(tag, str):
-            raise TypeError(f"tag names a layer (one of {names}), not {tag!r}")
+            raise refused(f"tag names a layer (one of {names}), not {tag!r}", wrong_type=True)
         if tag is not None and tag not in names:
-            raise ValueError(f"tag names a layer, one of {names}: {tag!r} is none of them")
+            raise refused(f"tag names a layer, one of {names}: {tag!r} is none of them")
         if tag is not None and ("{" in prefix or "}" in prefix):
-            raise ValueError(f"with a tag, the prefix holds no brace (the tag is the keys' "
-                             f"hash tag): {prefix!r}")
+            raise refused(f"with a tag, the prefix holds no brace (the tag is the keys' "
+                          f"hash tag): {prefix!r}")
         self.app, self.limiter, self.layers = app, limiter, layers
         self.prefix, self.tag = prefix, tag
 

@@ -4,7 +4,9 @@ A limiter starts on the module. A server that answers `unknown command` has no m
 then on the limiter calls the library with `FCALL`, and where the library is missing
 (`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server without it)
 it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`: this package's version
-of library `rl`) and calls again, once. Any other error is the command's own and is raised.
+of library `rl`) and calls again, once; where it cannot (the load refused, no Functions) that
+is a LibraryUnavailableError. Any other error is the command's own, raised as its case
+(classify.py: ConfigurationError, ForeignKeyError, ServerUnavailableError) or as it is.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from redis.exceptions import ClusterDownError, RedisError, ResponseError
+from redis.exceptions import ClusterDownError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -28,18 +30,6 @@ CLUSTER_ATTEMPTS = 3
 def library_source() -> str:
     """`functions/rl.lua`, as shipped inside this package."""
     return resources.files(__package__).joinpath("rl.lua").read_text(encoding="utf-8")
-
-
-def unknown_command(err: RedisError) -> bool:
-    """The server has no such command: its `unknown command` error, or redis-py's cluster
-    client refusing a command its servers do not list."""
-    text = str(err).lower()
-    return text.startswith("unknown command") or text.endswith(
-        "command doesn't exist in redis commands")
-
-
-def function_missing(err: ResponseError) -> bool:
-    return "function not found" in str(err).lower()
 
 
 def is_cluster(client: Any) -> bool:

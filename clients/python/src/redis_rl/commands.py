@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .decision import AllDecision, Decision
+from .errors import refused
 from .policy import Duration, Policy, count_arg, duration_arg
 
 _FUNCTIONS = {
@@ -44,7 +45,8 @@ class Command:
 
 def _cost(cost: int) -> list[str]:
     """`COST n`, or nothing for the default 1. The type is checked first: `1.0` and `True`
-    equal 1 but are a TypeError, as every other count that is not an int."""
+    equal 1 but are refused (a ConfigurationError and a TypeError), as every other count that
+    is not an int."""
     text = count_arg(cost, "cost")
     return [] if text == "1" else ["COST", text]
 
@@ -95,7 +97,7 @@ def peek(key: str, policy: Policy, cost: int = 1) -> Command:
 def all_of(layers: Sequence[tuple[str, Policy] | tuple[str, Policy, int]], peek: bool) -> Command:
     """`RL.ALL numkeys key... ALGO params [COST n] ... [PEEK]`: every layer or none."""
     if not layers:
-        raise ValueError("all() needs at least one (key, policy) layer")
+        raise refused("all() needs at least one (key, policy) layer")
     keys = tuple(layer[0] for layer in layers)
     policies = [layer[1] for layer in layers]
     rest: list[Any] = []

@@ -15,11 +15,11 @@ from typing import Any
 
 from limits.aio.storage import RedisClusterStorage, RedisStorage
 from limits.errors import ConfigurationError
-from redis.exceptions import ResponseError
 
 from . import limits_common as common
 from .aio import AsyncLimiter
 from .decision import Decision
+from .errors import ConfigurationError as RefusedError
 from .policy import Policy
 
 
@@ -48,14 +48,14 @@ class _RlAsyncCommands:
             if amount < 0:
                 return await self.limiter.refund(key, p, common.refund(amount))
             return await self.limiter.decide(key, p, cost=amount)
-        except ResponseError as err:
+        except RefusedError as err:  # the server's refusal: limits' ConfigurationError
             raise common.configuration_error(err, command, key, limit, expiry, amount) from err
 
     async def _peek(self, command: str, key: str, p: Policy, limit: int, expiry: int,
                     cost: int) -> Decision:
         try:
             return await self.limiter.peek(key, p, cost=cost)
-        except ResponseError as err:
+        except RefusedError as err:  # the server's refusal: limits' ConfigurationError
             raise common.configuration_error(err, command, key, limit, expiry, cost) from err
 
     async def incr(self, key: str, expiry: int, amount: int = 1) -> int:

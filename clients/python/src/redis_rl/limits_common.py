@@ -17,14 +17,12 @@ answered from `RL.PEEK` replies: they write nothing and re-implement no limiter 
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Union
 
 from limits.errors import ConfigurationError
-from redis.exceptions import ResponseError
 
-from . import policy
+from . import errors, policy
 from .decision import Decision
 from .policy import Policy
 
@@ -36,10 +34,6 @@ PREFIX = "LIMITS_RL"
 
 #: The largest count the commands take (`limit`, `COST`): 10^12.
 MAX_COUNT = 10**12
-
-#: The server's refusals of a limit, a window or a cost: a configuration error, not a
-#: storage failure (the same words on the module and the library).
-_CONFIG_ERROR = re.compile(r"must be (an integer|a duration)", re.IGNORECASE)
 
 #: A moving window as limits reads it: (the oldest live entry's time, units in the window).
 MovingWindow = tuple[float, int]
@@ -79,12 +73,14 @@ def sliding_key(key: str) -> str:
     return f"{{{key}}}"
 
 
-def configuration_error(err: ResponseError, command: str, key: str, limit: int,
+def configuration_error(err: Exception, command: str, key: str, limit: int,
                         expiry: int, amount: int) -> Exception:
-    """The error to raise for the server's refusal `err`: a ConfigurationError when it
-    refused the limit, window or cost (a limit above RL.SLIDINGLOG's cap, the server's
-    `sliding-log-max-limit`, 100,000 by default), else `err` itself."""
-    if not _CONFIG_ERROR.search(str(err)):
+    """The error to raise for the limiter's error `err`: limits' ConfigurationError (from
+    `err`) when the server refused the limit, window or cost (`redis_rl.ConfigurationError`:
+    a limit above RL.SLIDINGLOG's cap, the server's `sliding-log-max-limit`, 100,000 by
+    default), as limits' own storages raise for a configuration; else `err` itself (the
+    limiter's ServerUnavailableError, ForeignKeyError ..., each a redis-py error too)."""
+    if not isinstance(err, errors.ConfigurationError):
         return err
     return ConfigurationError(
         f"{command} refused {amount} of {limit} per {expiry}s for {key!r}: {err}. The moving "

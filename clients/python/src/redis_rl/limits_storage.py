@@ -16,10 +16,10 @@ import time
 from typing import Any
 
 from limits.storage import RedisClusterStorage, RedisStorage
-from redis.exceptions import ResponseError
 
 from . import limits_common as common
 from .decision import Decision
+from .errors import ConfigurationError as RefusedError
 from .limiter import Limiter
 from .policy import Policy
 
@@ -39,14 +39,14 @@ class _RlCommands:
             if amount < 0:
                 return self.limiter.refund(key, p, common.refund(amount))
             return self.limiter.decide(key, p, cost=amount)
-        except ResponseError as err:
+        except RefusedError as err:  # the server's refusal: limits' ConfigurationError
             raise common.configuration_error(err, command, key, limit, expiry, amount) from err
 
     def _peek(self, command: str, key: str, p: Policy, limit: int, expiry: int,
               cost: int) -> Decision:
         try:
             return self.limiter.peek(key, p, cost=cost)
-        except ResponseError as err:
+        except RefusedError as err:  # the server's refusal: limits' ConfigurationError
             raise common.configuration_error(err, command, key, limit, expiry, cost) from err
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:

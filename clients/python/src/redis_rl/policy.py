@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Union
 
+from .errors import refused
+
 #: A duration: whole seconds (int), a timedelta (sent in ms), or the commands' text
 #: (`"1500ms"`, `"1s"`, `"1m"`, `"24h"`, `"1d"`; a bare integer is seconds).
 Duration = Union[int, str, timedelta]
@@ -24,19 +26,21 @@ _DURATION = re.compile(r"\A([0-9]+)(ms|s|m|h|d)?\Z", re.IGNORECASE)
 
 
 def duration_arg(d: Duration) -> str:
-    """The command-line text of `d`. Text goes as given: the server checks it."""
+    """The command-line text of `d`. Text goes as given: the server checks it. A value it
+    cannot be is a ConfigurationError (a TypeError too, for its type)."""
     if isinstance(d, bool):
-        raise TypeError("a duration is an int (seconds), a str or a timedelta, not a bool")
+        raise refused("a duration is an int (seconds), a str or a timedelta, not a bool",
+                      wrong_type=True)
     if isinstance(d, int):
         return str(d)
     if isinstance(d, timedelta):
         ms = d // timedelta(milliseconds=1)
         if ms * timedelta(milliseconds=1) != d:
-            raise ValueError(f"a duration is whole milliseconds: {d!r}")
+            raise refused(f"a duration is whole milliseconds: {d!r}")
         return f"{ms}ms"
     if isinstance(d, str):
         return d
-    raise TypeError(f"a duration is an int (seconds), a str or a timedelta: {d!r}")
+    raise refused(f"a duration is an int (seconds), a str or a timedelta: {d!r}", wrong_type=True)
 
 
 def duration_ms(d: Duration) -> int | None:
@@ -49,7 +53,7 @@ def duration_ms(d: Duration) -> int | None:
 
 def count_arg(n: int, what: str) -> str:
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"{what} is an int: {n!r}")
+        raise refused(f"{what} is an int: {n!r}", wrong_type=True)
     return str(n)
 
 

@@ -1,0 +1,93 @@
+/**
+ * Which case (errors.ts) a driver's error is: the one place that reads the servers' error
+ * texts and the drivers' error shapes (node-redis, ioredis).
+ *
+ * The texts are the module's (src/error.rs), which the Functions library answers word for
+ * word, and the servers' own (`unknown command`, `Function not found`, `WRONGTYPE`), read
+ * after a leading `ERR `. An error that is none of the cases is returned as it is.
+ */
+import { ConfigurationError, ForeignKeyError, type Holds, LibraryUnavailableError, RlError, ServerUnavailableError } from "./errors.js";
+
+/** A reply's text, less a leading `ERR `. */
+const text = (err: unknown): string => (err instanceof Error ? err.message : String(err)).replace(/^ERR /, "");
+
+/** The module's refusals of an argument (src/error.rs, each `RlError` that names one), and
+ * the library's that src/error.rs has as `Syntax` (RL.PEEK, RL.ALL, lease ids). */
+const ARGUMENT = new RegExp([
+  /^wrong number of arguments for '/, // WrongArity
+  /^\S+ must be an integer from \d+ to \d+$/, // BadInteger
+  /^\S+ must be a duration from 1ms to 3650d/, // BadDuration
+  /^unknown option '.*' (for '|in RL\.ALL clause )/, // UnknownOption, UnknownClauseOption
+  /^option \S+ given more than once$/, // RepeatedOption
+  /^option \S+ needs a value$/, // MissingValue
+  /^\S+ per \S+ must be at most 1 per nanosecond/, // RateTooHigh
+  /^COST and REFUND cannot be used together$/, // CostWithRefund
+  /^RL\.ALL clause \S+ has too few parameters$/, // ClauseArity
+  /^RL\.ALL (needs|expects|keys must be distinct)/, // Syntax: RL.ALL's shape
+  /^RL\.PEEK expects an algorithm/, // Syntax: RL.PEEK's algorithm
+  /^lease_id must be 1 to 256 bytes$/, // Syntax: a lease id
+].map((r) => r.source).join("|"));
+
+/** What a foreign key holds, by the text refusing it. */
+const FOREIGN: [RegExp, Holds][] = [
+  [/^WRONGTYPE /, "type"], // WrongType, and the server's own
+  [/^key holds \S+ state, not \S+ state/, "limiter"], // OtherAlgorithm
+  [/^key holds a value that \S+ did not write/, "value"], // ForeignValue
+];
+
+/** Node's socket errors of a server out of reach. */
+const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH",
+  "ENOTFOUND", "EAI_AGAIN", "ECONNABORTED"]);
+/** The drivers' errors of a server out of reach (node-redis; ioredis, whose cluster's is
+ * ClusterAllFailedError). Not node-redis' ClientClosedError: a client the app closed. */
+const DRIVER_UNREACHABLE = new Set(["SocketClosedUnexpectedlyError", "ConnectionTimeoutError", "SocketTimeoutError",
+  "ClientOfflineError", "ReconnectStrategyError", "MaxRetriesPerRequestError", "ClusterAllFailedError"]);
+/** ioredis' texts of a connection it cannot use. */
+const IOREDIS_UNREACHABLE = /^(Connection is closed\.|Stream isn't writeable and enableOfflineQueue options is false)/;
+
+/** The server has no such command (no module; no `FCALL`). */
+export const unknownCommand = (err: unknown): boolean => text(err).toLowerCase().startsWith("unknown command");
+
+/** `FCALL` of a function the server does not have: the library is not loaded. */
+export const functionMissing = (err: unknown): boolean => text(err).toLowerCase().includes("function not found");
+
+/** A reply from the server that is an error (not a connection failure): the drivers' reply
+ * errors, or the package's error made from one. */
+export const isReplyError = (err: unknown): boolean =>
+  err instanceof Error && (["ReplyError", "SimpleError", "ErrorReply", "BlobError"].includes(err.constructor.name)
+    || err instanceof ConfigurationError || err instanceof ForeignKeyError);
+
+/** A failure to reach the server: Node's socket errors (an AggregateError of several
+ * addresses carries the code too), the drivers' connection errors. */
+export function unreachable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === "string" && SOCKET_CODES.has(code)) return true;
+  return DRIVER_UNREACHABLE.has(err.constructor.name) || IOREDIS_UNREACHABLE.test(err.message);
+}
+
+/** What a key refused as foreign holds (`ForeignKeyError.holds`), or undefined. */
+export function foreignHolds(err: unknown): Holds | undefined {
+  const t = text(err);
+  return FOREIGN.find(([pattern]) => pattern.test(t))?.[1];
+}
+
+/** The package's error for `err` (a command's failure), or `err` itself when it is none of
+ * the cases. */
+export function classify(err: unknown): unknown {
+  if (!(err instanceof Error) || err instanceof RlError) return err;
+  if (unreachable(err)) return new ServerUnavailableError(err.message, { cause: err });
+  if (!isReplyError(err) || unknownCommand(err) || functionMissing(err)) return err;
+  const holds = foreignHolds(err);
+  if (holds) return new ForeignKeyError(err.message, holds, { cause: err });
+  if (ARGUMENT.test(text(err))) return new ConfigurationError(err.message, { cause: err });
+  return err;
+}
+
+/** The error of a library that cannot be used (`why`, then the server's text); a failure to
+ * reach the server is still a ServerUnavailableError. */
+export function libraryUnavailable(err: unknown, why: string): unknown {
+  if (err instanceof RlError) return err;
+  if (unreachable(err)) return classify(err);
+  return new LibraryUnavailableError(`${why}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+}
