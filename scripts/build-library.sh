@@ -2,11 +2,13 @@
 # Builds functions/rl.lua, the one file `FUNCTION LOAD` takes, by joining the library's
 # parts (functions/parts/*.lua: the exact integers, the grammar and errors, state, each
 # algorithm, the commands, registration) in name order. Edit the parts, then run this
-# (or `make library`). The client packages ship the same file: it is copied to each of
+# (or `make library`). One part, 04-facts.lua, is generated from facts/rl.toml: this first
+# runs scripts/generate-facts.py, which rewrites it (and the other languages' facts).
+# The client packages ship the same file: it is copied to each of
 # COPIES byte for byte, and the Node package holds it as a string constant in
 # clients/node/src/library.ts (so its CommonJS and ES module builds both carry it).
 #
-#   scripts/build-library.sh           rewrite functions/rl.lua and its copies
+#   scripts/build-library.sh           regenerate the facts, rewrite functions/rl.lua and its copies
 #   scripts/build-library.sh --check   exit 1 if functions/rl.lua is not the parts' join, or
 #                                      a copy is not functions/rl.lua
 set -euo pipefail
@@ -45,6 +47,7 @@ case "${1:-}" in
     fi
     ;;
   "")
+    python3 scripts/generate-facts.py
     joined >functions/rl.lua.tmp
     mv functions/rl.lua.tmp functions/rl.lua
     for copy in "${COPIES[@]}"; do cp functions/rl.lua "$copy"; done

@@ -24,7 +24,7 @@ from typing import Union
 from limits.errors import ConfigurationError
 from redis.exceptions import ResponseError
 
-from . import policy
+from . import _facts, policy
 from .decision import Decision
 from .policy import Policy
 
@@ -35,11 +35,12 @@ from .policy import Policy
 PREFIX = "LIMITS_RL"
 
 #: The largest count the commands take (`limit`, `COST`): 10^12.
-MAX_COUNT = 10**12
+MAX_COUNT = _facts.MAX_COUNT
 
 #: The server's refusals of a limit, a window or a cost: a configuration error, not a
-#: storage failure (the same words on the module and the library).
-_CONFIG_ERROR = re.compile(r"must be (an integer|a duration)", re.IGNORECASE)
+#: storage failure (the same texts on the module and the library).
+_CONFIG_ERRORS = tuple(re.compile(_facts.ERROR_PATTERNS[e], re.IGNORECASE)
+                       for e in ("bad_integer", "bad_duration"))
 
 #: A moving window as limits reads it: (the oldest live entry's time, units in the window).
 MovingWindow = tuple[float, int]
@@ -84,7 +85,7 @@ def configuration_error(err: ResponseError, command: str, key: str, limit: int,
     """The error to raise for the server's refusal `err`: a ConfigurationError when it
     refused the limit, window or cost (a limit above RL.SLIDINGLOG's cap, the server's
     `sliding-log-max-limit`, 100,000 by default), else `err` itself."""
-    if not _CONFIG_ERROR.search(str(err)):
+    if not any(p.search(str(err)) for p in _CONFIG_ERRORS):
         return err
     return ConfigurationError(
         f"{command} refused {amount} of {limit} per {expiry}s for {key!r}: {err}. The moving "
