@@ -4,7 +4,7 @@
 MODULE := $(CURDIR)/target/release/librl.so
 CARGO ?= cargo
 
-.PHONY: all deps deps-run build build-only library run cluster cluster-stop test memcheck bench bench-profile bench-library dist check-dist lint clean
+.PHONY: all deps deps-run build build-only facts library run cluster cluster-stop test memcheck bench bench-profile bench-library dist check-dist lint clean
 
 all: build
 
@@ -21,7 +21,14 @@ build-only:
 
 build: deps-run build-only
 
-# functions/rl.lua, the Functions library, from its parts (functions/parts/*.lua).
+# The facts every language shares (facts/rl.toml: the kinds, the per-call bounds, the
+# duration units, the settings' defaults, the error texts) written into each: src/facts.rs,
+# functions/parts/04-facts.lua, clients/python/src/redis_rl/_facts.py, clients/node/src/facts.ts.
+facts:
+	python3 scripts/generate-facts.py
+
+# functions/rl.lua, the Functions library, from its parts (functions/parts/*.lua), the facts'
+# part regenerated first.
 library:
 	bash scripts/build-library.sh
 

@@ -16,8 +16,10 @@ REPLACE < functions/rl.lua`) and call
 
 BLOCK is accepted and decides at once: a script cannot wait.
 
-Sections: exact integers; exact integers in doubles (the fast paths); errors and
-the grammar; state on keys; the algorithms (a line-by-line port of src/algorithm/*.rs,
+Sections: exact integers; exact integers in doubles (the fast paths); the facts
+shared with the module and the clients (the kinds, the bounds, the error texts:
+generated from facts/rl.toml by scripts/generate-facts.py); errors and the grammar;
+state on keys; the algorithms (a line-by-line port of src/algorithm/*.rs,
 each with its fast path); the commands; registration. Each is a file of
 functions/parts/, which scripts/build-library.sh (make library) joins into this file:
 edit the parts, not this file.
@@ -612,9 +614,60 @@ local function build()
     return s + (t - r) / NS_PER_S, r
   end
 
+  -- generated from facts/rl.toml by scripts/generate-facts.py: do not edit
+  --------------------------------------------------------------------------------
+  -- The facts the library shares with the module and the client packages: the
+  -- kinds, the per-call bounds, the duration units, the settings' defaults and the
+  -- error texts (src/error.rs's, byte for byte).
+  --------------------------------------------------------------------------------
+
+  local MAX_COUNT = 1000000000000
+  local MAX_COST = 1000000000000
+  local MAX_DURATION_MS = 3650 * 86400000
+  local MAX_LAYERS = 64
+  local MAX_LEASE_ID = 256
+  -- rl.sliding-log-max-limit's default (the library has no settings).
+  local SLIDING_LOG_MAX = 100000
+
+  -- Each duration unit in milliseconds, by its upper-case suffix ('' is a bare integer's).
+  local UNIT_MS = { [''] = 1000, ['MS'] = 1, ['S'] = 1000, ['M'] = 60000, ['H'] = 3600000, ['D'] = 86400000 }
+
+  -- The algorithms, by their RL.ALL word: their command, label, stored tag, positional
+  -- parameters and function.
+  local KINDS = {
+    GCRA = { command = 'rl.gcra', label = 'RL.GCRA', tag = 'gcra', params = { 'limit', 'period' }, fcall = 'rl_gcra' },
+    TOKENBUCKET = { command = 'rl.tokenbucket', label = 'RL.TOKENBUCKET', tag = 'bucket', params = { 'capacity', 'refill', 'period' }, fcall = 'rl_tokenbucket' },
+    LEAKY = { command = 'rl.leaky', label = 'RL.LEAKY', tag = 'leaky', params = { 'capacity', 'leak', 'period' }, fcall = 'rl_leaky' },
+    SLIDING = { command = 'rl.sliding', label = 'RL.SLIDING', tag = 'sliding', params = { 'limit', 'window' }, fcall = 'rl_sliding' },
+    SLIDINGLOG = { command = 'rl.slidinglog', label = 'RL.SLIDINGLOG', tag = 'slidinglog', params = { 'limit', 'window' }, fcall = 'rl_slidinglog' },
+    FIXED = { command = 'rl.fixed', label = 'RL.FIXED', tag = 'fixed', params = { 'limit', 'window' }, fcall = 'rl_fixed' },
+  }
+
+  -- The error replies: a text, or a function of the text's arguments (in the order
+  -- they first appear) returning it.
+  local ERR = {
+    wrong_arity = function(command) return fmt("ERR wrong number of arguments for '%s' command", command) end,
+    bad_integer = function(name, min, max) return fmt('ERR %s must be an integer from %.0f to %.0f', name, min, max) end,
+    bad_duration = function(name) return fmt('ERR %s must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)', name) end,
+    unknown_option = function(option, command, expected) return fmt("ERR unknown option '%s' for '%s' (expected %s)", option, command, expected) end,
+    unknown_clause_option = function(option, clause, expected) return fmt("ERR unknown option '%s' in RL.ALL clause %s (expected %s)", option, clause, expected) end,
+    repeated_option = function(option) return fmt('ERR option %s given more than once', option) end,
+    missing_value = function(option) return fmt('ERR option %s needs a value', option) end,
+    rate_too_high = function(rate, period) return fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns', rate, period, period, rate) end,
+    cost_with_refund = 'ERR COST and REFUND cannot be used together',
+    clause_arity = function(algo) return fmt('ERR RL.ALL clause %s has too few parameters', algo) end,
+    syntax = function(message) return fmt('ERR %s', message) end,
+    wrong_type = 'WRONGTYPE Operation against a key holding the wrong kind of value',
+    other_algorithm = function(found, expected) return fmt('ERR key holds %s state, not %s state: use another key or DEL it', found, expected) end,
+    foreign_value = function(label) return fmt('ERR key holds a value that %s did not write: use another key or DEL it', label) end,
+    unblocked = 'UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)',
+    oom = "OOM command not allowed when used memory > 'maxmemory'.",
+    shutting_down = 'UNBLOCKED the server is shutting down',
+    internal = function(label) return fmt('ERR internal error in %s: the request was not applied', label) end,
+  }
   --------------------------------------------------------------------------------
   -- Errors and the grammar (src/grammar, src/error.rs): the same checks in the same
-  -- order, the same texts.
+  -- order, the same texts (ERR, the kinds and the bounds: 04-facts.lua).
   --------------------------------------------------------------------------------
 
   -- Raises an error reply: the handler catches it and `failed` replies it.
@@ -622,23 +675,16 @@ local function build()
     error({ rl = msg }, 0)
   end
 
-  local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
-  local MAX_COUNT = 1000000000000
-  local MAX_COST = 1000000000000
-  local MAX_DURATION_MS = 3650 * 86400000
-  local SLIDING_LOG_MAX = 100000
-  local MAX_LAYERS = 64
-
   local function wrong_arity(command)
-    fail(fmt("ERR wrong number of arguments for '%s' command", command))
+    fail(ERR.wrong_arity(command))
   end
 
   local function bad_integer(name, lo, hi)
-    fail(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi))
+    fail(ERR.bad_integer(name, lo, hi))
   end
 
   local function foreign(label)
-    fail(fmt('ERR key holds a value that %s did not write: use another key or DEL it', label))
+    fail(ERR.foreign_value(label))
   end
 
   -- A client's bytes made safe to echo: at most 32, printable ASCII, else '?'.
@@ -665,8 +711,6 @@ local function build()
     return v
   end
 
-  local UNIT_MS = { [''] = 1000, S = 1000, MS = 1, M = 60000, H = 3600000, D = 86400000 }
-
   -- A duration in milliseconds: digits with an optional unit, 1 ms to 3650 d.
   local function duration(name, s)
     local at = find(s, '[^0-9]')
@@ -674,20 +718,11 @@ local function build()
     local unit = UNIT_MS[upper(at and sub(s, at) or '')]
     local ms = n and unit and n * unit
     if not ms or ms < 1 or ms > MAX_DURATION_MS then
-      fail(fmt('ERR %s must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)', name))
+      fail(ERR.bad_duration(name))
     end
     return ms
   end
 
-  -- The algorithms: their command, label, stored tag and positional parameters.
-  local KINDS = {
-    GCRA = { command = 'rl.gcra', label = 'RL.GCRA', tag = 'gcra', params = { 'limit', 'period' } },
-    TOKENBUCKET = { command = 'rl.tokenbucket', label = 'RL.TOKENBUCKET', tag = 'bucket', params = { 'capacity', 'refill', 'period' } },
-    LEAKY = { command = 'rl.leaky', label = 'RL.LEAKY', tag = 'leaky', params = { 'capacity', 'leak', 'period' } },
-    SLIDING = { command = 'rl.sliding', label = 'RL.SLIDING', tag = 'sliding', params = { 'limit', 'window' } },
-    SLIDINGLOG = { command = 'rl.slidinglog', label = 'RL.SLIDINGLOG', tag = 'slidinglog', params = { 'limit', 'window' } },
-    FIXED = { command = 'rl.fixed', label = 'RL.FIXED', tag = 'fixed', params = { 'limit', 'window' } },
-  }
   for name, k in pairs(KINDS) do k.name = name end
   local TAG_LABELS = {}
   for _, k in pairs(KINDS) do TAG_LABELS[k.tag] = k.label end
@@ -703,7 +738,7 @@ local function build()
     local np = #names
     if last - first + 1 < np then
       if form == 'clause' then
-        fail(fmt('ERR RL.ALL clause %s has too few parameters', kind.name))
+        fail(ERR.clause_arity(kind.name))
       end
       wrong_arity(form == 'peek' and 'rl.peek' or kind.command)
     end
@@ -712,8 +747,8 @@ local function build()
     local cost, refund, burst, block, peek
     local i = first + np
     local function once(current, option)
-      if current ~= nil then fail(fmt('ERR option %s given more than once', option)) end
-      if i + 1 > last then fail(fmt('ERR option %s needs a value', option)) end
+      if current ~= nil then fail(ERR.repeated_option(option)) end
+      if i + 1 > last then fail(ERR.missing_value(option)) end
       i = i + 1
       return args[i]
     end
@@ -725,7 +760,7 @@ local function build()
       elseif command and up == 'REFUND' then
         refund = count_from('REFUND', once(refund, 'REFUND'), 0, MAX_COST)
       elseif command and up == 'PEEK' then
-        if peek then fail('ERR option PEEK given more than once') end
+        if peek then fail(ERR.repeated_option('PEEK')) end
         peek = true
       elseif command and up == 'BLOCK' then
         -- A script cannot wait: BLOCK is validated and the call decides at once.
@@ -742,15 +777,14 @@ local function build()
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
         end
         if form == 'clause' then
-          fail(fmt("ERR unknown option '%s' in RL.ALL clause %s (expected %s)", sanitize(option),
-            kind.name, expected))
+          fail(ERR.unknown_clause_option(sanitize(option), kind.name, expected))
         end
-        fail(fmt("ERR unknown option '%s' for '%s' (expected %s)", sanitize(option),
-          form == 'peek' and 'rl.peek' or kind.command, expected))
+        fail(ERR.unknown_option(sanitize(option), form == 'peek' and 'rl.peek' or kind.command,
+          expected))
       end
       i = i + 1
     end
-    if cost and refund then fail('ERR COST and REFUND cannot be used together') end
+    if cost and refund then fail(ERR.cost_with_refund) end
     local p = {}
     for j = 1, np do
       local name, s = names[j], args[first + j - 1]
@@ -767,8 +801,7 @@ local function build()
     local rate_at = RATE_PARAM[kind.name]
     if rate_at and cmp(p[rate_at], p[rate_at + 1]) > 0 then
       local rate, period = names[rate_at], names[rate_at + 1]
-      fail(fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns',
-        rate, period, period, rate))
+      fail(ERR.rate_too_high(rate, period))
     end
     req.p = p
     req.burst = burst or 1
@@ -851,7 +884,7 @@ local function build()
   -- GET, or the error reply it gave (WRONGTYPE for another type; NOPERM ...).
   local function get(key)
     local v = redis.pcall('GET', key)
-    if type(v) == 'table' then fail(v.err or WRONGTYPE) end
+    if type(v) == 'table' then fail(v.err or ERR.wrong_type) end
     return v
   end
 
@@ -878,7 +911,7 @@ local function build()
     if parts[1] ~= kind.tag then
       local found = TAG_LABELS[parts[1]]
       if found then
-        fail(fmt('ERR key holds %s state, not %s state: use another key or DEL it', found, kind.label))
+        fail(ERR.other_algorithm(found, kind.label))
       end
       foreign(kind.label)
     end
@@ -1500,7 +1533,7 @@ local function build()
     -- uses, OOM): that error, as Redis gave it.
     if type(err) == 'table' and type(err.err) == 'string' then return redis.error_reply(err.err) end
     if type(err) == 'string' and find(err, '^[A-Z]+ ') then return redis.error_reply(err) end
-    return redis.error_reply(fmt('ERR internal error in %s: the request was not applied', label))
+    return redis.error_reply(ERR.internal(label))
   end
 
   local function one_key(fname, keys)
@@ -1528,7 +1561,7 @@ local function build()
       local fast, v = req.fast, nil
       if not log then
         v = redis.pcall('GET', key)
-        if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
+        if v and type(v) == 'table' then fail(v.err or ERR.wrong_type) end
       end
       if fast and s < FAST_S then
         local allowed, left, retry, reset, value, expire, more
@@ -1812,7 +1845,7 @@ local function build()
     end
     local s, n = clock()
     local v = redis.pcall('GET', key)
-    if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
+    if v and type(v) == 'table' then fail(v.err or ERR.wrong_type) end
     if r.fast and s < FAST_S then
       local out, tat, expire = fast_throttle(r, v, s, n)
       if out then
@@ -2355,7 +2388,7 @@ local function build()
   end
 
   local function check_id(id)
-    if #id < 1 or #id > 256 then fail('ERR lease_id must be 1 to 256 bytes') end
+    if #id < 1 or #id > MAX_LEASE_ID then fail('ERR lease_id must be 1 to 256 bytes') end
   end
 
   -- RL.ACQUIRE key limit timeout lease_id [PEEK] [BLOCK ms] (lease.rs): the
@@ -2369,16 +2402,16 @@ local function build()
     while i <= #args do
       local up = upper(args[i])
       if up == 'PEEK' then
-        if peek then fail('ERR option PEEK given more than once') end
+        if peek then fail(ERR.repeated_option('PEEK')) end
         peek = true
       elseif up == 'BLOCK' then
         -- A script cannot wait: BLOCK is validated and the call decides at once.
-        if block then fail('ERR option BLOCK given more than once') end
-        if i + 1 > #args then fail('ERR option BLOCK needs a value') end
+        if block then fail(ERR.repeated_option('BLOCK')) end
+        if i + 1 > #args then fail(ERR.missing_value('BLOCK')) end
         i = i + 1
         block = count_from('BLOCK', args[i], 0, MAX_DURATION_MS)
       else
-        fail(fmt("ERR unknown option '%s' for 'rl.acquire' (expected PEEK or BLOCK)", sanitize(args[i])))
+        fail(ERR.unknown_option(sanitize(args[i]), 'rl.acquire', 'PEEK or BLOCK'))
       end
       i = i + 1
     end

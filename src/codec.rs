@@ -9,6 +9,8 @@
 //! | `RL.FIXED` | `fixed:<window_start_ms>:<count>` |
 //! | `RL.SLIDING` | `sliding:<window_start_ms>:<previous>:<current>` |
 //!
+//! The tags are `Kind::tag` (facts/rl.toml's `kinds`).
+//!
 //! `RL.SLIDINGLOG` keeps a sorted set with one member `<ns>:<cost>:<sum>` per
 //! admitted request (legacy keys: a bare `<ns>` per unit), scored by the
 //! nanosecond's microsecond (see `algorithm::sliding_log`).
@@ -16,20 +18,6 @@
 use crate::algorithm::decimal::{parse_decimal, StackBytes};
 use crate::error::RlError;
 use crate::grammar::Kind;
-
-impl Kind {
-    /// The prefix naming the algorithm in a stored value.
-    pub fn tag(self) -> &'static str {
-        match self {
-            Kind::Gcra => "gcra",
-            Kind::TokenBucket => "bucket",
-            Kind::Leaky => "leaky",
-            Kind::Sliding => "sliding",
-            Kind::SlidingLog => "slidinglog",
-            Kind::Fixed => "fixed",
-        }
-    }
-}
 
 /// A stored value: a tag and at most three fields of at most 41 digits.
 pub type Text = StackBytes<136>;

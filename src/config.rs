@@ -1,35 +1,38 @@
 //! Operator settings: `loadmodule librl.so <name> <value> ...` at load time and
 //! `CONFIG SET/GET rl.<name>` at run time. Redis refuses out-of-range values
 //! with its own error naming the setting. Every setting's default and range
-//! is here; `lib.rs` registers them from these constants.
+//! is a fact (facts/rl.toml's `settings`, generated into `facts::settings`);
+//! `lib.rs` registers them from the constants here.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use crate::facts::settings;
 
 /// `rl.sliding-log-max-limit`: the largest `limit` RL.SLIDINGLOG accepts (each
 /// key holds up to `limit` entries). Invariant: within [`SLIDING_LOG_MAX_RANGE`].
 pub static SLIDING_LOG_MAX_LIMIT: AtomicI64 = AtomicI64::new(DEFAULT_SLIDING_LOG_MAX as i64);
-pub const DEFAULT_SLIDING_LOG_MAX: u64 = 100_000;
-pub const SLIDING_LOG_MAX_RANGE: (i64, i64) = (1, 100_000_000);
+pub const DEFAULT_SLIDING_LOG_MAX: u64 = settings::SLIDING_LOG_MAX_LIMIT.default as u64;
+pub const SLIDING_LOG_MAX_RANGE: (i64, i64) = settings::SLIDING_LOG_MAX_LIMIT.range;
 
 /// `rl.max-waiters`: the most clients waiting (`BLOCK`) at once; beyond it,
 /// `BLOCK` decides at once. `0` turns waiting off. A waiter costs the server
 /// about 35 KB (the reply buffer of its blocked-client handle), so the
 /// default is a budget of about 35 MB.
 pub static MAX_WAITERS: AtomicI64 = AtomicI64::new(DEFAULT_MAX_WAITERS);
-pub const DEFAULT_MAX_WAITERS: i64 = 1_000;
-pub const MAX_WAITERS_RANGE: (i64, i64) = (0, 1_000_000);
+pub const DEFAULT_MAX_WAITERS: i64 = settings::MAX_WAITERS.default;
+pub const MAX_WAITERS_RANGE: (i64, i64) = settings::MAX_WAITERS.range;
 
 /// `rl.max-waiters-per-key`: the most clients waiting on one key (database
 /// and name), so that one key cannot take every slot of `rl.max-waiters`.
 pub static MAX_WAITERS_PER_KEY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_WAITERS_PER_KEY);
-pub const DEFAULT_MAX_WAITERS_PER_KEY: i64 = 100;
-pub const MAX_WAITERS_PER_KEY_RANGE: (i64, i64) = (0, 1_000_000);
+pub const DEFAULT_MAX_WAITERS_PER_KEY: i64 = settings::MAX_WAITERS_PER_KEY.default;
+pub const MAX_WAITERS_PER_KEY_RANGE: (i64, i64) = settings::MAX_WAITERS_PER_KEY.range;
 
 /// `rl.gcra-command`: whether the module registers Redis's designed `GCRA`
 /// command (where the server has none of its own). Read once, at load: it is
 /// immutable (`CONFIG SET` refuses it), as the command table is fixed then.
 pub static GCRA_COMMAND: AtomicBool = AtomicBool::new(DEFAULT_GCRA_COMMAND);
-pub const DEFAULT_GCRA_COMMAND: bool = true;
+pub const DEFAULT_GCRA_COMMAND: bool = settings::GCRA_COMMAND;
 
 /// `rl.gcra-command` as loaded.
 pub fn gcra_command() -> bool {
@@ -68,38 +71,32 @@ pub fn caps() -> Caps {
     }
 }
 
-/// The settings `loadmodule` accepts, with their valid ranges.
-const SETTINGS: [(&str, (i64, i64)); 3] = [
-    ("sliding-log-max-limit", SLIDING_LOG_MAX_RANGE),
-    ("max-waiters", MAX_WAITERS_RANGE),
-    ("max-waiters-per-key", MAX_WAITERS_PER_KEY_RANGE),
-];
-
-/// The yes/no settings `loadmodule` accepts: the name and `yes` or `no` in
-/// lowercase, exactly as the module's configuration reads them (any other
-/// spelling would be ignored there, so it is refused here).
-const SWITCHES: [&str; 1] = ["gcra-command"];
-
 /// Checks `loadmodule librl.so <name> <value> ...` before the module loads: an
 /// unknown name, a missing value or an out-of-range value refuses the load
-/// with a message saying what is valid (Redis would otherwise accept it).
+/// with a message saying what is valid (Redis would otherwise accept it). The
+/// integer settings and their ranges are `settings::INTEGERS`; the yes/no ones,
+/// `settings::SWITCHES`, take `yes` or `no` in lowercase, exactly as the
+/// module's configuration reads them (any other spelling would be ignored
+/// there, so it is refused here).
 pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
     let mut pairs = args.chunks(2);
     pairs.try_for_each(|pair| {
         let name = String::from_utf8_lossy(pair[0]);
-        if SWITCHES.iter().any(|s| pair[0] == s.as_bytes()) {
+        if settings::SWITCHES.iter().any(|s| pair[0] == s.as_bytes()) {
             return match pair.get(1) {
                 Some(&(b"yes" | b"no")) => Ok(()),
                 Some(_) => Err(format!("{name} must be yes or no")),
                 None => Err(format!("module argument '{name}' needs a value")),
             };
         }
-        let (_, (min, max)) = SETTINGS
+        let (min, max) = settings::INTEGERS
             .iter()
-            .find(|(known, _)| pair[0].eq_ignore_ascii_case(known.as_bytes()))
+            .find(|known| pair[0].eq_ignore_ascii_case(known.name.as_bytes()))
+            .map(|known| known.range)
             .ok_or_else(|| {
                 format!(
-                    "unknown module argument '{name}' (known: sliding-log-max-limit, max-waiters, max-waiters-per-key, gcra-command)"
+                    "unknown module argument '{name}' (known: {})",
+                    settings::NAMES
                 )
             })?;
         let value = pair
@@ -108,7 +105,7 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
         std::str::from_utf8(value)
             .ok()
             .and_then(|v| v.parse::<i64>().ok())
-            .filter(|v| (*min..=*max).contains(v))
+            .filter(|v| (min..=max).contains(v))
             .map(|_| ())
             .ok_or_else(|| format!("{name} must be an integer from {min} to {max}"))
     })

@@ -1,68 +1,73 @@
 //! Every error a command can reply with. Messages are complete Redis error
 //! replies (they start with the error code) and never contain client bytes
-//! other than a sanitized option name.
+//! other than a sanitized option name. The texts are facts (facts/rl.toml's
+//! `errors`, which the Functions library and the clients share): each variant
+//! is written by the function of `facts::errors` named after it, from its
+//! fields in order.
 
 use thiserror::Error;
 
+use crate::facts::errors;
+
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum RlError {
-    #[error("ERR wrong number of arguments for '{0}' command")]
+    #[error(fmt = errors::wrong_arity)]
     WrongArity(&'static str),
-    #[error("ERR {name} must be an integer from {min} to {max}")]
+    #[error(fmt = errors::bad_integer)]
     BadInteger {
         name: &'static str,
         min: u64,
         max: u64,
     },
-    #[error("ERR {0} must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)")]
+    #[error(fmt = errors::bad_duration)]
     BadDuration(&'static str),
-    #[error("ERR unknown option '{option}' for '{command}' (expected {expected})")]
+    #[error(fmt = errors::unknown_option)]
     UnknownOption {
         option: String,
         command: &'static str,
         expected: &'static str,
     },
     /// An option an `RL.ALL` clause does not take (`REFUND`, `PEEK`, `BLOCK`, ...).
-    #[error("ERR unknown option '{option}' in RL.ALL clause {clause} (expected {expected})")]
+    #[error(fmt = errors::unknown_clause_option)]
     UnknownClauseOption {
         option: String,
         clause: &'static str,
         expected: &'static str,
     },
-    #[error("ERR option {0} given more than once")]
+    #[error(fmt = errors::repeated_option)]
     RepeatedOption(&'static str),
-    #[error("ERR option {0} needs a value")]
+    #[error(fmt = errors::missing_value)]
     MissingValue(&'static str),
-    #[error("ERR {rate} per {period} must be at most 1 per nanosecond: {period} / {rate} must be at least 1ns")]
+    #[error(fmt = errors::rate_too_high)]
     RateTooHigh {
         rate: &'static str,
         period: &'static str,
     },
-    #[error("ERR COST and REFUND cannot be used together")]
+    #[error(fmt = errors::cost_with_refund)]
     CostWithRefund,
-    #[error("ERR RL.ALL clause {0} has too few parameters")]
+    #[error(fmt = errors::clause_arity)]
     ClauseArity(&'static str),
-    #[error("ERR {0}")]
+    #[error(fmt = errors::syntax)]
     Syntax(&'static str),
-    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    #[error(fmt = errors::wrong_type)]
     WrongType,
-    #[error("ERR key holds {found} state, not {expected} state: use another key or DEL it")]
+    #[error(fmt = errors::other_algorithm)]
     OtherAlgorithm {
         found: &'static str,
         expected: &'static str,
     },
-    #[error("ERR key holds a value that {0} did not write: use another key or DEL it")]
+    #[error(fmt = errors::foreign_value)]
     ForeignValue(&'static str),
     /// A wait (`BLOCK`) ended because the server stopped being a master.
-    #[error("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)")]
+    #[error(fmt = errors::unblocked)]
     Unblocked,
     /// A waiter would be admitted while the server is out of memory (`noeviction`).
-    #[error("OOM command not allowed when used memory > 'maxmemory'.")]
+    #[error(fmt = errors::oom)]
     Oom,
     /// A wait (`BLOCK`) ended because the server is shutting down.
-    #[error("UNBLOCKED the server is shutting down")]
+    #[error(fmt = errors::shutting_down)]
     ShuttingDown,
-    #[error("ERR internal error in {0}: the request was not applied")]
+    #[error(fmt = errors::internal)]
     Internal(&'static str),
 }
 
@@ -96,5 +101,55 @@ mod tests {
     fn sanitized_echo_has_no_control_bytes() {
         assert_eq!(sanitize(b"FO\0O\r\n"), "FO?O??");
         assert_eq!(sanitize(&[b'x'; 40]).len(), 35);
+    }
+
+    /// Each variant's fields fill its text's arguments in the order they first
+    /// appear there (the generated writers' parameters).
+    #[test]
+    fn fields_fill_their_arguments() {
+        let cases = [
+            (
+                RlError::BadInteger {
+                    name: "limit",
+                    min: 1,
+                    max: 9,
+                },
+                "ERR limit must be an integer from 1 to 9",
+            ),
+            (
+                RlError::UnknownOption {
+                    option: "X".into(),
+                    command: "rl.gcra",
+                    expected: "COST",
+                },
+                "ERR unknown option 'X' for 'rl.gcra' (expected COST)",
+            ),
+            (
+                RlError::UnknownClauseOption {
+                    option: "X".into(),
+                    clause: "GCRA",
+                    expected: "COST",
+                },
+                "ERR unknown option 'X' in RL.ALL clause GCRA (expected COST)",
+            ),
+            (
+                RlError::RateTooHigh {
+                    rate: "limit",
+                    period: "period",
+                },
+                "ERR limit per period must be at most 1 per nanosecond: period / limit must be at least 1ns",
+            ),
+            (
+                RlError::OtherAlgorithm {
+                    found: "RL.FIXED",
+                    expected: "RL.GCRA",
+                },
+                "ERR key holds RL.FIXED state, not RL.GCRA state: use another key or DEL it",
+            ),
+            (RlError::WrongType, "WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+        }
     }
 }

@@ -17,6 +17,10 @@ mod config;
 mod decision;
 mod docs;
 mod error;
+// Generated from facts/rl.toml by scripts/generate-facts.py, which --check compares
+// byte for byte: rustfmt leaves it as generated.
+#[rustfmt::skip]
+mod facts;
 mod ffi;
 #[cfg(test)]
 mod fuzz;

@@ -1,13 +1,17 @@
 //! The constants the Functions library (`functions/rl.lua`) shares with the
 //! module, checked against the module's own: the kinds, the per-call caps, the
-//! default settings and the stored-state details. A change on one side fails
-//! here until the other follows. (Error texts are compared byte for byte by the
-//! library's conformance fuzz, `tests/functions.rs`.)
+//! default settings and the stored-state details. Those that are facts
+//! (facts/rl.toml) are generated into both (`src/facts.rs`,
+//! `functions/parts/04-facts.lua`), so this checks the generator and the join;
+//! the rest are typed on each side, and a change on one fails here until the
+//! other follows. (Error texts are compared byte for byte by the library's
+//! conformance fuzz, `tests/functions.rs`.)
 
 use crate::algorithm::MAX_EXPIRE_MS;
 use crate::bounds::{MAX_COST, MAX_COUNT, MAX_DURATION_MS, MAX_LAYERS, MAX_PERIOD_S, TRIM_MAX};
 use crate::config::DEFAULT_SLIDING_LOG_MAX;
 use crate::error::RlError;
+use crate::facts::KINDS;
 use crate::grammar::Kind;
 use crate::store::SHORT_STRING;
 
@@ -62,14 +66,18 @@ fn caps_and_defaults_are_the_modules() {
 fn stored_formats_and_texts_are_the_modules() {
     assert_eq!(definition("LEASE_PREFIX"), "'lease:'");
     assert_eq!(crate::store::lease_member(b""), b"lease:");
-    assert_eq!(definition("WRONGTYPE"), format!("'{}'", RlError::WrongType));
+    let wrong_type = format!("    wrong_type = '{}',", RlError::WrongType);
+    assert!(
+        LIBRARY.contains(&wrong_type),
+        "the library's ERR lacks\n{wrong_type}"
+    );
 }
 
 #[test]
 fn every_kind_has_the_modules_names_and_parameters() {
     for kind in Kind::ALL {
         let line = format!(
-            "    {} = {{ command = '{}', label = '{}', tag = '{}', params = {{ {} }} }},",
+            "    {} = {{ command = '{}', label = '{}', tag = '{}', params = {{ {} }}, fcall = '{}' }},",
             kind.tag_upper(),
             kind.command(),
             kind.label(),
@@ -79,6 +87,7 @@ fn every_kind_has_the_modules_names_and_parameters() {
                 .map(|p| format!("'{p}'"))
                 .collect::<Vec<_>>()
                 .join(", "),
+            KINDS[kind as usize].fcall,
         );
         assert!(LIBRARY.contains(&line), "the library's KINDS lacks\n{line}");
     }

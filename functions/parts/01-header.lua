@@ -16,8 +16,10 @@ REPLACE < functions/rl.lua`) and call
 
 BLOCK is accepted and decides at once: a script cannot wait.
 
-Sections: exact integers; exact integers in doubles (the fast paths); errors and
-the grammar; state on keys; the algorithms (a line-by-line port of src/algorithm/*.rs,
+Sections: exact integers; exact integers in doubles (the fast paths); the facts
+shared with the module and the clients (the kinds, the bounds, the error texts:
+generated from facts/rl.toml by scripts/generate-facts.py); errors and the grammar;
+state on keys; the algorithms (a line-by-line port of src/algorithm/*.rs,
 each with its fast path); the commands; registration. Each is a file of
 functions/parts/, which scripts/build-library.sh (make library) joins into this file:
 edit the parts, not this file.

@@ -1,6 +1,6 @@
   --------------------------------------------------------------------------------
   -- Errors and the grammar (src/grammar, src/error.rs): the same checks in the same
-  -- order, the same texts.
+  -- order, the same texts (ERR, the kinds and the bounds: 04-facts.lua).
   --------------------------------------------------------------------------------
 
   -- Raises an error reply: the handler catches it and `failed` replies it.
@@ -8,23 +8,16 @@
     error({ rl = msg }, 0)
   end
 
-  local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
-  local MAX_COUNT = 1000000000000
-  local MAX_COST = 1000000000000
-  local MAX_DURATION_MS = 3650 * 86400000
-  local SLIDING_LOG_MAX = 100000
-  local MAX_LAYERS = 64
-
   local function wrong_arity(command)
-    fail(fmt("ERR wrong number of arguments for '%s' command", command))
+    fail(ERR.wrong_arity(command))
   end
 
   local function bad_integer(name, lo, hi)
-    fail(fmt('ERR %s must be an integer from %.0f to %.0f', name, lo, hi))
+    fail(ERR.bad_integer(name, lo, hi))
   end
 
   local function foreign(label)
-    fail(fmt('ERR key holds a value that %s did not write: use another key or DEL it', label))
+    fail(ERR.foreign_value(label))
   end
 
   -- A client's bytes made safe to echo: at most 32, printable ASCII, else '?'.
@@ -51,8 +44,6 @@
     return v
   end
 
-  local UNIT_MS = { [''] = 1000, S = 1000, MS = 1, M = 60000, H = 3600000, D = 86400000 }
-
   -- A duration in milliseconds: digits with an optional unit, 1 ms to 3650 d.
   local function duration(name, s)
     local at = find(s, '[^0-9]')
@@ -60,20 +51,11 @@
     local unit = UNIT_MS[upper(at and sub(s, at) or '')]
     local ms = n and unit and n * unit
     if not ms or ms < 1 or ms > MAX_DURATION_MS then
-      fail(fmt('ERR %s must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)', name))
+      fail(ERR.bad_duration(name))
     end
     return ms
   end
 
-  -- The algorithms: their command, label, stored tag and positional parameters.
-  local KINDS = {
-    GCRA = { command = 'rl.gcra', label = 'RL.GCRA', tag = 'gcra', params = { 'limit', 'period' } },
-    TOKENBUCKET = { command = 'rl.tokenbucket', label = 'RL.TOKENBUCKET', tag = 'bucket', params = { 'capacity', 'refill', 'period' } },
-    LEAKY = { command = 'rl.leaky', label = 'RL.LEAKY', tag = 'leaky', params = { 'capacity', 'leak', 'period' } },
-    SLIDING = { command = 'rl.sliding', label = 'RL.SLIDING', tag = 'sliding', params = { 'limit', 'window' } },
-    SLIDINGLOG = { command = 'rl.slidinglog', label = 'RL.SLIDINGLOG', tag = 'slidinglog', params = { 'limit', 'window' } },
-    FIXED = { command = 'rl.fixed', label = 'RL.FIXED', tag = 'fixed', params = { 'limit', 'window' } },
-  }
   for name, k in pairs(KINDS) do k.name = name end
   local TAG_LABELS = {}
   for _, k in pairs(KINDS) do TAG_LABELS[k.tag] = k.label end
@@ -89,7 +71,7 @@
     local np = #names
     if last - first + 1 < np then
       if form == 'clause' then
-        fail(fmt('ERR RL.ALL clause %s has too few parameters', kind.name))
+        fail(ERR.clause_arity(kind.name))
       end
       wrong_arity(form == 'peek' and 'rl.peek' or kind.command)
     end
@@ -98,8 +80,8 @@
     local cost, refund, burst, block, peek
     local i = first + np
     local function once(current, option)
-      if current ~= nil then fail(fmt('ERR option %s given more than once', option)) end
-      if i + 1 > last then fail(fmt('ERR option %s needs a value', option)) end
+      if current ~= nil then fail(ERR.repeated_option(option)) end
+      if i + 1 > last then fail(ERR.missing_value(option)) end
       i = i + 1
       return args[i]
     end
@@ -111,7 +93,7 @@
       elseif command and up == 'REFUND' then
         refund = count_from('REFUND', once(refund, 'REFUND'), 0, MAX_COST)
       elseif command and up == 'PEEK' then
-        if peek then fail('ERR option PEEK given more than once') end
+        if peek then fail(ERR.repeated_option('PEEK')) end
         peek = true
       elseif command and up == 'BLOCK' then
         -- A script cannot wait: BLOCK is validated and the call decides at once.
@@ -128,15 +110,14 @@
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
         end
         if form == 'clause' then
-          fail(fmt("ERR unknown option '%s' in RL.ALL clause %s (expected %s)", sanitize(option),
-            kind.name, expected))
+          fail(ERR.unknown_clause_option(sanitize(option), kind.name, expected))
         end
-        fail(fmt("ERR unknown option '%s' for '%s' (expected %s)", sanitize(option),
-          form == 'peek' and 'rl.peek' or kind.command, expected))
+        fail(ERR.unknown_option(sanitize(option), form == 'peek' and 'rl.peek' or kind.command,
+          expected))
       end
       i = i + 1
     end
-    if cost and refund then fail('ERR COST and REFUND cannot be used together') end
+    if cost and refund then fail(ERR.cost_with_refund) end
     local p = {}
     for j = 1, np do
       local name, s = names[j], args[first + j - 1]
@@ -153,8 +134,7 @@
     local rate_at = RATE_PARAM[kind.name]
     if rate_at and cmp(p[rate_at], p[rate_at + 1]) > 0 then
       local rate, period = names[rate_at], names[rate_at + 1]
-      fail(fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns',
-        rate, period, period, rate))
+      fail(ERR.rate_too_high(rate, period))
     end
     req.p = p
     req.burst = burst or 1

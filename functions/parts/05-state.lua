@@ -7,7 +7,7 @@
   -- GET, or the error reply it gave (WRONGTYPE for another type; NOPERM ...).
   local function get(key)
     local v = redis.pcall('GET', key)
-    if type(v) == 'table' then fail(v.err or WRONGTYPE) end
+    if type(v) == 'table' then fail(v.err or ERR.wrong_type) end
     return v
   end
 
@@ -34,7 +34,7 @@
     if parts[1] ~= kind.tag then
       local found = TAG_LABELS[parts[1]]
       if found then
-        fail(fmt('ERR key holds %s state, not %s state: use another key or DEL it', found, kind.label))
+        fail(ERR.other_algorithm(found, kind.label))
       end
       foreign(kind.label)
     end

@@ -78,7 +78,7 @@
     -- uses, OOM): that error, as Redis gave it.
     if type(err) == 'table' and type(err.err) == 'string' then return redis.error_reply(err.err) end
     if type(err) == 'string' and find(err, '^[A-Z]+ ') then return redis.error_reply(err) end
-    return redis.error_reply(fmt('ERR internal error in %s: the request was not applied', label))
+    return redis.error_reply(ERR.internal(label))
   end
 
   local function one_key(fname, keys)
@@ -106,7 +106,7 @@
       local fast, v = req.fast, nil
       if not log then
         v = redis.pcall('GET', key)
-        if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
+        if v and type(v) == 'table' then fail(v.err or ERR.wrong_type) end
       end
       if fast and s < FAST_S then
         local allowed, left, retry, reset, value, expire, more

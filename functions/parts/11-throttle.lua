@@ -139,7 +139,7 @@
     end
     local s, n = clock()
     local v = redis.pcall('GET', key)
-    if v and type(v) == 'table' then fail(v.err or WRONGTYPE) end
+    if v and type(v) == 'table' then fail(v.err or ERR.wrong_type) end
     if r.fast and s < FAST_S then
       local out, tat, expire = fast_throttle(r, v, s, n)
       if out then

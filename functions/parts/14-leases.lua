@@ -64,7 +64,7 @@
   end
 
   local function check_id(id)
-    if #id < 1 or #id > 256 then fail('ERR lease_id must be 1 to 256 bytes') end
+    if #id < 1 or #id > MAX_LEASE_ID then fail('ERR lease_id must be 1 to 256 bytes') end
   end
 
   -- RL.ACQUIRE key limit timeout lease_id [PEEK] [BLOCK ms] (lease.rs): the
@@ -78,16 +78,16 @@
     while i <= #args do
       local up = upper(args[i])
       if up == 'PEEK' then
-        if peek then fail('ERR option PEEK given more than once') end
+        if peek then fail(ERR.repeated_option('PEEK')) end
         peek = true
       elseif up == 'BLOCK' then
         -- A script cannot wait: BLOCK is validated and the call decides at once.
-        if block then fail('ERR option BLOCK given more than once') end
-        if i + 1 > #args then fail('ERR option BLOCK needs a value') end
+        if block then fail(ERR.repeated_option('BLOCK')) end
+        if i + 1 > #args then fail(ERR.missing_value('BLOCK')) end
         i = i + 1
         block = count_from('BLOCK', args[i], 0, MAX_DURATION_MS)
       else
-        fail(fmt("ERR unknown option '%s' for 'rl.acquire' (expected PEEK or BLOCK)", sanitize(args[i])))
+        fail(ERR.unknown_option(sanitize(args[i]), 'rl.acquire', 'PEEK or BLOCK'))
       end
       i = i + 1
     end

@@ -1,39 +1,21 @@
 //! The decision commands' algorithms: names, positional parameters, the
-//! options each form of their grammar takes.
+//! options each form of their grammar takes. The enum and each kind's names
+//! are facts (facts/rl.toml, generated into `crate::facts`).
 
 use std::ffi::CStr;
 
-/// The decision commands, one per algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Gcra,
-    TokenBucket,
-    Leaky,
-    Sliding,
-    SlidingLog,
-    Fixed,
-}
+pub use crate::facts::Kind;
+use crate::facts::{KindFacts, KINDS};
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
-        Kind::Gcra,
-        Kind::TokenBucket,
-        Kind::Leaky,
-        Kind::Sliding,
-        Kind::SlidingLog,
-        Kind::Fixed,
-    ];
+    /// This kind's row of the facts table.
+    const fn facts(self) -> &'static KindFacts {
+        &KINDS[self as usize]
+    }
 
     /// The command's name as registered (and as Redis reports it).
     pub const fn name(self) -> &'static CStr {
-        match self {
-            Kind::Gcra => c"rl.gcra",
-            Kind::TokenBucket => c"rl.tokenbucket",
-            Kind::Leaky => c"rl.leaky",
-            Kind::Sliding => c"rl.sliding",
-            Kind::SlidingLog => c"rl.slidinglog",
-            Kind::Fixed => c"rl.fixed",
-        }
+        self.facts().command
     }
 
     /// The command's name as Redis reports it (in arity errors).
@@ -43,29 +25,22 @@ impl Kind {
 
     /// The command's name as users write it (in error messages).
     pub const fn label(self) -> &'static str {
-        match self {
-            Kind::Gcra => "RL.GCRA",
-            Kind::TokenBucket => "RL.TOKENBUCKET",
-            Kind::Leaky => "RL.LEAKY",
-            Kind::Sliding => "RL.SLIDING",
-            Kind::SlidingLog => "RL.SLIDINGLOG",
-            Kind::Fixed => "RL.FIXED",
-        }
+        self.facts().label
     }
 
     /// The algorithm's name in an `RL.ALL` clause (`GCRA`, `TOKENBUCKET`, ...).
     pub fn tag_upper(self) -> &'static str {
-        &self.label()[3..]
+        self.facts().algo
+    }
+
+    /// The prefix naming the algorithm in a stored value (`codec.rs`).
+    pub fn tag(self) -> &'static str {
+        self.facts().tag
     }
 
     /// Names of the positional parameters after the key.
     pub fn positionals(self) -> &'static [&'static str] {
-        match self {
-            Kind::Gcra => &["limit", "period"],
-            Kind::TokenBucket => &["capacity", "refill", "period"],
-            Kind::Leaky => &["capacity", "leak", "period"],
-            Kind::Sliding | Kind::SlidingLog | Kind::Fixed => &["limit", "window"],
-        }
+        self.facts().params
     }
 
     /// The number of arguments including the command name and the key.

@@ -2,6 +2,7 @@
 
 use crate::bounds::MAX_DURATION_MS;
 use crate::error::RlError;
+use crate::facts::DURATION_UNITS_MS;
 use crate::units::NANOS_PER_MS;
 
 pub fn set_once<T>(
@@ -34,24 +35,17 @@ pub fn parse_count_from(
 }
 
 /// A duration in nanoseconds: digits with an optional case-insensitive unit
-/// (`ms`, `s`, `m`, `h`, `d`; none means seconds), from 1 ms to 3650 days.
+/// (`ms`, `s`, `m`, `h`, `d`; none means seconds: facts/rl.toml's `durations`),
+/// from 1 ms to 3650 days.
 pub fn parse_duration(name: &'static str, bytes: &[u8]) -> Result<u64, RlError> {
     let split = bytes
         .iter()
         .position(|b| !b.is_ascii_digit())
         .unwrap_or(bytes.len());
     let (digits, unit) = bytes.split_at(split);
-    const UNITS: [(&[u8], u64); 6] = [
-        (b"", 1_000),
-        (b"s", 1_000),
-        (b"ms", 1),
-        (b"m", 60_000),
-        (b"h", 3_600_000),
-        (b"d", 86_400_000),
-    ];
-    let (_, unit_ms) = UNITS
+    let (_, unit_ms) = DURATION_UNITS_MS
         .iter()
-        .find(|(suffix, _)| unit.eq_ignore_ascii_case(suffix))
+        .find(|(suffix, _)| unit.eq_ignore_ascii_case(suffix.as_bytes()))
         .ok_or(RlError::BadDuration(name))?;
     parse_digits(digits)
         .and_then(|n| n.checked_mul(*unit_ms))

@@ -2,37 +2,34 @@
  * Which case (errors.ts) a driver's error is: the one place that reads the servers' error
  * texts and the drivers' error shapes (node-redis, ioredis).
  *
- * The texts are the module's (src/error.rs), which the Functions library answers word for
- * word, and the servers' own (`unknown command`, `Function not found`, `WRONGTYPE`), read
+ * The texts are facts/rl.toml's (the module's and the Functions library's, word for word),
+ * and the servers' own (`unknown command`, `Function not found`, `WRONGTYPE`), read
  * after a leading `ERR `. An error that is none of the cases is returned as it is.
  */
+import { ERROR_PATTERNS } from "./facts.js";
 import { ConfigurationError, ForeignKeyError, type Holds, LibraryUnavailableError, RlError, ServerUnavailableError } from "./errors.js";
 
 /** A reply's text, less a leading `ERR `. */
 const text = (err: unknown): string => (err instanceof Error ? err.message : String(err)).replace(/^ERR /, "");
 
-/** The module's refusals of an argument (src/error.rs, each `RlError` that names one), and
- * the library's that src/error.rs has as `Syntax` (RL.PEEK, RL.ALL, lease ids). */
-const ARGUMENT = new RegExp([
-  /^wrong number of arguments for '/, // WrongArity
-  /^\S+ must be an integer from \d+ to \d+$/, // BadInteger
-  /^\S+ must be a duration from 1ms to 3650d/, // BadDuration
-  /^unknown option '.*' (for '|in RL\.ALL clause )/, // UnknownOption, UnknownClauseOption
-  /^option \S+ given more than once$/, // RepeatedOption
-  /^option \S+ needs a value$/, // MissingValue
-  /^\S+ per \S+ must be at most 1 per nanosecond/, // RateTooHigh
-  /^COST and REFUND cannot be used together$/, // CostWithRefund
-  /^RL\.ALL clause \S+ has too few parameters$/, // ClauseArity
-  /^RL\.ALL (needs|expects|keys must be distinct)/, // Syntax: RL.ALL's shape
-  /^RL\.PEEK expects an algorithm/, // Syntax: RL.PEEK's algorithm
-  /^lease_id must be 1 to 256 bytes$/, // Syntax: a lease id
-].map((r) => r.source).join("|"));
+/** The text of the error `name` of facts/rl.toml, whole. */
+const whole = (name: keyof typeof ERROR_PATTERNS): RegExp => new RegExp(`^(?:${ERROR_PATTERNS[name]})$`);
 
-/** What a foreign key holds, by the text refusing it. */
+/** The module's refusals of an argument (facts/rl.toml's errors that name one), and the
+ * `syntax` texts of RL.PEEK, RL.ALL and lease ids. */
+const ARGUMENT: RegExp[] = [
+  ...(["wrong_arity", "bad_integer", "bad_duration", "unknown_option", "unknown_clause_option", "repeated_option",
+    "missing_value", "rate_too_high", "cost_with_refund", "clause_arity"] as const).map(whole),
+  /^RL\.ALL (needs|expects|keys must be distinct)/,
+  /^RL\.PEEK expects an algorithm/,
+  /^lease_id must be 1 to 256 bytes$/,
+];
+
+/** What a foreign key holds, by the text refusing it (`WRONGTYPE` is the servers' own too). */
 const FOREIGN: [RegExp, Holds][] = [
-  [/^WRONGTYPE /, "type"], // WrongType, and the server's own
-  [/^key holds \S+ state, not \S+ state/, "limiter"], // OtherAlgorithm
-  [/^key holds a value that \S+ did not write/, "value"], // ForeignValue
+  [new RegExp(`^WRONGTYPE ${ERROR_PATTERNS.wrong_type}$`), "type"],
+  [whole("other_algorithm"), "limiter"],
+  [whole("foreign_value"), "value"],
 ];
 
 /** Node's socket errors of a server out of reach. */
@@ -80,7 +77,7 @@ export function classify(err: unknown): unknown {
   if (!isReplyError(err) || unknownCommand(err) || functionMissing(err)) return err;
   const holds = foreignHolds(err);
   if (holds) return new ForeignKeyError(err.message, holds, { cause: err });
-  if (ARGUMENT.test(text(err))) return new ConfigurationError(err.message, { cause: err });
+  if (ARGUMENT.some((pattern) => pattern.test(text(err)))) return new ConfigurationError(err.message, { cause: err });
   return err;
 }
 

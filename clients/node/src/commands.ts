@@ -7,12 +7,8 @@
  */
 import { type AllDecision, type Backend, Decision } from "./decision.js";
 import { refused } from "./errors.js";
+import { KINDS } from "./facts.js";
 import { type Duration, type Policy, countArg, durationArg } from "./policy.js";
-
-const FUNCTIONS: Record<Policy["algo"], string> = {
-  GCRA: "rl_gcra", TOKENBUCKET: "rl_tokenbucket", LEAKY: "rl_leaky",
-  SLIDING: "rl_sliding", SLIDINGLOG: "rl_slidinglog", FIXED: "rl_fixed",
-};
 
 export interface Command<T> {
   readonly module: readonly string[];
@@ -52,7 +48,7 @@ function options(o: DecideOptions & { refund?: number }): string[] {
 export function decide(key: string, policy: Policy, o: DecideOptions & { refund?: number } = {}): Command<Decision> {
   const rest = [...policy.params, ...options(o)];
   return {
-    module: [`RL.${policy.algo}`, key, ...rest], fn: FUNCTIONS[policy.algo], keys: [key], rest,
+    module: [`RL.${policy.algo}`, key, ...rest], fn: KINDS[policy.algo].fcall, keys: [key], rest,
     readOnly: false, decode: (reply, backend) => Decision.fromReply(reply, backend, policy),
   };
 }

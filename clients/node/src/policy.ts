@@ -7,11 +7,13 @@
  * `q` is that count and `w` its period, in whole seconds.
  */
 import { refused } from "./errors.js";
+import * as facts from "./facts.js";
 
 /** A duration: whole seconds (a number), or the commands' text ("1500ms", "1m", "1d"). */
 export type Duration = number | string;
 
-export type Algo = "GCRA" | "TOKENBUCKET" | "LEAKY" | "SLIDING" | "SLIDINGLOG" | "FIXED";
+/** An algorithm's word (facts/rl.toml's `kinds`): "GCRA", "TOKENBUCKET", ... */
+export type Algo = facts.Algo;
 
 export interface Policy {
   readonly algo: Algo;
@@ -23,8 +25,9 @@ export interface Policy {
   readonly name: string;
 }
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, "": 1_000 };
-const DURATION = /^([0-9]+)(ms|s|m|h|d)?$/i;
+/** Digits and an optional unit (facts/rl.toml's `durations`), longest units tried first. */
+const DURATION = new RegExp(
+  `^([0-9]+)(${Object.keys(facts.DURATION_UNITS_MS).filter(Boolean).sort((a, b) => b.length - a.length).join("|")})?$`, "i");
 
 /** The command-line text of `d`: text goes as given (the server checks it). */
 export function durationArg(d: Duration): string {
@@ -40,7 +43,7 @@ export function durationArg(d: Duration): string {
 export function durationMs(d: Duration): number | undefined {
   const m = DURATION.exec(durationArg(d));
   if (!m) return undefined;
-  return Number(m[1]) * UNIT_MS[(m[2] ?? "").toLowerCase()];
+  return Number(m[1]) * facts.DURATION_UNITS_MS[(m[2] ?? "").toLowerCase()];
 }
 
 /** The IETF `w`: the window (or the rate's period) in whole seconds, rounded up. */

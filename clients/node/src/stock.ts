@@ -11,12 +11,12 @@ import type { Limiter } from "./limiter.js";
 import type { Decision } from "./decision.js";
 import { ForeignKeyError, refused } from "./errors.js";
 import type { Policy } from "./policy.js";
+import { MAX_COUNT, MAX_DURATION_MS } from "./facts.js";
 import { type Transport, transport } from "./transport.js";
 
-/** The largest count the commands take (`limit`, `COST`, `REFUND`): 10^12. */
-export const MAX_COUNT = 1_000_000_000_000;
-/** The longest duration the commands take: 3650 days, in ms. */
-export const MAX_DURATION_MS = 3650 * 86_400_000;
+/** The largest count the commands take (`limit`, `COST`, `REFUND`): 10^12; the longest
+ * duration: 3650 days, in ms (facts/rl.toml's `bounds`). */
+export { MAX_COUNT, MAX_DURATION_MS };
 
 /** `ms` as the commands' duration text, or a RangeError naming `what` (whole ms, 1 ms to
  * 3650 days). */

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from redis.exceptions import ClusterDownError
@@ -28,8 +29,13 @@ CLUSTER_ATTEMPTS = 3
 
 @lru_cache(maxsize=1)
 def library_source() -> str:
-    """`functions/rl.lua`, as shipped inside this package."""
-    return resources.files(__package__).joinpath("rl.lua").read_text(encoding="utf-8")
+    """`functions/rl.lua`, as shipped inside this package (a built package carries its copy,
+    hatch_build.py; an editable install of a checkout reads the checkout's file)."""
+    shipped = resources.files(__package__).joinpath("rl.lua")
+    if not shipped.is_file():
+        return (Path(__file__).resolve().parents[4] / "functions/rl.lua").read_text(
+            encoding="utf-8")
+    return shipped.read_text(encoding="utf-8")
 
 
 def is_cluster(client: Any) -> bool:

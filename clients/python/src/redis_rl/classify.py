@@ -1,7 +1,7 @@
 """Which case (errors.py) a redis-py error is: the one place that reads the servers' error texts.
 
-The texts are the module's (src/error.rs), which the Functions library answers word for word,
-and the servers' own (`unknown command`, `Function not found`, `WRONGTYPE`). redis-py drops a
+The texts are facts/rl.toml's (the module's and the Functions library's, word for word), and
+the servers' own (`unknown command`, `Function not found`, `WRONGTYPE`). redis-py drops a
 reply's leading `ERR `, so the patterns start after it. An error that is none of the cases is
 returned as it is.
 """
@@ -15,6 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ._facts import ERROR_PATTERNS
 from .errors import (
     ConfigurationError,
     ForeignKeyError,
@@ -24,28 +25,27 @@ from .errors import (
     as_case,
 )
 
-#: The module's refusals of an argument (src/error.rs, each `RlError` that names one), and the
-#: library's that src/error.rs has as `Syntax` (RL.PEEK, RL.ALL, lease ids).
-_ARGUMENT = re.compile("|".join((
-    r"\Awrong number of arguments for '",  # WrongArity
-    r"\A\S+ must be an integer from \d+ to \d+\Z",  # BadInteger
-    r"\A\S+ must be a duration from 1ms to 3650d",  # BadDuration
-    r"\Aunknown option '.*' (for '|in RL\.ALL clause )",  # UnknownOption, UnknownClauseOption
-    r"\Aoption \S+ given more than once\Z",  # RepeatedOption
-    r"\Aoption \S+ needs a value\Z",  # MissingValue
-    r"\A\S+ per \S+ must be at most 1 per nanosecond",  # RateTooHigh
-    r"\ACOST and REFUND cannot be used together\Z",  # CostWithRefund
-    r"\ARL\.ALL clause \S+ has too few parameters\Z",  # ClauseArity
-    r"\ARL\.ALL (needs|expects|keys must be distinct)",  # Syntax: RL.ALL's shape
-    r"\ARL\.PEEK expects an algorithm",  # Syntax: RL.PEEK's algorithm
-    r"\Alease_id must be 1 to 256 bytes\Z",  # Syntax: a lease id
-)))
+def _whole(name: str) -> re.Pattern[str]:
+    """The text of the error `name` of facts/rl.toml, whole."""
+    return re.compile(rf"\A(?:{ERROR_PATTERNS[name]})\Z")
 
-#: What a foreign key holds, by the text refusing it.
+
+#: The module's refusals of an argument (facts/rl.toml's errors that name one), and the
+#: `syntax` texts of RL.PEEK, RL.ALL and lease ids.
+_ARGUMENT = tuple(_whole(name) for name in (
+    "wrong_arity", "bad_integer", "bad_duration", "unknown_option", "unknown_clause_option",
+    "repeated_option", "missing_value", "rate_too_high", "cost_with_refund", "clause_arity",
+)) + (
+    re.compile(r"\ARL\.ALL (needs|expects|keys must be distinct)"),
+    re.compile(r"\ARL\.PEEK expects an algorithm"),
+    re.compile(r"\Alease_id must be 1 to 256 bytes\Z"),
+)
+
+#: What a foreign key holds, by the text refusing it (`WRONGTYPE` is the servers' own too).
 _FOREIGN = (
-    (re.compile(r"\AWRONGTYPE "), "type"),  # WrongType, and the server's own
-    (re.compile(r"\Akey holds \S+ state, not \S+ state"), "limiter"),  # OtherAlgorithm
-    (re.compile(r"\Akey holds a value that \S+ did not write"), "value"),  # ForeignValue
+    (re.compile(rf"\AWRONGTYPE {ERROR_PATTERNS['wrong_type']}\Z"), "type"),
+    (_whole("other_algorithm"), "limiter"),
+    (_whole("foreign_value"), "value"),
 )
 
 #: redis-py's errors of a server out of reach. Not their subclasses: a refused password
@@ -87,7 +87,7 @@ def classify(err: BaseException) -> BaseException:
         found = as_case(ForeignKeyError, type(err), *err.args)
         found.holds = holds  # type: ignore[attr-defined]
         return found
-    if _ARGUMENT.search(str(err)):
+    if any(pattern.search(str(err)) for pattern in _ARGUMENT):
         return as_case(ConfigurationError, type(err), *err.args)
     return err
 

@@ -12,18 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ._facts import KINDS
 from .decision import AllDecision, Decision
 from .errors import refused
 from .policy import Duration, Policy, count_arg, duration_arg
-
-_FUNCTIONS = {
-    "GCRA": "rl_gcra",
-    "TOKENBUCKET": "rl_tokenbucket",
-    "LEAKY": "rl_leaky",
-    "SLIDING": "rl_sliding",
-    "SLIDINGLOG": "rl_slidinglog",
-    "FIXED": "rl_fixed",
-}
 
 
 @dataclass(frozen=True)
@@ -74,7 +66,7 @@ def decide(
     rest = (*policy.params, *_options(cost, refund, peek, block_ms))
     return Command(
         module=(f"RL.{policy.algo}", key, *rest),
-        function=_FUNCTIONS[policy.algo],
+        function=KINDS[policy.algo].fcall,
         keys=(key,),
         rest=rest,
         decode=lambda reply, backend: Decision.from_reply(reply, backend, policy),

@@ -22,7 +22,7 @@ from typing import Union
 
 from limits.errors import ConfigurationError
 
-from . import errors, policy
+from . import _facts, errors, policy
 from .decision import Decision
 from .policy import Policy
 
@@ -33,7 +33,7 @@ from .policy import Policy
 PREFIX = "LIMITS_RL"
 
 #: The largest count the commands take (`limit`, `COST`): 10^12.
-MAX_COUNT = 10**12
+MAX_COUNT = _facts.MAX_COUNT
 
 #: A moving window as limits reads it: (the oldest live entry's time, units in the window).
 MovingWindow = tuple[float, int]

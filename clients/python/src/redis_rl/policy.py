@@ -15,14 +15,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Union
 
+from ._facts import DURATION_UNITS_MS
 from .errors import refused
 
 #: A duration: whole seconds (int), a timedelta (sent in ms), or the commands' text
 #: (`"1500ms"`, `"1s"`, `"1m"`, `"24h"`, `"1d"`; a bare integer is seconds).
 Duration = Union[int, str, timedelta]
 
-_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "": 1_000}
-_DURATION = re.compile(r"\A([0-9]+)(ms|s|m|h|d)?\Z", re.IGNORECASE)
+#: Digits and an optional unit (facts/rl.toml's `durations`), longest units tried first.
+_DURATION = re.compile(
+    r"\A([0-9]+)(" + "|".join(sorted(filter(None, DURATION_UNITS_MS), key=len, reverse=True))
+    + r")?\Z", re.IGNORECASE)
 
 
 def duration_arg(d: Duration) -> str:
@@ -48,7 +51,7 @@ def duration_ms(d: Duration) -> int | None:
     m = _DURATION.match(duration_arg(d))
     if not m:
         return None
-    return int(m.group(1)) * _UNIT_MS[(m.group(2) or "").lower()]
+    return int(m.group(1)) * DURATION_UNITS_MS[(m.group(2) or "").lower()]
 
 
 def count_arg(n: int, what: str) -> str:

@@ -1,0 +1,90 @@
+// generated from facts/rl.toml by scripts/generate-facts.py: do not edit
+/**
+ * The facts this package shares with the module and the Functions library
+ * (facts/rl.toml): the kinds, the per-call bounds, the duration units and the error texts.
+ */
+
+/** An algorithm's word in an `RL.ALL` clause and in `RL.PEEK`. */
+export type Algo = "GCRA" | "TOKENBUCKET" | "LEAKY" | "SLIDING" | "SLIDINGLOG" | "FIXED";
+
+/** One algorithm: its command, label, stored tag, positional parameters and the
+ * Functions library's function. */
+export interface KindFacts {
+  readonly algo: Algo;
+  readonly command: string;
+  readonly label: string;
+  readonly tag: string;
+  readonly params: readonly string[];
+  readonly fcall: string;
+}
+
+/** The algorithms, by their `RL.ALL` word. */
+export const KINDS: Readonly<Record<Algo, KindFacts>> = {
+  GCRA: { algo: "GCRA", command: "rl.gcra", label: "RL.GCRA", tag: "gcra", params: ["limit", "period"], fcall: "rl_gcra" },
+  TOKENBUCKET: { algo: "TOKENBUCKET", command: "rl.tokenbucket", label: "RL.TOKENBUCKET", tag: "bucket", params: ["capacity", "refill", "period"], fcall: "rl_tokenbucket" },
+  LEAKY: { algo: "LEAKY", command: "rl.leaky", label: "RL.LEAKY", tag: "leaky", params: ["capacity", "leak", "period"], fcall: "rl_leaky" },
+  SLIDING: { algo: "SLIDING", command: "rl.sliding", label: "RL.SLIDING", tag: "sliding", params: ["limit", "window"], fcall: "rl_sliding" },
+  SLIDINGLOG: { algo: "SLIDINGLOG", command: "rl.slidinglog", label: "RL.SLIDINGLOG", tag: "slidinglog", params: ["limit", "window"], fcall: "rl_slidinglog" },
+  FIXED: { algo: "FIXED", command: "rl.fixed", label: "RL.FIXED", tag: "fixed", params: ["limit", "window"], fcall: "rl_fixed" },
+};
+
+export const MAX_COUNT = 1_000_000_000_000;
+export const MAX_COST = 1_000_000_000_000;
+export const MAX_DURATION_MS = 3650 * 86_400_000;
+export const MAX_LAYERS = 64;
+export const MAX_LEASE_ID = 256;
+
+/** Each duration unit (case-insensitive) in milliseconds; "" is a bare integer's. */
+export const DURATION_UNITS_MS: Readonly<Record<string, number>> = {
+  "": 1_000,
+  "ms": 1,
+  "s": 1_000,
+  "m": 60_000,
+  "h": 3_600_000,
+  "d": 86_400_000,
+};
+
+/** The error replies, as templates whose `{name}` is the argument of that name. */
+export const ERRORS = {
+  wrong_arity: "ERR wrong number of arguments for '{command}' command",
+  bad_integer: "ERR {name} must be an integer from {min} to {max}",
+  bad_duration: "ERR {name} must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)",
+  unknown_option: "ERR unknown option '{option}' for '{command}' (expected {expected})",
+  unknown_clause_option: "ERR unknown option '{option}' in RL.ALL clause {clause} (expected {expected})",
+  repeated_option: "ERR option {option} given more than once",
+  missing_value: "ERR option {option} needs a value",
+  rate_too_high: "ERR {rate} per {period} must be at most 1 per nanosecond: {period} / {rate} must be at least 1ns",
+  cost_with_refund: "ERR COST and REFUND cannot be used together",
+  clause_arity: "ERR RL.ALL clause {algo} has too few parameters",
+  syntax: "ERR {message}",
+  wrong_type: "WRONGTYPE Operation against a key holding the wrong kind of value",
+  other_algorithm: "ERR key holds {found} state, not {expected} state: use another key or DEL it",
+  foreign_value: "ERR key holds a value that {label} did not write: use another key or DEL it",
+  unblocked: "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+  oom: "OOM command not allowed when used memory > 'maxmemory'.",
+  shutting_down: "UNBLOCKED the server is shutting down",
+  internal: "ERR internal error in {label}: the request was not applied",
+} as const;
+
+/** Regular expressions (sources) matching each error's text after its code, each
+ * argument a named group. */
+export const ERROR_PATTERNS: Readonly<Record<keyof typeof ERRORS, string>> = {
+  wrong_arity: "wrong number of arguments for '(?<command>.*?)' command",
+  bad_integer: "(?<name>.*?) must be an integer from (?<min>.*?) to (?<max>.*?)",
+  bad_duration: "(?<name>.*?) must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d \\(bare integers are seconds\\)",
+  unknown_option: "unknown option '(?<option>.*?)' for '(?<command>.*?)' \\(expected (?<expected>.*?)\\)",
+  unknown_clause_option: "unknown option '(?<option>.*?)' in RL\\.ALL clause (?<clause>.*?) \\(expected (?<expected>.*?)\\)",
+  repeated_option: "option (?<option>.*?) given more than once",
+  missing_value: "option (?<option>.*?) needs a value",
+  rate_too_high: "(?<rate>.*?) per (?<period>.*?) must be at most 1 per nanosecond: \\k<period> \\/ \\k<rate> must be at least 1ns",
+  cost_with_refund: "COST and REFUND cannot be used together",
+  clause_arity: "RL\\.ALL clause (?<algo>.*?) has too few parameters",
+  syntax: "(?<message>.*?)",
+  wrong_type: "Operation against a key holding the wrong kind of value",
+  other_algorithm: "key holds (?<found>.*?) state, not (?<expected>.*?) state: use another key or DEL it",
+  foreign_value: "key holds a value that (?<label>.*?) did not write: use another key or DEL it",
+  unblocked: "force unblock from blocking operation, instance state changed \\(master -> replica\\?\\)",
+  oom: "command not allowed when used memory > 'maxmemory'\\.",
+  shutting_down: "the server is shutting down",
+  internal: "internal error in (?<label>.*?): the request was not applied",
+};

@@ -1,0 +1,93 @@
+# generated from facts/rl.toml by scripts/generate-facts.py: do not edit
+# ruff: noqa: E501
+"""The facts this package shares with the module and the Functions library
+(facts/rl.toml): the kinds, the per-call bounds, the duration units and the error texts.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Kind(NamedTuple):
+    """One algorithm: its `RL.ALL` word, command, label, stored tag, positional
+    parameters and the Functions library's function."""
+
+    algo: str
+    command: str
+    label: str
+    tag: str
+    params: tuple[str, ...]
+    fcall: str
+
+
+#: The algorithms, by their `RL.ALL` word.
+KINDS: dict[str, Kind] = {
+    'GCRA': Kind('GCRA', 'rl.gcra', 'RL.GCRA', 'gcra', ('limit', 'period',), 'rl_gcra'),
+    'TOKENBUCKET': Kind('TOKENBUCKET', 'rl.tokenbucket', 'RL.TOKENBUCKET', 'bucket', ('capacity', 'refill', 'period',), 'rl_tokenbucket'),
+    'LEAKY': Kind('LEAKY', 'rl.leaky', 'RL.LEAKY', 'leaky', ('capacity', 'leak', 'period',), 'rl_leaky'),
+    'SLIDING': Kind('SLIDING', 'rl.sliding', 'RL.SLIDING', 'sliding', ('limit', 'window',), 'rl_sliding'),
+    'SLIDINGLOG': Kind('SLIDINGLOG', 'rl.slidinglog', 'RL.SLIDINGLOG', 'slidinglog', ('limit', 'window',), 'rl_slidinglog'),
+    'FIXED': Kind('FIXED', 'rl.fixed', 'RL.FIXED', 'fixed', ('limit', 'window',), 'rl_fixed'),
+}
+
+MAX_COUNT = 1_000_000_000_000
+MAX_COST = 1_000_000_000_000
+MAX_DURATION_MS = 3650 * 86_400_000
+MAX_LAYERS = 64
+MAX_LEASE_ID = 256
+
+#: Each duration unit (case-insensitive) in milliseconds; `""` is a bare integer's.
+DURATION_UNITS_MS: dict[str, int] = {
+    '': 1_000,
+    'ms': 1,
+    's': 1_000,
+    'm': 60_000,
+    'h': 3_600_000,
+    'd': 86_400_000,
+}
+
+#: The error replies, as `str.format` templates of their arguments.
+ERRORS: dict[str, str] = {
+    'wrong_arity': "ERR wrong number of arguments for '{command}' command",
+    'bad_integer': 'ERR {name} must be an integer from {min} to {max}',
+    'bad_duration': 'ERR {name} must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)',
+    'unknown_option': "ERR unknown option '{option}' for '{command}' (expected {expected})",
+    'unknown_clause_option': "ERR unknown option '{option}' in RL.ALL clause {clause} (expected {expected})",
+    'repeated_option': 'ERR option {option} given more than once',
+    'missing_value': 'ERR option {option} needs a value',
+    'rate_too_high': 'ERR {rate} per {period} must be at most 1 per nanosecond: {period} / {rate} must be at least 1ns',
+    'cost_with_refund': 'ERR COST and REFUND cannot be used together',
+    'clause_arity': 'ERR RL.ALL clause {algo} has too few parameters',
+    'syntax': 'ERR {message}',
+    'wrong_type': 'WRONGTYPE Operation against a key holding the wrong kind of value',
+    'other_algorithm': 'ERR key holds {found} state, not {expected} state: use another key or DEL it',
+    'foreign_value': 'ERR key holds a value that {label} did not write: use another key or DEL it',
+    'unblocked': 'UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)',
+    'oom': "OOM command not allowed when used memory > 'maxmemory'.",
+    'shutting_down': 'UNBLOCKED the server is shutting down',
+    'internal': 'ERR internal error in {label}: the request was not applied',
+}
+
+#: Regular expressions matching each error's text after its code (redis-py strips
+#: `ERR `), each argument a named group.
+ERROR_PATTERNS: dict[str, str] = {
+    'wrong_arity': "wrong number of arguments for '(?P<command>.*?)' command",
+    'bad_integer': '(?P<name>.*?) must be an integer from (?P<min>.*?) to (?P<max>.*?)',
+    'bad_duration': '(?P<name>.*?) must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d \\(bare integers are seconds\\)',
+    'unknown_option': "unknown option '(?P<option>.*?)' for '(?P<command>.*?)' \\(expected (?P<expected>.*?)\\)",
+    'unknown_clause_option': "unknown option '(?P<option>.*?)' in RL\\.ALL clause (?P<clause>.*?) \\(expected (?P<expected>.*?)\\)",
+    'repeated_option': 'option (?P<option>.*?) given more than once',
+    'missing_value': 'option (?P<option>.*?) needs a value',
+    'rate_too_high': '(?P<rate>.*?) per (?P<period>.*?) must be at most 1 per nanosecond: (?P=period) \\/ (?P=rate) must be at least 1ns',
+    'cost_with_refund': 'COST and REFUND cannot be used together',
+    'clause_arity': 'RL\\.ALL clause (?P<algo>.*?) has too few parameters',
+    'syntax': '(?P<message>.*?)',
+    'wrong_type': 'Operation against a key holding the wrong kind of value',
+    'other_algorithm': 'key holds (?P<found>.*?) state, not (?P<expected>.*?) state: use another key or DEL it',
+    'foreign_value': 'key holds a value that (?P<label>.*?) did not write: use another key or DEL it',
+    'unblocked': 'force unblock from blocking operation, instance state changed \\(master -> replica\\?\\)',
+    'oom': "command not allowed when used memory > 'maxmemory'\\.",
+    'shutting_down': 'the server is shutting down',
+    'internal': 'internal error in (?P<label>.*?): the request was not applied',
+}

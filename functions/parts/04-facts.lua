@@ -1,0 +1,51 @@
+  -- generated from facts/rl.toml by scripts/generate-facts.py: do not edit
+  --------------------------------------------------------------------------------
+  -- The facts the library shares with the module and the client packages: the
+  -- kinds, the per-call bounds, the duration units, the settings' defaults and the
+  -- error texts (src/error.rs's, byte for byte).
+  --------------------------------------------------------------------------------
+
+  local MAX_COUNT = 1000000000000
+  local MAX_COST = 1000000000000
+  local MAX_DURATION_MS = 3650 * 86400000
+  local MAX_LAYERS = 64
+  local MAX_LEASE_ID = 256
+  -- rl.sliding-log-max-limit's default (the library has no settings).
+  local SLIDING_LOG_MAX = 100000
+
+  -- Each duration unit in milliseconds, by its upper-case suffix ('' is a bare integer's).
+  local UNIT_MS = { [''] = 1000, ['MS'] = 1, ['S'] = 1000, ['M'] = 60000, ['H'] = 3600000, ['D'] = 86400000 }
+
+  -- The algorithms, by their RL.ALL word: their command, label, stored tag, positional
+  -- parameters and function.
+  local KINDS = {
+    GCRA = { command = 'rl.gcra', label = 'RL.GCRA', tag = 'gcra', params = { 'limit', 'period' }, fcall = 'rl_gcra' },
+    TOKENBUCKET = { command = 'rl.tokenbucket', label = 'RL.TOKENBUCKET', tag = 'bucket', params = { 'capacity', 'refill', 'period' }, fcall = 'rl_tokenbucket' },
+    LEAKY = { command = 'rl.leaky', label = 'RL.LEAKY', tag = 'leaky', params = { 'capacity', 'leak', 'period' }, fcall = 'rl_leaky' },
+    SLIDING = { command = 'rl.sliding', label = 'RL.SLIDING', tag = 'sliding', params = { 'limit', 'window' }, fcall = 'rl_sliding' },
+    SLIDINGLOG = { command = 'rl.slidinglog', label = 'RL.SLIDINGLOG', tag = 'slidinglog', params = { 'limit', 'window' }, fcall = 'rl_slidinglog' },
+    FIXED = { command = 'rl.fixed', label = 'RL.FIXED', tag = 'fixed', params = { 'limit', 'window' }, fcall = 'rl_fixed' },
+  }
+
+  -- The error replies: a text, or a function of the text's arguments (in the order
+  -- they first appear) returning it.
+  local ERR = {
+    wrong_arity = function(command) return fmt("ERR wrong number of arguments for '%s' command", command) end,
+    bad_integer = function(name, min, max) return fmt('ERR %s must be an integer from %.0f to %.0f', name, min, max) end,
+    bad_duration = function(name) return fmt('ERR %s must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)', name) end,
+    unknown_option = function(option, command, expected) return fmt("ERR unknown option '%s' for '%s' (expected %s)", option, command, expected) end,
+    unknown_clause_option = function(option, clause, expected) return fmt("ERR unknown option '%s' in RL.ALL clause %s (expected %s)", option, clause, expected) end,
+    repeated_option = function(option) return fmt('ERR option %s given more than once', option) end,
+    missing_value = function(option) return fmt('ERR option %s needs a value', option) end,
+    rate_too_high = function(rate, period) return fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns', rate, period, period, rate) end,
+    cost_with_refund = 'ERR COST and REFUND cannot be used together',
+    clause_arity = function(algo) return fmt('ERR RL.ALL clause %s has too few parameters', algo) end,
+    syntax = function(message) return fmt('ERR %s', message) end,
+    wrong_type = 'WRONGTYPE Operation against a key holding the wrong kind of value',
+    other_algorithm = function(found, expected) return fmt('ERR key holds %s state, not %s state: use another key or DEL it', found, expected) end,
+    foreign_value = function(label) return fmt('ERR key holds a value that %s did not write: use another key or DEL it', label) end,
+    unblocked = 'UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)',
+    oom = "OOM command not allowed when used memory > 'maxmemory'.",
+    shutting_down = 'UNBLOCKED the server is shutting down',
+    internal = function(label) return fmt('ERR internal error in %s: the request was not applied', label) end,
+  }

@@ -1,0 +1,232 @@
+// generated from facts/rl.toml by scripts/generate-facts.py: do not edit
+//! The facts the module shares with the Functions library and the client packages
+//! (facts/rl.toml): the kinds, the per-call bounds, the duration units, the settings'
+//! defaults and ranges, and the error texts. Each language has every fact; the module
+//! uses most of them (`fcall` names the library's functions).
+#![allow(dead_code)]
+
+use std::ffi::CStr;
+
+/// The decision commands, one per algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Gcra,
+    TokenBucket,
+    Leaky,
+    Sliding,
+    SlidingLog,
+    Fixed,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::Gcra,
+        Kind::TokenBucket,
+        Kind::Leaky,
+        Kind::Sliding,
+        Kind::SlidingLog,
+        Kind::Fixed,
+    ];
+}
+
+/// One algorithm's names and positional parameters.
+pub struct KindFacts {
+    /// The word naming it in an `RL.ALL` clause and in `RL.PEEK`.
+    pub algo: &'static str,
+    /// Its name as registered (and as Redis reports it).
+    pub command: &'static CStr,
+    /// Its name as users write it (in error messages).
+    pub label: &'static str,
+    /// The prefix of the state it stores.
+    pub tag: &'static str,
+    /// Its positional parameters after the key.
+    pub params: &'static [&'static str],
+    /// The Functions library's function.
+    pub fcall: &'static str,
+}
+
+/// Each kind's facts, at `kind as usize`.
+pub const KINDS: [KindFacts; 6] = [
+    KindFacts {
+        algo: "GCRA",
+        command: c"rl.gcra",
+        label: "RL.GCRA",
+        tag: "gcra",
+        params: &["limit", "period"],
+        fcall: "rl_gcra",
+    },
+    KindFacts {
+        algo: "TOKENBUCKET",
+        command: c"rl.tokenbucket",
+        label: "RL.TOKENBUCKET",
+        tag: "bucket",
+        params: &["capacity", "refill", "period"],
+        fcall: "rl_tokenbucket",
+    },
+    KindFacts {
+        algo: "LEAKY",
+        command: c"rl.leaky",
+        label: "RL.LEAKY",
+        tag: "leaky",
+        params: &["capacity", "leak", "period"],
+        fcall: "rl_leaky",
+    },
+    KindFacts {
+        algo: "SLIDING",
+        command: c"rl.sliding",
+        label: "RL.SLIDING",
+        tag: "sliding",
+        params: &["limit", "window"],
+        fcall: "rl_sliding",
+    },
+    KindFacts {
+        algo: "SLIDINGLOG",
+        command: c"rl.slidinglog",
+        label: "RL.SLIDINGLOG",
+        tag: "slidinglog",
+        params: &["limit", "window"],
+        fcall: "rl_slidinglog",
+    },
+    KindFacts {
+        algo: "FIXED",
+        command: c"rl.fixed",
+        label: "RL.FIXED",
+        tag: "fixed",
+        params: &["limit", "window"],
+        fcall: "rl_fixed",
+    },
+];
+
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+pub const MAX_COST: u64 = 1_000_000_000_000;
+pub const MAX_DURATION_MS: u64 = 3650 * 86_400_000;
+pub const MAX_LAYERS: u64 = 64;
+pub const MAX_LEASE_ID: usize = 256;
+
+/// Each duration unit (case-insensitive) in milliseconds; `""` is a bare integer's.
+pub const DURATION_UNITS_MS: [(&str, u64); 6] = [
+    ("", 1_000),
+    ("ms", 1),
+    ("s", 1_000),
+    ("m", 60_000),
+    ("h", 3_600_000),
+    ("d", 86_400_000),
+];
+
+/// The operator settings: defaults and ranges.
+pub mod settings {
+    /// An integer setting: its name, default and valid range.
+    pub struct Integer {
+        pub name: &'static str,
+        pub default: i64,
+        pub range: (i64, i64),
+    }
+
+    pub const SLIDING_LOG_MAX_LIMIT: Integer = Integer {
+        name: "sliding-log-max-limit",
+        default: 100_000,
+        range: (1, 100_000_000),
+    };
+
+    pub const MAX_WAITERS: Integer = Integer {
+        name: "max-waiters",
+        default: 1_000,
+        range: (0, 1_000_000),
+    };
+
+    pub const MAX_WAITERS_PER_KEY: Integer = Integer {
+        name: "max-waiters-per-key",
+        default: 100,
+        range: (0, 1_000_000),
+    };
+
+    pub const GCRA_COMMAND: bool = true;
+
+    pub const INTEGERS: [Integer; 3] = [
+        SLIDING_LOG_MAX_LIMIT,
+        MAX_WAITERS,
+        MAX_WAITERS_PER_KEY,
+    ];
+    /// The yes/no settings.
+    pub const SWITCHES: [&str; 1] = ["gcra-command"];
+    /// Every setting's name, for messages.
+    pub const NAMES: &str = "sliding-log-max-limit, max-waiters, max-waiters-per-key, gcra-command";
+}
+
+/// The error replies' texts, each written by a function of its arguments (in the order
+/// they first appear) and the formatter: `#[error(fmt = ...)]` in `error.rs`.
+pub mod errors {
+    use std::fmt::{Display, Formatter, Result};
+
+    pub fn wrong_arity(command: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR wrong number of arguments for '{command}' command")
+    }
+
+    pub fn bad_integer(name: impl Display, min: impl Display, max: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR {name} must be an integer from {min} to {max}")
+    }
+
+    pub fn bad_duration(name: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR {name} must be a duration from 1ms to 3650d: a positive integer with an optional unit ms, s, m, h or d (bare integers are seconds)")
+    }
+
+    pub fn unknown_option(option: impl Display, command: impl Display, expected: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR unknown option '{option}' for '{command}' (expected {expected})")
+    }
+
+    pub fn unknown_clause_option(option: impl Display, clause: impl Display, expected: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR unknown option '{option}' in RL.ALL clause {clause} (expected {expected})")
+    }
+
+    pub fn repeated_option(option: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR option {option} given more than once")
+    }
+
+    pub fn missing_value(option: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR option {option} needs a value")
+    }
+
+    pub fn rate_too_high(rate: impl Display, period: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR {rate} per {period} must be at most 1 per nanosecond: {period} / {rate} must be at least 1ns")
+    }
+
+    pub fn cost_with_refund(f: &mut Formatter<'_>) -> Result {
+        f.write_str("ERR COST and REFUND cannot be used together")
+    }
+
+    pub fn clause_arity(algo: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR RL.ALL clause {algo} has too few parameters")
+    }
+
+    pub fn syntax(message: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR {message}")
+    }
+
+    pub fn wrong_type(f: &mut Formatter<'_>) -> Result {
+        f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value")
+    }
+
+    pub fn other_algorithm(found: impl Display, expected: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR key holds {found} state, not {expected} state: use another key or DEL it")
+    }
+
+    pub fn foreign_value(label: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR key holds a value that {label} did not write: use another key or DEL it")
+    }
+
+    pub fn unblocked(f: &mut Formatter<'_>) -> Result {
+        f.write_str("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)")
+    }
+
+    pub fn oom(f: &mut Formatter<'_>) -> Result {
+        f.write_str("OOM command not allowed when used memory > 'maxmemory'.")
+    }
+
+    pub fn shutting_down(f: &mut Formatter<'_>) -> Result {
+        f.write_str("UNBLOCKED the server is shutting down")
+    }
+
+    pub fn internal(label: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR internal error in {label}: the request was not applied")
+    }
+}
