@@ -25,6 +25,7 @@ from .errors import (
     as_case,
 )
 
+
 def _whole(name: str) -> re.Pattern[str]:
     """The text of the error `name` of facts/rl.toml, whole."""
     return re.compile(rf"\A(?:{ERROR_PATTERNS[name]})\Z")
