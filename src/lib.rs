@@ -14,6 +14,7 @@ mod clock;
 mod codec;
 mod commands;
 mod config;
+mod decimal;
 mod decision;
 mod docs;
 mod error;

@@ -9,11 +9,13 @@
 //! that hold what was checked: a count or rate is a [`NonZeroU64`], a window or
 //! a timeout a [`WholeMs`]. A limiter whose parameters are related as well (the
 //! GCRA family's `period_ns >= rate`) keeps them private behind a checked `new`.
+//!
+//! Of the crate, this module imports only [`crate::decimal`] (pure as well):
+//! `tests/functions_exact.rs` compiles the two on their own.
 
 use std::num::NonZeroU64;
 
 pub mod cell;
-pub mod decimal;
 pub mod fixed;
 pub mod gcra;
 pub mod leaky;

@@ -48,7 +48,7 @@ fn run(
             Ok(Reply::Ok)
         }
         (Some(sub), Some(us)) if sub.eq_ignore_ascii_case(b"CALLDELAY") => {
-            let us = crate::algorithm::decimal::parse_u64(us).ok_or(RlError::BadInteger {
+            let us = crate::decimal::parse_u64(us).ok_or(RlError::BadInteger {
                 name: "delay_us",
                 min: 0,
                 max: u64::MAX,

@@ -194,7 +194,7 @@ fn redis_calls() -> Option<[u64; SLOTS]> {
 fn calls_of(text: &[u8]) -> u64 {
     text.split(|&b| b == b',')
         .find_map(|kv| kv.strip_prefix(b"calls="))
-        .and_then(crate::algorithm::decimal::parse_u64)
+        .and_then(crate::decimal::parse_u64)
         .unwrap_or(0)
 }
 
