@@ -110,12 +110,25 @@ impl Decision {
     }
 }
 
-/// What a decision asks the store to do.
+/// A decision and the write that applies it: the one type every layer uses
+/// (here `S` is the state to store; above, the key's write).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outcome<S> {
     pub decision: Decision,
-    /// `Some` only when the request was admitted with a positive cost.
+    /// `Some` only when the request was admitted with a positive cost (or a
+    /// refund gave units back).
     pub write: Option<S>,
+}
+
+impl<S> Outcome<S> {
+    /// The same decision, its write (if any) turned into a `T` by `f`.
+    #[inline]
+    pub fn map_write<T>(self, f: impl FnOnce(S) -> T) -> Outcome<T> {
+        Outcome {
+            decision: self.decision,
+            write: self.write.map(f),
+        }
+    }
 }
 
 /// Nanoseconds rounded up to whole milliseconds, saturating at `i64::MAX`.

@@ -22,9 +22,9 @@ mod timers;
 
 use redis_module::raw;
 
-use crate::algorithm::Decision;
+use crate::algorithm::{Decision, Outcome};
 use crate::config;
-use crate::decision::{Claim, Step};
+use crate::decision::{Claim, ClaimWrite};
 use crate::error::RlError;
 use crate::ffi::{api, arg_bytes, context_flags, selected_db};
 use crate::observe::{stats, waiting};
@@ -48,7 +48,7 @@ pub struct Layer {
     pub name: *mut raw::RedisModuleString,
     pub key: Key,
     pub claim: Claim,
-    step: Option<Step>,
+    step: Option<Outcome<ClaimWrite>>,
 }
 
 impl Layer {
@@ -123,7 +123,7 @@ pub fn spend(
                 &step.decision,
                 now,
             )? {
-                *step = Step {
+                *step = Outcome {
                     decision: d,
                     write: None,
                 };
