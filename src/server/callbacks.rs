@@ -1,40 +1,55 @@
-//! What the server tells the wait queue: a blocked client's timeout
-//! (`CLIENT UNBLOCK`) or disconnection, keyspace events on keys with waiters,
-//! flushes, `SWAPDB`, role changes and shutdown. Each ends or wakes waits;
-//! none lets a panic cross into the server.
+//! What the server calls for waits: a blocked client's reply, timeout
+//! (`CLIENT UNBLOCK`) and disconnection, a key's timer, keyspace events,
+//! flushes, `SWAPDB`, role changes and shutdown. Each turns its raw
+//! arguments into [`Ctx`], [`Blocked`] and bytes and calls the wait queue
+//! ([`crate::wait`]); none lets a panic cross into the server.
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use super::ending::{count, end_all, finished, release, send, Finished};
-use super::policy::behind;
-use super::queue::{self, Taken};
-use super::timers::{in_wake, schedule, wake};
-use crate::clock;
+use super::{Blocked, Ctx, Finished};
 use crate::error::RlError;
-use crate::ffi::{api, OwnedString, OK};
-use crate::observe::{stats, waiting};
+use crate::ffi::{api, bytes_of, OK};
 use crate::reply;
-use crate::store::Key;
-use crate::units::Millis;
+use crate::wait;
 
-/// Subscribes to the keyspace events that wake a key's waiters (once).
-pub fn subscribe(ctx: *mut raw::RedisModuleCtx) {
-    thread_local! {
-        static SUBSCRIBED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+/// The finished wait the server hands back with a callback, if any.
+fn finished<'a>(ctx: *mut raw::RedisModuleCtx) -> Option<&'a Finished> {
+    let data = api!(RedisModule_GetBlockedClientPrivateData(ctx)) as *const Finished;
+    // SAFETY: set by `Blocked::unblock` from a boxed `Finished`; freed by
+    // `free_finished` after the callback that reads it.
+    (!data.is_null()).then(|| unsafe { &*data })
+}
+
+/// Sends a finished wait's reply and counts it.
+fn send(ctx: *mut raw::RedisModuleCtx, f: &Finished) -> c_int {
+    f.count();
+    match &f.reply {
+        Ok(values) => reply::integers(ctx, values),
+        Err(text) => reply::error_text(ctx, text),
     }
-    if SUBSCRIBED.with(|s| s.replace(true)) {
-        return;
+}
+
+/// Sends a finished wait's reply (the blocked client's reply callback).
+pub extern "C" fn on_reply(
+    ctx: *mut raw::RedisModuleCtx,
+    _argv: *mut *mut raw::RedisModuleString,
+    _argc: c_int,
+) -> c_int {
+    match finished(ctx) {
+        Some(f) => send(ctx, f),
+        None => OK,
     }
-    api!(RedisModule_SubscribeToKeyspaceEvents(
-        ctx,
-        (raw::REDISMODULE_NOTIFY_GENERIC
-            | raw::REDISMODULE_NOTIFY_EXPIRED
-            | raw::REDISMODULE_NOTIFY_EVICTED) as c_int,
-        Some(on_keyspace)
-    ));
+}
+
+/// Frees a finished wait's reply once the server is done with it.
+pub extern "C" fn free_finished(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    if !data.is_null() {
+        // SAFETY: `data` came from `Box::into_raw` in `Blocked::unblock`, freed once here.
+        drop(unsafe { Box::from_raw(data.cast::<Finished>()) });
+    }
 }
 
 /// `CLIENT UNBLOCK id` (the server gives no other timeout): the wait ends with
@@ -48,45 +63,13 @@ pub extern "C" fn on_timeout(
         // Already admitted or ended: that reply stands.
         return send(ctx, f);
     }
-    let bc = api!(RedisModule_GetBlockedClientHandle(ctx));
-    let Some(Taken {
-        waiter: w,
-        qid,
-        was_head,
-        name,
-    }) = queue::take(ctx, bc)
-    else {
+    let bc = Blocked(api!(RedisModule_GetBlockedClientHandle(ctx)));
+    let Some(finished) = wait::timed_out(Ctx(ctx), bc) else {
         return reply::error(ctx, &RlError::Syntax("wait ended"));
-    };
-    let label = w.claim.label();
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        let name = OwnedString::new(ctx, &name);
-        let now = clock::now_ns();
-        Key::open(ctx, name.ptr).map(|key| {
-            w.claim
-                .decide(&key, now)
-                .map(|step| match was_head && !step.decision.allowed {
-                    true => step.decision,
-                    false => behind(&step.decision, 0),
-                })
-        })
-    }))
-    .ok()
-    .flatten()
-    .unwrap_or(Err(RlError::Internal(label)));
-    if was_head {
-        schedule(ctx, qid, Millis(0));
-    }
-    let finished = Finished {
-        label,
-        allowed: false,
-        cost: w.claim.cost(),
-        token: w.token,
-        reply: result.map(|d| d.reply()).map_err(|e| e.to_string()),
     };
     let sent = send(ctx, &finished);
     // The reply is sent; the handle is still the module's to release.
-    release(bc);
+    bc.release();
     sent
 }
 
@@ -97,46 +80,34 @@ pub extern "C" fn on_disconnect(
     bc: *mut raw::RedisModuleBlockedClient,
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        if let Some(taken) = queue::take(ctx, bc) {
-            release(bc);
-            stats::abandoned(taken.waiter.claim.label(), taken.waiter.token);
-            if taken.was_head {
-                schedule(ctx, taken.qid, Millis(0));
-            }
+        if wait::left(Ctx(ctx), Blocked(bc)) {
             return;
         }
         // The module had ended the wait (its handle is released), but the
         // client left before the reply was sent: the wait is counted here.
         if let Some(f) = finished(ctx) {
-            count(f);
+            f.count();
         }
     }));
 }
 
+/// The timer of one key's queue (`data` is the queue's id).
+pub extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    wait::on_timer(Ctx(ctx), data as usize as u64);
+}
+
 /// A generic keyspace event (`del`, `expire`, `rename`, ...), an expiry or an
 /// eviction of a key with waiters: look at its queue now.
-extern "C" fn on_keyspace(
+pub extern "C" fn on_keyspace(
     ctx: *mut raw::RedisModuleCtx,
     _type: c_int,
     _event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
-    if waiting() > 0 && !in_wake() {
-        let _ = catch_unwind(AssertUnwindSafe(|| wake(ctx, key)));
-    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        wait::key_event(Ctx(ctx), bytes_of(key))
+    }));
     OK
-}
-
-/// Wakes every queue whose database `touched` says was replaced wholesale:
-/// each is decided again on its key's new state, at once.
-fn wake_databases(ctx: *mut raw::RedisModuleCtx, touched: impl Fn(c_int) -> bool) {
-    let queues: Vec<queue::QueueId> = queue::with(|s| {
-        let hit = s.queues.iter().filter(|(_, q)| touched(q.db));
-        hit.map(|(&qid, _)| qid).collect()
-    });
-    for qid in queues {
-        schedule(ctx, qid, Millis(0));
-    }
 }
 
 /// `FLUSHALL` (sync or `ASYNC`), `FLUSHDB`, `DEBUG RELOAD`: once the data is
@@ -148,13 +119,13 @@ pub extern "C" fn on_flush(
     subevent: u64,
     data: *mut c_void,
 ) {
-    if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_END || data.is_null() || waiting() == 0 {
+    if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_END || data.is_null() {
         return;
     }
     // SAFETY: the server passes a `RedisModuleFlushInfo` with this event.
     let dbnum = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        wake_databases(ctx, |db| dbnum == -1 || db == dbnum)
+        wait::wake_databases(Ctx(ctx), |db| dbnum == -1 || db == dbnum)
     }));
 }
 
@@ -166,14 +137,14 @@ pub extern "C" fn on_swapdb(
     _subevent: u64,
     data: *mut c_void,
 ) {
-    if data.is_null() || waiting() == 0 {
+    if data.is_null() {
         return;
     }
     // SAFETY: the server passes a `RedisModuleSwapDbInfo` with this event.
     let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
     let (a, b) = (info.dbnum_first, info.dbnum_second);
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        wake_databases(ctx, |db| db == a || db == b)
+        wait::wake_databases(Ctx(ctx), |db| db == a || db == b)
     }));
 }
 
@@ -185,7 +156,9 @@ pub extern "C" fn on_shutdown(
     _subevent: u64,
     _data: *mut c_void,
 ) {
-    let _ = catch_unwind(AssertUnwindSafe(|| end_all(ctx, RlError::ShuttingDown)));
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        wait::end_all(Ctx(ctx), RlError::ShuttingDown)
+    }));
 }
 
 /// The server became a replica (`REPLICAOF`, a cluster failover): every wait
@@ -200,5 +173,7 @@ pub extern "C" fn on_role_change(
     if subevent != raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA {
         return;
     }
-    let _ = catch_unwind(AssertUnwindSafe(|| end_all(ctx, RlError::Unblocked)));
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        wait::end_all(Ctx(ctx), RlError::Unblocked)
+    }));
 }
