@@ -75,14 +75,14 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.ctx,
         raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
     ));
-    api!(RedisModule_RegisterInfoFunc(ctx.ctx, Some(observe::info)));
+    api!(RedisModule_RegisterInfoFunc(
+        ctx.ctx,
+        Some(callbacks::on_info)
+    ));
     // The cron settles `INFO rl`'s counters; a master that becomes a replica
     // ends every wait (BLOCK); flushes, SWAPDB and shutdown end or wake waits.
     let events: [(u64, raw::RedisModuleEventCallback); 5] = [
-        (
-            raw::REDISMODULE_EVENT_CRON_LOOP,
-            Some(observe::stats::on_cron),
-        ),
+        (raw::REDISMODULE_EVENT_CRON_LOOP, Some(callbacks::on_cron)),
         (
             raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
             Some(callbacks::on_role_change),

@@ -1,8 +1,10 @@
-//! What the server calls for waits: a blocked client's reply, timeout
-//! (`CLIENT UNBLOCK`) and disconnection, a key's timer, keyspace events,
-//! flushes, `SWAPDB`, role changes and shutdown. Each turns its raw
-//! arguments into [`Ctx`], [`Blocked`] and bytes and calls the wait queue
-//! ([`crate::wait`]); none lets a panic cross into the server.
+//! Every callback the server calls besides the command handlers: for waits,
+//! a blocked client's reply, timeout (`CLIENT UNBLOCK`) and disconnection, a
+//! key's timer, keyspace events, flushes, `SWAPDB`, role changes and
+//! shutdown; for `INFO rl`, the `INFO` callback and the cron event. Each turns
+//! its raw arguments into [`Ctx`], [`Blocked`] and bytes and calls a safe
+//! function of [`crate::wait`] or [`crate::observe`]; none lets a panic cross
+//! into the server.
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -12,6 +14,7 @@ use redis_module::raw;
 use super::{Blocked, Ctx, Finished};
 use crate::error::RlError;
 use crate::ffi::{api, bytes_of, OK};
+use crate::observe;
 use crate::reply;
 use crate::wait;
 
@@ -176,4 +179,32 @@ pub extern "C" fn on_role_change(
     let _ = catch_unwind(AssertUnwindSafe(|| {
         wait::end_all(Ctx(ctx), RlError::Unblocked)
     }));
+}
+
+/// The `INFO` callback: the `rl` module's `stats` section, as
+/// [`observe::section`] gives its lines.
+pub extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
+    let lines = observe::section(for_crash_report != 0);
+    api!(RedisModule_InfoAddSection(ctx, c"stats".as_ptr()));
+    for (name, fields) in &lines {
+        api!(RedisModule_InfoBeginDictField(ctx, name.as_ptr()));
+        for (field, value) in fields {
+            api!(RedisModule_InfoAddFieldULongLong(
+                ctx,
+                field.as_ptr(),
+                *value
+            ));
+        }
+        api!(RedisModule_InfoEndDictField(ctx));
+    }
+}
+
+/// The cron event (server `hz` times a second): `INFO rl` settles its counters.
+pub extern "C" fn on_cron(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    _data: *mut c_void,
+) {
+    observe::stats::cron();
 }

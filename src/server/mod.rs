@@ -26,6 +26,7 @@ use std::os::raw::{c_int, c_void};
 
 use redis_module::raw;
 
+pub use crate::ffi::ServerInfo;
 use crate::ffi::{api, bytes_of, OwnedString};
 use crate::observe::{stats, Token};
 use crate::units::Millis;

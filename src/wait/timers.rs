@@ -12,8 +12,7 @@ use super::ending::finish;
 use super::policy::{settle, Gate};
 use super::queue::{self, QueueId};
 use crate::clock;
-use crate::observe::ServerInfo;
-use crate::server::{avoid_replica_traffic, Ctx};
+use crate::server::{avoid_replica_traffic, Ctx, ServerInfo};
 use crate::store::Key;
 use crate::units::{delay_ms, Millis, Nanos};
 
