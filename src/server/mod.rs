@@ -1,9 +1,8 @@
 //! The module API's wall: the few safe types the rest of the module reaches
 //! the server through, and the server's ways in. Of the crate, only this
 //! folder, [`crate::ffi`], [`crate::store`], [`crate::reply`], the module
-//! entry (`lib.rs`: registration), `docs.rs` (`COMMAND DOCS`) and `INFO rl`'s
-//! callbacks (`observe/info.rs`, `observe/server_info.rs`, `observe/stats.rs`)
-//! name a raw pointer or call the module API.
+//! entry (`lib.rs`: registration) and `docs.rs` (`COMMAND DOCS`) name a raw
+//! pointer or call the module API.
 //!
 //! - [`Ctx`]: the context of the current command or callback, with what
 //!   commands and waits need of it (the database, whether the call may block,
@@ -14,8 +13,9 @@
 //! - [`handler`]: the frame every command handler runs in (raw arguments to
 //!   safe ones, the panic guard, the count, the reply);
 //! - [`callbacks`]: what the server calls for blocked clients, timers,
-//!   keyspace and server events; each turns its raw arguments into these
-//!   types and calls a safe function of [`crate::wait`].
+//!   keyspace and server events, `INFO` and the cron; each turns its raw
+//!   arguments into these types and calls a safe function of [`crate::wait`]
+//!   or [`crate::observe`].
 //!
 //! Everything here runs on the server's main thread.
 
