@@ -15,7 +15,7 @@
 //! admitted request (legacy keys: a bare `<ns>` per unit), scored by the
 //! nanosecond's microsecond (see `algorithm::sliding_log`).
 
-use crate::algorithm::decimal::{parse_decimal, StackBytes};
+use crate::decimal::{parse_decimal, StackBytes};
 use crate::error::RlError;
 use crate::grammar::Kind;
 

@@ -1,10 +1,15 @@
 //! The module API at its lowest: the one `api!` macro every call into the
-//! server goes through, the bytes of a module string, and a command's
-//! arguments as a slice. Nothing here knows a command.
+//! server goes through, the bytes of a module string, a command's
+//! arguments as [`Arg`]s, strings the module owns, and the server's `INFO`
+//! fields and version. Nothing here knows a command.
 
+use std::ffi::CStr;
 use std::os::raw::c_int;
+use std::ptr::NonNull;
 
 use redis_module::raw;
+
+use crate::server::Arg;
 
 /// Calls a Redis module API function that the server is required to provide
 /// (every one used exists in Redis 7.0 and Valkey 8).
@@ -18,10 +23,8 @@ macro_rules! api {
 }
 pub(crate) use api;
 
-/// Arguments beyond this many are only ever errors; they are collected on the heap.
-const STACK_ARGS: usize = 16;
-
 /// The bytes of a module string, valid while the string lives.
+#[inline]
 pub fn bytes_of<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
     let mut len = 0usize;
     let ptr = api!(RedisModule_StringPtrLen(s, &mut len));
@@ -29,32 +32,12 @@ pub fn bytes_of<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(ptr.cast(), len) }
 }
 
-/// The bytes of a command argument.
-pub fn arg_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
-    bytes_of(s)
-}
-
-/// The raw arguments of a command.
-pub fn args<'a>(
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> &'a [*mut raw::RedisModuleString] {
-    // SAFETY: the server passes `argc` valid argument pointers, alive for the whole command.
-    unsafe { std::slice::from_raw_parts(argv, argc.max(0) as usize) }
-}
-
-/// Runs `f` on the arguments' bytes, collected on the stack when they are few.
-pub fn with_bytes<T>(params: &[*mut raw::RedisModuleString], f: impl FnOnce(&[&[u8]]) -> T) -> T {
-    if params.len() <= STACK_ARGS {
-        let mut slices: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
-        for (slot, &arg) in slices.iter_mut().zip(params) {
-            *slot = arg_bytes(arg);
-        }
-        f(&slices[..params.len()])
-    } else {
-        let slices: Vec<&[u8]> = params.iter().map(|&arg| arg_bytes(arg)).collect();
-        f(&slices)
-    }
+/// The arguments of a command, as the server passes them.
+#[inline]
+pub fn args<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &'a [Arg] {
+    // SAFETY: the server passes `argc` valid argument pointers, alive for the
+    // whole command; `Arg` is a `repr(transparent)` module-string pointer.
+    unsafe { std::slice::from_raw_parts(argv.cast::<Arg>(), argc.max(0) as usize) }
 }
 
 /// A string created through the module API; freed on drop.
@@ -72,6 +55,12 @@ impl OwnedString {
         ));
         OwnedString { ctx, ptr }
     }
+
+    /// The string as an argument (a key name), valid while `self` lives.
+    #[inline]
+    pub fn arg(&self) -> Arg {
+        Arg::from_raw(self.ptr)
+    }
 }
 
 impl Drop for OwnedString {
@@ -80,14 +69,54 @@ impl Drop for OwnedString {
     }
 }
 
-/// The database the context has selected.
-pub fn selected_db(ctx: *mut raw::RedisModuleCtx) -> c_int {
-    api!(RedisModule_GetSelectedDb(ctx))
+/// Reads fields of the server's `INFO` (never on a command's hot path:
+/// `INFO rl`, the cron event, and rare checks).
+/// One `INFO` section as the server reported it; freed on drop.
+pub struct ServerInfo(NonNull<raw::RedisModuleServerInfoData>);
+
+impl ServerInfo {
+    /// `INFO <section>`; `None` if the server does not answer.
+    pub fn read(section: &CStr) -> Option<ServerInfo> {
+        // SAFETY: a NULL context is allowed; the data is freed on drop.
+        let info = unsafe {
+            raw::RedisModule_GetServerInfo.expect("GetServerInfo")(
+                std::ptr::null_mut(),
+                section.as_ptr(),
+            )
+        };
+        NonNull::new(info).map(ServerInfo)
+    }
+
+    /// The value of `field`, if the section has it.
+    pub fn field(&self, field: &CStr) -> Option<&[u8]> {
+        // SAFETY: the data is live; the value is a NUL-terminated string it owns,
+        // valid as long as `self`.
+        unsafe {
+            let value = raw::RedisModule_ServerInfoGetFieldC.expect("ServerInfoGetFieldC")(
+                self.0.as_ptr(),
+                field.as_ptr(),
+            );
+            (!value.is_null()).then(|| CStr::from_ptr(value).to_bytes())
+        }
+    }
 }
 
-/// The context's `REDISMODULE_CTX_FLAGS_*`.
-pub fn context_flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
-    api!(RedisModule_GetContextFlags(ctx)) as u32
+impl Drop for ServerInfo {
+    fn drop(&mut self) {
+        // SAFETY: the data came from GetServerInfo with a NULL context.
+        unsafe {
+            raw::RedisModule_FreeServerInfo.expect("FreeServerInfo")(
+                std::ptr::null_mut(),
+                self.0.as_ptr(),
+            )
+        };
+    }
+}
+
+/// The server's version, `0x00MMmmpp`.
+pub fn server_version() -> c_int {
+    // SAFETY: available on every supported server (Redis 6.0.9+).
+    unsafe { raw::RedisModule_GetServerVersion.expect("GetServerVersion")() }
 }
 
 /// An `OK` status for the server.

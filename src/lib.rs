@@ -3,8 +3,11 @@
 //! This file only loads the module: it registers the command table
 //! (`commands::TABLE`), the server events the wait queue and `INFO rl`
 //! follow, and the settings (`config.rs`). Modules depend downwards only:
-//! `commands` → `wait` → `decision` → `store`/`algorithm`, with `grammar`,
-//! `observe`, `reply`, `ffi`, `bounds`, `config` and `units` beneath them.
+//! `commands` → `spend` → `wait` → `decision` → `store`/`algorithm`, with
+//! `server`, `grammar`, `observe`, `reply`, `ffi`, `bounds`, `config` and
+//! `units` beneath them; the server's ways in (this file, `server::handler`,
+//! `server::callbacks`) call down. Only the API layer (`server`, `store`,
+//! `reply`, `ffi`, this file and `docs`) touches the module API.
 // Under `cfg(test)` the module entry point is compiled out, leaving the Redis glue unused.
 #![cfg_attr(test, allow(dead_code))]
 
@@ -14,6 +17,7 @@ mod clock;
 mod codec;
 mod commands;
 mod config;
+mod decimal;
 mod decision;
 mod docs;
 mod error;
@@ -29,6 +33,8 @@ mod grammar;
 mod library_tests;
 mod observe;
 mod reply;
+mod server;
+mod spend;
 mod store;
 mod units;
 mod wait;
@@ -38,7 +44,7 @@ use std::os::raw::c_int;
 use redis_module::{raw, Context, RedisString, RedisValue, Status};
 
 use ffi::api;
-use wait::callbacks;
+use server::callbacks;
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
@@ -73,14 +79,14 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.ctx,
         raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int,
     ));
-    api!(RedisModule_RegisterInfoFunc(ctx.ctx, Some(observe::info)));
+    api!(RedisModule_RegisterInfoFunc(
+        ctx.ctx,
+        Some(callbacks::on_info)
+    ));
     // The cron settles `INFO rl`'s counters; a master that becomes a replica
     // ends every wait (BLOCK); flushes, SWAPDB and shutdown end or wake waits.
     let events: [(u64, raw::RedisModuleEventCallback); 5] = [
-        (
-            raw::REDISMODULE_EVENT_CRON_LOOP,
-            Some(observe::stats::on_cron),
-        ),
+        (raw::REDISMODULE_EVENT_CRON_LOOP, Some(callbacks::on_cron)),
         (
             raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
             Some(callbacks::on_role_change),

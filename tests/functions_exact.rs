@@ -9,6 +9,9 @@
 #[path = "../src/algorithm/mod.rs"]
 mod algorithm;
 mod common;
+#[allow(dead_code)]
+#[path = "../src/decimal.rs"]
+mod decimal;
 
 use algorithm::cell::{self, Cell};
 use algorithm::fixed::{self, Fixed, FixedState};

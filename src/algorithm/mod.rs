@@ -9,11 +9,13 @@
 //! that hold what was checked: a count or rate is a [`NonZeroU64`], a window or
 //! a timeout a [`WholeMs`]. A limiter whose parameters are related as well (the
 //! GCRA family's `period_ns >= rate`) keeps them private behind a checked `new`.
+//!
+//! Of the crate, this module imports only [`crate::decimal`] (pure as well):
+//! `tests/functions_exact.rs` compiles the two on their own.
 
 use std::num::NonZeroU64;
 
 pub mod cell;
-pub mod decimal;
 pub mod fixed;
 pub mod gcra;
 pub mod leaky;
@@ -108,12 +110,25 @@ impl Decision {
     }
 }
 
-/// What a decision asks the store to do.
+/// A decision and the write that applies it: the one type every layer uses
+/// (here `S` is the state to store; above, the key's write).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outcome<S> {
     pub decision: Decision,
-    /// `Some` only when the request was admitted with a positive cost.
+    /// `Some` only when the request was admitted with a positive cost (or a
+    /// refund gave units back).
     pub write: Option<S>,
+}
+
+impl<S> Outcome<S> {
+    /// The same decision, its write (if any) turned into a `T` by `f`.
+    #[inline]
+    pub fn map_write<T>(self, f: impl FnOnce(S) -> T) -> Outcome<T> {
+        Outcome {
+            decision: self.decision,
+            write: self.write.map(f),
+        }
+    }
 }
 
 /// Nanoseconds rounded up to whole milliseconds, saturating at `i64::MAX`.

@@ -35,9 +35,10 @@ pub fn checked_rate(rate: u64, period_ns: u64) -> Option<(NonZeroU64, NonZeroU64
     Some((NonZeroU64::new(rate)?, NonZeroU64::new(period_ns)?))
 }
 
-/// The result of one step of the schedule.
+/// Where one request leaves the schedule: its verdict and the TAT to store.
+/// (Not the decision of a call: [`super::Outcome`] is that.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Step {
+pub struct Scheduled {
     pub allowed: bool,
     /// Nanoseconds the limiter was behind idle before this request (the leaky
     /// bucket's queue ahead of the request).
@@ -77,7 +78,7 @@ pub trait InstantLimiter {
     }
 }
 
-impl Step {
+impl Scheduled {
     /// The shared reply for a limiter whose idle capacity is `limit`, and the TAT to store.
     pub fn outcome(self, limit: u64) -> Outcome<u128> {
         Outcome {
@@ -106,7 +107,7 @@ impl Schedule {
     /// Decides a request of `cost` units at `now`, given the stored TAT (`0` when absent).
     /// A TAT in the past counts as idle, so a clock that stepped backwards only
     /// lengthens the debt: it never grants capacity.
-    pub fn step(&self, tat: u128, now: u128, cost: u64) -> Step {
+    pub fn step(&self, tat: u128, now: u128, cost: u64) -> Scheduled {
         let debt = tat.saturating_sub(now);
         let cost = cost as u128;
         let capacity = self.burst.get().saturating_mul(self.period_ns.get());
@@ -122,7 +123,7 @@ impl Schedule {
         // Admitted iff debt*rate + spend <= capacity, i.e. debt <= room/rate (exact).
         if debt.saturating_mul(self.rate.get()) <= room {
             let debt_after = debt + spend / self.rate;
-            return Step {
+            return Scheduled {
                 allowed: true,
                 queued_ns: debt,
                 remaining: self.remaining(debt_after),
@@ -137,18 +138,18 @@ impl Schedule {
 
     /// Gives `units` back: the debt shrinks by `units * T` (rounded down, so a
     /// refund never exceeds what was spent), never below idle.
-    pub fn refund(&self, tat: u128, now: u128, units: u64) -> Step {
+    pub fn refund(&self, tat: u128, now: u128, units: u64) -> Scheduled {
         let debt = tat.saturating_sub(now);
         let back = units as u128 * self.period_ns.get() / self.rate;
         let debt_after = debt.saturating_sub(back);
-        Step {
+        Scheduled {
             new_tat: (debt > 0 && units > 0).then_some(now + debt_after),
             ..self.unchanged(debt_after, true, Wait::After(0))
         }
     }
 
-    fn unchanged(&self, debt: u128, allowed: bool, retry_after: Wait) -> Step {
-        Step {
+    fn unchanged(&self, debt: u128, allowed: bool, retry_after: Wait) -> Scheduled {
+        Scheduled {
             allowed,
             queued_ns: debt,
             remaining: self.remaining(debt),

@@ -3,22 +3,18 @@
 //! admit is anything written, so a request denied by one layer spends nothing
 //! from the others.
 
-use std::os::raw::c_int;
-
-use redis_module::raw;
-
 use super::command::{Command, Keys};
-use super::frame::guarded;
 use crate::algorithm::Wait;
 use crate::bounds::MAX_LAYERS;
 use crate::decision::Claim;
 use crate::docs::{flag, integer, key, many, string, Doc};
 use crate::error::RlError;
-use crate::ffi::{api, arg_bytes, args, with_bytes, OK};
 use crate::grammar::{parse_form, Form, Kind, Request};
 use crate::reply::Reply;
+use crate::server::handler::handler;
+use crate::server::{with_bytes, Arg, Ctx};
+use crate::spend::{spend, Layer, Spend};
 use crate::store::Key;
-use crate::wait::{self, Layer, Spend};
 use crate::{clock, config};
 
 const LABEL: &str = "RL.ALL";
@@ -34,33 +30,22 @@ pub const ALL: Command = Command {
     optional: false,
 };
 
-/// The handler; also answers the server's key-position requests
-/// (`getkeys-api`), which is what `COMMAND GETKEYS`, ACL key patterns and
-/// cluster slot checks use.
-extern "C" fn command(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> c_int {
-    let argv = args(argv, argc);
-    if api!(RedisModule_IsKeysPositionRequest(ctx)) != 0 {
-        if let Ok(n) = numkeys(argv) {
-            for pos in 2..2 + n {
-                // `pos` is within `argv` (checked by `numkeys`).
-                api!(RedisModule_KeyAtPos(ctx, pos as c_int));
-            }
-        }
-        return OK;
-    }
-    guarded(ctx, LABEL, || run(ctx, argv))
+// The handler; it also answers the server's key-position requests
+// (`getkeys-api`), which `COMMAND GETKEYS`, ACL key patterns and cluster
+// slot checks make.
+handler!(command, LABEL, run, keys: key_positions);
+
+/// The keys' positions, for the server's `getkeys-api` request (none if the
+/// arguments are malformed: the call itself then fails).
+fn key_positions(argv: &[Arg]) -> std::ops::Range<usize> {
+    numkeys(argv).map_or(0..0, |n| 2..2 + n)
 }
 
-/// The number of keys, checked against the arguments that follow it.
-fn numkeys(argv: &[*mut raw::RedisModuleString]) -> Result<usize, RlError> {
+fn numkeys(argv: &[Arg]) -> Result<usize, RlError> {
     if argv.len() < 4 {
         return Err(RlError::WrongArity("rl.all"));
     }
-    let n = std::str::from_utf8(arg_bytes(argv[1]))
+    let n = std::str::from_utf8(argv[1].bytes())
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|n| (1..=MAX_LAYERS).contains(n))
@@ -77,15 +62,12 @@ fn numkeys(argv: &[*mut raw::RedisModuleString]) -> Result<usize, RlError> {
     Ok(n)
 }
 
-fn run(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: &[*mut raw::RedisModuleString],
-) -> Result<Reply, RlError> {
+fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     let n = numkeys(argv)?;
     let names = &argv[2..2 + n];
     let (clauses, peek) = with_bytes(&argv[2 + n..], |tokens| parse_clauses(tokens, n))?;
     for (i, &a) in names.iter().enumerate() {
-        if names[..i].iter().any(|&b| arg_bytes(a) == arg_bytes(b)) {
+        if names[..i].iter().any(|&b| a.bytes() == b.bytes()) {
             return Err(RlError::Syntax("RL.ALL keys must be distinct"));
         }
     }
@@ -96,11 +78,11 @@ fn run(
         .zip(clauses)
         .map(|(&name, (kind, request))| {
             let key = Key::open(ctx, name).ok_or(RlError::Internal(LABEL))?;
-            Ok(Layer::new(name, key, Claim::Limiter { kind, request }))
+            Ok(Layer::new(key, Claim::Limiter { kind, request }))
         })
         .collect::<Result<_, RlError>>()?;
     let how = Spend { peek, block: None };
-    wait::spend(ctx, &mut layers, now, how)?;
+    spend(&mut layers, now, how)?;
     let replies: Vec<[i64; 5]> = layers.iter().map(|l| l.decision().reply()).collect();
     Ok(Reply::Layers {
         binding: binding_layer(&layers),

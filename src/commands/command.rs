@@ -1,16 +1,10 @@
 //! A command's descriptor: everything the module declares about it, read by
 //! registration, `INFO rl` and `COMMAND DOCS`.
 
-use std::ffi::CStr;
-use std::os::raw::c_int;
-
-use redis_module::raw;
+use std::ffi::{c_int, CStr};
 
 use crate::docs::{Doc, KeySpec};
-
-/// A command handler as the server calls it.
-pub type Handler =
-    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+use crate::server::handler::Handler;
 
 /// Where a command's keys are.
 #[derive(Clone, Copy)]

@@ -5,14 +5,12 @@
 //! test can make the key expire during it) and `RL.DEBUG VANISHED` counts the
 //! keys that did.
 
-use redis_module::raw;
-
 use super::command::{Command, Keys};
-use super::frame::handler;
 use crate::clock;
 use crate::error::RlError;
-use crate::ffi::arg_bytes;
 use crate::reply::Reply;
+use crate::server::handler::handler;
+use crate::server::{Arg, Ctx};
 use crate::store::hooks;
 
 /// Test builds only: no flags, no keys, not counted, not documented.
@@ -29,11 +27,8 @@ pub const DEBUG: Command = Command {
 
 handler!(command, "RL.DEBUG", run);
 
-fn run(
-    _ctx: *mut raw::RedisModuleCtx,
-    argv: &[*mut raw::RedisModuleString],
-) -> Result<Reply, RlError> {
-    let word = |i: usize| argv.get(i).map(|&a| arg_bytes(a));
+fn run(_ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
+    let word = |i: usize| argv.get(i).map(|a| a.bytes());
     match (word(1), word(2)) {
         (Some(sub), Some(ms)) if sub.eq_ignore_ascii_case(b"CLOCK") => {
             let ms: i64 = std::str::from_utf8(ms)
@@ -48,7 +43,7 @@ fn run(
             Ok(Reply::Ok)
         }
         (Some(sub), Some(us)) if sub.eq_ignore_ascii_case(b"CALLDELAY") => {
-            let us = crate::algorithm::decimal::parse_u64(us).ok_or(RlError::BadInteger {
+            let us = crate::decimal::parse_u64(us).ok_or(RlError::BadInteger {
                 name: "delay_us",
                 min: 0,
                 max: u64::MAX,

@@ -9,21 +9,20 @@
 //! in Redis's form: `[limited, max_burst + 1, remaining, retry_after s,
 //! full_burst_after s]` ([`redis_reply`]). It never waits.
 
-use redis_module::raw;
-
 use super::command::{Command, Keys};
-use super::frame::{handler, spend_one_as};
+use super::frame::spend_one_as;
 use crate::algorithm::gcra::redis_reply;
 use crate::clock;
 use crate::decision::Claim;
 use crate::docs::{double, integer, key, option, Doc};
 use crate::error::RlError;
-use crate::ffi::with_bytes;
 use crate::grammar::gcra::parse;
 use crate::grammar::Kind;
 use crate::reply::Reply;
+use crate::server::handler::handler;
+use crate::server::{with_bytes, Arg, Ctx};
+use crate::spend::Spend;
 use crate::store::{Held, Key};
-use crate::wait::Spend;
 
 const LABEL: &str = "GCRA";
 const COMMAND: &str = "gcra";
@@ -48,10 +47,7 @@ const HOW: Spend = Spend {
 
 handler!(command, LABEL, run);
 
-fn run(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: &[*mut raw::RedisModuleString],
-) -> Result<Reply, RlError> {
+fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     // The server checks the arity (-5) first; `gcra.c` refuses more than 7.
     if !(5..=7).contains(&argv.len()) {
         return Err(RlError::WrongArity(COMMAND));
@@ -71,7 +67,7 @@ fn run(
         kind: Kind::Gcra,
         request,
     };
-    spend_one_as(ctx, argv[1], key, claim, now, HOW, redis_reply)
+    spend_one_as(key, claim, now, HOW, redis_reply)
 }
 
 fn doc() -> Doc {

@@ -3,18 +3,18 @@
 //! lease not released within `timeout` lapses by itself, so a crashed client
 //! cannot leak capacity; acquiring a held id renews it (a heartbeat).
 
-use redis_module::raw;
-
 use super::command::{Command, Keys};
-use super::frame::{handler, spend_one};
+use super::frame::spend_one;
 use crate::decision::{lease::release_lease, Claim};
 use crate::docs::{flag, integer, key, option, string, Doc};
 use crate::error::RlError;
-use crate::ffi::{arg_bytes, with_bytes};
 use crate::grammar::acquire::{check_id, parse_acquire};
 use crate::reply::Reply;
+use crate::server::handler::handler;
+use crate::server::{with_bytes, Arg, Ctx};
+use crate::spend::Spend;
 use crate::store::{lease_member, Key};
-use crate::wait::{self, Spend};
+use crate::wait;
 use crate::{clock, config};
 
 const ACQUIRE_LABEL: &str = "RL.ACQUIRE";
@@ -48,15 +48,12 @@ handler!(acquire, ACQUIRE_LABEL, run_acquire);
 handler!(release, RELEASE_LABEL, |ctx, argv| run_release(ctx, argv)
     .map(Reply::Integer));
 
-fn run_acquire(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: &[*mut raw::RedisModuleString],
-) -> Result<Reply, RlError> {
+fn run_acquire(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     if argv.len() < 5 {
         return Err(RlError::WrongArity("rl.acquire"));
     }
     let request = with_bytes(&argv[2..], |params| parse_acquire(params, config::caps()))?;
-    let member = lease_member(arg_bytes(argv[4]));
+    let member = lease_member(argv[4].bytes());
     let now = clock::now_ns();
     let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(ACQUIRE_LABEL))?;
     let claim = Claim::Acquire {
@@ -67,24 +64,21 @@ fn run_acquire(
         peek: request.peek,
         block: request.block,
     };
-    spend_one(ctx, argv[1], key, claim, now, how)
+    spend_one(key, claim, now, how)
 }
 
-fn run_release(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: &[*mut raw::RedisModuleString],
-) -> Result<i64, RlError> {
+fn run_release(ctx: Ctx, argv: &[Arg]) -> Result<i64, RlError> {
     if argv.len() != 3 {
         return Err(RlError::WrongArity("rl.release"));
     }
-    let id = arg_bytes(argv[2]);
+    let id = argv[2].bytes();
     check_id(id)?;
     let member = lease_member(id);
     let now = clock::now_ns();
     let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(RELEASE_LABEL))?;
     let released = release_lease(&key, &member, now)?;
     if released.write.is_some() && wait::active() {
-        wait::wake(ctx, argv[1]);
+        wait::wake_key(&key);
     }
     Ok(released.held as i64)
 }

@@ -1,20 +1,18 @@
 //! The six limiters: `RL.<ALGO> key <params> [COST n | REFUND n] [PEEK] [BLOCK ms]`.
 
-use std::ffi::CStr;
-use std::os::raw::c_int;
-
-use redis_module::raw;
+use std::ffi::{c_int, CStr};
 
 use super::command::{Command, Keys};
-use super::frame::{handler, spend_one};
+use super::frame::spend_one;
 use crate::decision::Claim;
-use crate::docs::{flag, integer, key, one_of, option, string, Arg, Doc};
+use crate::docs::{self, flag, integer, key, one_of, option, string, Doc};
 use crate::error::RlError;
-use crate::ffi::with_bytes;
 use crate::grammar::{self, Kind};
 use crate::reply::Reply;
+use crate::server::handler::handler;
+use crate::server::{with_bytes, Arg, Ctx};
+use crate::spend::Spend;
 use crate::store::Key;
-use crate::wait::Spend;
 use crate::{clock, config};
 
 /// Declares a limiter: its handler and its descriptor (one key, counted,
@@ -68,11 +66,7 @@ limiter!(
 );
 limiter!(FIXED, fixed, Kind::Fixed, WRITE_FAST, c"fixed", fixed_doc);
 
-fn run(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: &[*mut raw::RedisModuleString],
-    kind: Kind,
-) -> Result<Reply, RlError> {
+fn run(ctx: Ctx, argv: &[Arg], kind: Kind) -> Result<Reply, RlError> {
     if argv.len() < kind.min_argc() {
         return Err(RlError::WrongArity(kind.command()));
     }
@@ -83,19 +77,12 @@ fn run(
         peek: request.peek,
         block: request.block,
     };
-    spend_one(
-        ctx,
-        argv[1],
-        key,
-        Claim::Limiter { kind, request },
-        now,
-        how,
-    )
+    spend_one(key, Claim::Limiter { kind, request }, now, how)
 }
 
 /// A limiter's documentation: the key, its parameters, then the options
 /// every limiter takes.
-fn doc(summary: &'static CStr, params: Vec<Arg>) -> Doc {
+fn doc(summary: &'static CStr, params: Vec<docs::Arg>) -> Doc {
     let arity = -(2 + params.len() as c_int);
     let mut args = vec![key()];
     args.extend(params);

@@ -1,8 +1,10 @@
 //! The commands: one descriptor each (name, flags, key positions, `INFO rl`
 //! slot, documentation) in [`TABLE`], which registration, `INFO rl` and
 //! `COMMAND DOCS` all read, and one file per command family with its handlers.
-//! A handler parses (`grammar`), opens its keys (`store`) and spends through
-//! the wait queue's one step (`wait::spend`), behind `frame::guarded`.
+//! A handler takes safe types (`server::Ctx`, `server::Arg`): it parses
+//! (`grammar`), opens its keys (`store`) and spends through the one
+//! decide-and-commit step (`spend::spend`), inside the API layer's frame
+//! (`server::handler`).
 
 mod all;
 mod command;

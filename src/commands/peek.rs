@@ -8,18 +8,17 @@
 //! master with waiters (`BLOCK`) on the key, their claims count ahead, exactly
 //! as for `PEEK`.
 
-use redis_module::raw;
-
 use super::command::{Command, Keys};
-use super::frame::{handler, spend_one};
+use super::frame::spend_one;
 use crate::decision::Claim;
 use crate::docs::{key, many, string, Doc};
 use crate::error::RlError;
-use crate::ffi::{arg_bytes, with_bytes};
 use crate::grammar::{self, acquire::parse_acquire, Form, Kind};
 use crate::reply::Reply;
+use crate::server::handler::handler;
+use crate::server::{with_bytes, Arg, Ctx};
+use crate::spend::Spend;
 use crate::store::{lease_member, Key};
-use crate::wait::Spend;
 use crate::{clock, config};
 
 const LABEL: &str = "RL.PEEK";
@@ -44,15 +43,12 @@ const HOW: Spend = Spend {
 
 handler!(command, LABEL, run);
 
-fn run(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: &[*mut raw::RedisModuleString],
-) -> Result<Reply, RlError> {
+fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     // The server checks the arity (-5) first; this is the library's check too.
     if argv.len() < 5 {
         return Err(RlError::WrongArity("rl.peek"));
     }
-    let algo = arg_bytes(argv[1]);
+    let algo = argv[1].bytes();
     let name = argv[2];
     // The arguments as `RL.<ALGO>` sees them: name, key, params.
     let rest = &argv[2..];
@@ -69,13 +65,13 @@ fn run(
         }
         let request =
             with_bytes(&rest[1..], |p| parse_acquire(p, config::caps())).map_err(arity)?;
-        let member = lease_member(arg_bytes(rest[3]));
+        let member = lease_member(rest[3].bytes());
         let key = Key::open_read(ctx, name).ok_or(RlError::Internal(LABEL))?;
         let claim = Claim::Acquire {
             lease: request.lease,
             member,
         };
-        return spend_one(ctx, name, key, claim, now, HOW);
+        return spend_one(key, claim, now, HOW);
     }
     let kind = Kind::ALL
         .into_iter()
@@ -87,7 +83,7 @@ fn run(
         grammar::parse_form(kind, p, config::caps(), Form::Peek)
     })?;
     let key = Key::open_read(ctx, name).ok_or(RlError::Internal(LABEL))?;
-    spend_one(ctx, name, key, Claim::Limiter { kind, request }, now, HOW)
+    spend_one(key, Claim::Limiter { kind, request }, now, HOW)
 }
 
 fn doc() -> Doc {

@@ -7,20 +7,18 @@
 //! and an admitted request replicates its effect, `SET key <tat_ns> PXAT <ms>`,
 //! instead of the time-dependent command.
 
-use redis_module::raw;
-
 use super::command::{Command, Keys};
-use super::frame::handler;
 use crate::algorithm::cell;
-use crate::algorithm::decimal::parse_u64;
 use crate::algorithm::expire_ms;
 use crate::clock;
+use crate::decimal::parse_u64;
 use crate::docs::{integer, key, optional, Doc};
 use crate::error::RlError;
-use crate::ffi::with_bytes;
 use crate::grammar::throttle::parse;
 use crate::observe::stats;
 use crate::reply::Reply;
+use crate::server::handler::handler;
+use crate::server::{with_bytes, Arg, Ctx};
 use crate::store::{Held, Key};
 
 const LABEL: &str = "CL.THROTTLE";
@@ -42,10 +40,7 @@ pub const THROTTLE: Command = Command {
 
 handler!(command, LABEL, run);
 
-fn run(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: &[*mut raw::RedisModuleString],
-) -> Result<Reply, RlError> {
+fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     if !(5..=6).contains(&argv.len()) {
         return Err(RlError::WrongArity(COMMAND));
     }

@@ -1,12 +1,13 @@
 //! One limiter on one key, in two steps: [`decide`] reads the key's state and
 //! runs the pure algorithm, writing nothing; [`commit`] applies the resulting
-//! [`Write`] to the key.
+//! [`Write`] to the key. The decision and its write travel as one
+//! [`Outcome<Write>`].
 
 use crate::algorithm::fixed::FixedState;
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
-use crate::algorithm::{expire_ms, fixed, sliding, Decision, Outcome};
+use crate::algorithm::{expire_ms, fixed, sliding, Outcome};
 use crate::codec::{decode, Fields};
 use crate::error::RlError;
 use crate::grammar::{Kind, Limiter, Request};
@@ -25,14 +26,8 @@ pub enum Write {
     LogRefund { refund: LogRefund, expire_ms: u64 },
 }
 
-/// A decision and, if it changes the key, the write that applies it.
-pub struct Pending {
-    pub decision: Decision,
-    pub write: Option<Write>,
-}
-
 /// Decides `req` for the limiter on `key` at `now`, writing nothing.
-pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending, RlError> {
+pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
     let (n, refund) = (req.cost, req.refund);
     let pending = match req.limiter {
         Limiter::Gcra(p) => decide_instant(key, kind, &p, req, now)?,
@@ -75,7 +70,7 @@ pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Pending,
             key.settled(|| decide_log(key, kind, &p, req, now))?
         }
     };
-    Ok(Pending {
+    Ok(Outcome {
         decision: pending.decision.within_expiry_cap(now.into()),
         ..pending
     })
@@ -90,19 +85,15 @@ fn decide_window<S, const N: usize>(
     state: impl Fn([u64; N]) -> S,
     run: impl Fn(Option<S>) -> Outcome<S>,
     store: impl Fn(&S) -> Option<([u128; N], u128)>,
-) -> Result<Pending, RlError> {
+) -> Result<Outcome<Write>, RlError> {
     let stored = read_string::<N>(key, kind)?.map(|fields| state(fields.map(narrow)));
-    let out = run(stored);
-    Ok(Pending {
-        decision: out.decision,
-        write: out.write.map(|s| match store(&s) {
-            None => Write::Delete,
-            Some((fields, idle_at_ns)) => Write::Set {
-                state: Fields::new(kind, fields),
-                expire_ms: expire_ms(idle_at_ns),
-            },
-        }),
-    })
+    Ok(run(stored).map_write(|s| match store(&s) {
+        None => Write::Delete,
+        Some((fields, idle_at_ns)) => Write::Set {
+            state: Fields::new(kind, fields),
+            expire_ms: expire_ms(idle_at_ns),
+        },
+    }))
 }
 
 /// Decides with the sliding log on `key`.
@@ -112,7 +103,7 @@ fn decide_log(
     p: &SlidingLog,
     req: &Request,
     now: u64,
-) -> Result<Pending, RlError> {
+) -> Result<Outcome<Write>, RlError> {
     let (n, refund) = (req.cost, req.refund);
     let log = match key.held() {
         Held::Empty => None,
@@ -126,25 +117,19 @@ fn decide_log(
     let corrupt = |_: Corrupt| RlError::ForeignValue(kind.label());
     Ok(if refund {
         let out = p.refund(view, now, n).map_err(corrupt)?;
-        Pending {
-            decision: out.decision,
-            write: out.write.map(|r| match r.newest_left_ns {
-                None => Write::Delete,
-                Some(ns) => Write::LogRefund {
-                    refund: r,
-                    expire_ms: expire_ms(p.leaves_at_ns(ns)),
-                },
-            }),
-        }
+        out.map_write(|r| match r.newest_left_ns {
+            None => Write::Delete,
+            Some(ns) => Write::LogRefund {
+                refund: r,
+                expire_ms: expire_ms(p.leaves_at_ns(ns)),
+            },
+        })
     } else {
         let out = p.decide(view, now, n).map_err(corrupt)?;
-        Pending {
-            decision: out.decision,
-            write: out.write.map(|w| Write::LogAdd {
-                write: w,
-                expire_ms: expire_ms(p.idle_at_ns(&w)),
-            }),
-        }
+        out.map_write(|w| Write::LogAdd {
+            write: w,
+            expire_ms: expire_ms(p.idle_at_ns(&w)),
+        })
     })
 }
 
@@ -165,17 +150,14 @@ fn decide_instant(
     limiter: &impl InstantLimiter,
     req: &Request,
     now: u64,
-) -> Result<Pending, RlError> {
+) -> Result<Outcome<Write>, RlError> {
     let (at, now) = (read_instant(key, kind)?, now as u128);
     let out = if req.refund {
         limiter.refund(at, now, req.cost)
     } else {
         limiter.decide(at, now, req.cost)
     };
-    Ok(Pending {
-        decision: out.decision,
-        write: out.write.map(|t| instant_write(kind, t, now)),
-    })
+    Ok(out.map_write(|t| instant_write(kind, t, now)))
 }
 
 /// An instant-state write: the instant is also the expiry; one not after `now`

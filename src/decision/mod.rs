@@ -7,7 +7,7 @@ pub mod lease;
 mod limiter;
 
 use crate::algorithm::lease::{Lease, LeaseWrite};
-use crate::algorithm::Decision;
+use crate::algorithm::Outcome;
 use crate::error::RlError;
 use crate::grammar::{Kind, Request};
 use crate::store::Key;
@@ -19,12 +19,6 @@ pub enum Claim {
     Limiter { kind: Kind, request: Request },
     /// A lease: `member` is the stored (prefixed) lease id.
     Acquire { lease: Lease, member: Vec<u8> },
-}
-
-/// A claim's decision and, if it changes the key, its write.
-pub struct Step {
-    pub decision: Decision,
-    pub write: Option<ClaimWrite>,
 }
 
 /// The write of an admitted claim (or a refund).
@@ -65,24 +59,17 @@ impl Claim {
         }
     }
 
-    /// The decision `key`'s state gives the claim at `now`, writing nothing.
-    pub fn decide(&self, key: &Key, now: u64) -> Result<Step, RlError> {
-        match self {
+    /// The decision `key`'s state gives the claim at `now` and the write that
+    /// would apply it, writing nothing.
+    pub fn decide(&self, key: &Key, now: u64) -> Result<Outcome<ClaimWrite>, RlError> {
+        Ok(match self {
             Claim::Limiter { kind, request } => {
-                let p = limiter::decide(key, *kind, request, now)?;
-                Ok(Step {
-                    decision: p.decision,
-                    write: p.write.map(ClaimWrite::Limiter),
-                })
+                limiter::decide(key, *kind, request, now)?.map_write(ClaimWrite::Limiter)
             }
             Claim::Acquire { lease: l, member } => {
-                let o = lease::decide_acquire(key, l, member, now)?;
-                Ok(Step {
-                    decision: o.decision,
-                    write: o.write.map(ClaimWrite::Lease),
-                })
+                lease::decide_acquire(key, l, member, now)?.map_write(ClaimWrite::Lease)
             }
-        }
+        })
     }
 
     /// The same claim spending nothing: what the key reports as it is.

@@ -2,8 +2,8 @@
 //! its arguments, each range-checked (an `ERR` naming it, never a crash).
 
 use crate::algorithm::cell::{Cell, CellError};
-use crate::algorithm::decimal::parse_u64;
 use crate::bounds::{MAX_COST, MAX_COUNT, MAX_PERIOD_S};
+use crate::decimal::parse_u64;
 use crate::error::RlError;
 
 /// `max_burst count period [quantity]`, as redis-cell reads them (integers;

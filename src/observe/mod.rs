@@ -1,18 +1,17 @@
 //! What the module tells operators: `INFO rl` (per-command counters kept
-//! exact across `CONFIG RESETSTAT`, and the waiting gauge) and the server
-//! fields it reads to keep them. Everything here is below the commands and
+//! exact across `CONFIG RESETSTAT`, and the waiting gauge). It takes safe
+//! types only: the server's `INFO` callback and cron event
+//! (`server::callbacks`) call into it. Everything here is below the commands and
 //! the wait queue: they report into it; it reads none of them.
 
 mod info;
 mod ledger;
-mod server_info;
 pub mod stats;
 
 use std::cell::Cell;
 
-pub use info::info;
+pub use info::section;
 pub use ledger::Token;
-pub use server_info::ServerInfo;
 
 thread_local! {
     /// Clients waiting now (`BLOCK`); zero means no call pays for waiting.

@@ -7,13 +7,10 @@
 //! mutex only makes the static `Sync`.
 
 use std::ffi::{CStr, CString};
-use std::os::raw::c_void;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use redis_module::raw;
-
 use super::ledger::{Ledger, Outcome, Tally, Token};
-use super::server_info::ServerInfo;
+use crate::ffi::{server_version, ServerInfo};
 
 /// The most commands counted (the command table is checked against it).
 pub const SLOTS: usize = 16;
@@ -110,8 +107,7 @@ fn counts_at_block() -> bool {
         1 => true,
         2 => false,
         _ => {
-            // SAFETY: available on every supported server (Redis 6.0.9+).
-            let version = unsafe { raw::RedisModule_GetServerVersion.expect("GetServerVersion")() };
+            let version = server_version();
             let at_block = version < 0x00_07_02_00;
             AT_BLOCK.store(if at_block { 1 } else { 2 }, Ordering::Relaxed);
             at_block
@@ -194,7 +190,7 @@ fn redis_calls() -> Option<[u64; SLOTS]> {
 fn calls_of(text: &[u8]) -> u64 {
     text.split(|&b| b == b',')
         .find_map(|kv| kv.strip_prefix(b"calls="))
-        .and_then(crate::algorithm::decimal::parse_u64)
+        .and_then(crate::decimal::parse_u64)
         .unwrap_or(0)
 }
 
@@ -207,12 +203,7 @@ fn settle(state: &mut State) {
 
 /// The cron event (server `hz` times a second): settles calls recorded since
 /// the last look, so a reset is seen before the record grows large.
-pub extern "C" fn on_cron(
-    _ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    _subevent: u64,
-    _data: *mut c_void,
-) {
+pub fn cron() {
     let mut state = state();
     if state.ledger.recent() > 0 {
         settle(&mut state);

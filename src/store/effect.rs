@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use redis_module::raw;
 
 use super::Key;
-use crate::algorithm::decimal::Decimal;
+use crate::decimal::Decimal;
 use crate::ffi::api;
 
 /// One replicated command, applied to the key before `effect` is called.

@@ -14,6 +14,7 @@ use redis_module::raw;
 
 use crate::bounds::COPY_MAX;
 use crate::ffi::{api, OwnedString};
+use crate::server::{Arg, Ctx};
 
 mod effect;
 #[cfg(feature = "debug-commands")]
@@ -69,15 +70,14 @@ pub struct Key {
 
 impl Key {
     /// Opens `name` for reading and writing. Returns `None` only if Redis refuses.
-    pub fn open(ctx: *mut raw::RedisModuleCtx, name: *mut raw::RedisModuleString) -> Option<Key> {
+    #[inline]
+    pub fn open(ctx: Ctx, name: Arg) -> Option<Key> {
         Key::with_mode(ctx, name, READ_WRITE)
     }
 
-    fn with_mode(
-        ctx: *mut raw::RedisModuleCtx,
-        name: *mut raw::RedisModuleString,
-        mode: c_int,
-    ) -> Option<Key> {
+    #[inline]
+    fn with_mode(ctx: Ctx, name: Arg, mode: c_int) -> Option<Key> {
+        let (ctx, name) = (ctx.ptr(), name.ptr());
         let key = NonNull::new(api!(RedisModule_OpenKey(ctx, name, mode)))?;
         Some(Key {
             ctx,
@@ -94,11 +94,20 @@ impl Key {
     /// read-only scripts, and never signals the key). A missing key, which the
     /// read mode does not open, is opened empty in write mode: nothing is ever
     /// written through it, so it is never created or signalled.
-    pub fn open_read(
-        ctx: *mut raw::RedisModuleCtx,
-        name: *mut raw::RedisModuleString,
-    ) -> Option<Key> {
+    pub fn open_read(ctx: Ctx, name: Arg) -> Option<Key> {
         Key::with_mode(ctx, name, raw::REDISMODULE_READ as c_int).or_else(|| Key::open(ctx, name))
+    }
+
+    /// The context the key was opened in (its database is the key's).
+    #[inline]
+    pub fn ctx(&self) -> Ctx {
+        Ctx::from_raw(self.ctx)
+    }
+
+    /// The key's name.
+    #[inline]
+    pub fn name(&self) -> Arg {
+        Arg::from_raw(self.name)
     }
 
     fn ptr(&self) -> *mut raw::RedisModuleKey {

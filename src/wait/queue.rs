@@ -4,18 +4,16 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::os::raw::c_int;
-
-use redis_module::raw;
+use std::ffi::c_int;
 
 use crate::decision::Claim;
-use crate::ffi::api;
 use crate::observe::{self, Token};
+use crate::server::{Blocked, Ctx, TimerId};
 use crate::units::{Millis, Nanos};
 
 /// One blocked client.
 pub struct Waiter {
-    pub bc: *mut raw::RedisModuleBlockedClient,
+    pub bc: Blocked,
     pub claim: Claim,
     /// `None` for `BLOCK 0`.
     pub deadline: Option<Nanos>,
@@ -28,7 +26,7 @@ pub struct Queue {
     pub name: Vec<u8>,
     pub waiters: VecDeque<Waiter>,
     /// The key's timer and the instant it fires.
-    pub timer: Option<(raw::RedisModuleTimerID, Millis)>,
+    pub timer: Option<(TimerId, Millis)>,
 }
 
 /// A queue's id; a timer carries it as its data.
@@ -86,7 +84,7 @@ impl State {
                 qid
             }
         };
-        self.by_client.insert(waiter.bc as usize, qid);
+        self.by_client.insert(waiter.bc.id(), qid);
         let q = self.queues.get_mut(&qid).expect("queue just found or made");
         q.waiters.push_back(waiter);
         observe::wait_began();
@@ -124,12 +122,9 @@ pub struct Taken {
 }
 
 /// Removes the waiter of client `bc` (and its queue and timer, if now empty).
-pub fn take(
-    ctx: *mut raw::RedisModuleCtx,
-    bc: *mut raw::RedisModuleBlockedClient,
-) -> Option<Taken> {
+pub fn take(ctx: Ctx, bc: Blocked) -> Option<Taken> {
     with(|s| {
-        let qid = s.by_client.remove(&(bc as usize))?;
+        let qid = s.by_client.remove(&bc.id())?;
         let q = s.queues.get_mut(&qid)?;
         let i = q.waiters.iter().position(|w| w.bc == bc)?;
         let waiter = q.waiters.remove(i)?;
@@ -137,7 +132,7 @@ pub fn take(
         let empty = q.waiters.is_empty();
         if empty {
             if let Some((id, _)) = q.timer {
-                api!(RedisModule_StopTimer(ctx, id, std::ptr::null_mut()));
+                ctx.stop_timer(id);
             }
             s.remove(qid);
         }

@@ -6,17 +6,13 @@
 //! only move the timer to now.
 
 use std::cell::Cell;
-use std::os::raw::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use redis_module::raw;
 
 use super::ending::finish;
 use super::policy::{settle, Gate};
 use super::queue::{self, QueueId};
 use crate::clock;
-use crate::ffi::{api, arg_bytes, context_flags, selected_db, OwnedString};
-use crate::observe::ServerInfo;
+use crate::server::{avoid_replica_traffic, Ctx, ServerInfo};
 use crate::store::Key;
 use crate::units::{delay_ms, Millis, Nanos};
 
@@ -36,17 +32,17 @@ fn now_ms() -> Millis {
 
 /// Wakes the waiters of key `name` (in the context's database): their timer
 /// fires now. (A timer admitting waiters does not wake itself.)
-pub fn wake(ctx: *mut raw::RedisModuleCtx, name: *mut raw::RedisModuleString) {
+pub fn wake(ctx: Ctx, name: &[u8]) {
     if in_wake() {
         return;
     }
-    if let Some(qid) = queue::find(selected_db(ctx), arg_bytes(name)) {
+    if let Some(qid) = queue::find(ctx.db(), name) {
         schedule(ctx, qid, Millis(0));
     }
 }
 
 /// (Re)arms queue `qid`'s timer to fire in `delay`, unless it already fires by then.
-pub fn schedule(ctx: *mut raw::RedisModuleCtx, qid: QueueId, delay: Millis) {
+pub fn schedule(ctx: Ctx, qid: QueueId, delay: Millis) {
     let at = Millis(now_ms().0.saturating_add(delay.0));
     queue::with(|s| {
         let Some(q) = s.queues.get_mut(&qid) else {
@@ -56,29 +52,21 @@ pub fn schedule(ctx: *mut raw::RedisModuleCtx, qid: QueueId, delay: Millis) {
             if when <= at {
                 return;
             }
-            api!(RedisModule_StopTimer(ctx, id, std::ptr::null_mut()));
+            ctx.stop_timer(id);
         }
-        let period = delay.0.min(i64::MAX as u64) as raw::mstime_t;
-        let id = api!(RedisModule_CreateTimer(
-            ctx,
-            period,
-            Some(on_timer),
-            qid as usize as *mut c_void
-        ));
-        q.timer = Some((id, at));
+        q.timer = Some((ctx.create_timer(delay, qid), at));
     });
 }
 
 /// The timer of one key: admits waiters from the head while they are
 /// admissible, ends the waits whose deadline has passed, and re-arms itself.
-extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    let qid = data as usize as QueueId;
+pub fn on_timer(ctx: Ctx, qid: QueueId) {
     IN_WAKE.with(|w| w.set(true));
     let _ = catch_unwind(AssertUnwindSafe(|| run_queue(ctx, qid)));
     IN_WAKE.with(|w| w.set(false));
 }
 
-fn run_queue(ctx: *mut raw::RedisModuleCtx, qid: QueueId) {
+fn run_queue(ctx: Ctx, qid: QueueId) {
     let Some((db, name)) = queue::with(|s| {
         let q = s.queues.get_mut(&qid)?;
         q.timer = None;
@@ -86,11 +74,11 @@ fn run_queue(ctx: *mut raw::RedisModuleCtx, qid: QueueId) {
     }) else {
         return;
     };
-    let paused = api!(RedisModule_AvoidReplicaTraffic()) != 0;
-    api!(RedisModule_SelectDb(ctx, db));
-    let name = OwnedString::new(ctx, &name);
+    let paused = avoid_replica_traffic();
+    ctx.select_db(db);
+    let name = ctx.string(&name);
     let mut next: Option<u128> = None;
-    if let Some(key) = Key::open(ctx, name.ptr) {
+    if let Some(key) = Key::open(ctx, name.arg()) {
         // Read after the open: outside a command the server's clock is not
         // frozen, and the open may have expired the key as of its own reading.
         let now = clock::now_ns();
@@ -106,16 +94,17 @@ fn run_queue(ctx: *mut raw::RedisModuleCtx, qid: QueueId) {
                 gate,
                 |w| w.deadline.map(|d| d.0),
                 |w, commit| {
-                    let step = w.claim.decide(&key, now)?;
-                    if let (true, true, Some(write)) = (commit, step.decision.allowed, &step.write)
+                    let outcome = w.claim.decide(&key, now)?;
+                    if let (true, true, Some(write)) =
+                        (commit, outcome.decision.allowed, &outcome.write)
                     {
                         w.claim.commit(&key, write);
                     }
-                    Ok(step.decision)
+                    Ok(outcome.decision)
                 },
             );
             for (w, _) in &settled.ended {
-                s.by_client.remove(&(w.bc as usize));
+                s.by_client.remove(&w.bc.id());
             }
             Some(settled)
         });
@@ -149,8 +138,8 @@ fn run_queue(ctx: *mut raw::RedisModuleCtx, qid: QueueId) {
 /// True if an admission now would be refused as a `deny-oom` command is: the
 /// server is above `maxmemory` and its policy evicts nothing. (Under an
 /// eviction policy the next command's eviction makes room, as for any write.)
-fn out_of_memory(ctx: *mut raw::RedisModuleCtx) -> bool {
-    context_flags(ctx) & raw::REDISMODULE_CTX_FLAGS_OOM != 0 && policy_is_noeviction()
+fn out_of_memory(ctx: Ctx) -> bool {
+    ctx.above_maxmemory() && policy_is_noeviction()
 }
 
 /// `maxmemory-policy` is `noeviction` (read from `INFO memory`, only when the

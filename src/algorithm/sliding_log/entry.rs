@@ -1,8 +1,8 @@
 //! The entry format: one sorted-set member per admitted request (`<ns>:<cost>:<sum>`,
 //! or the bare `<ns>` of a legacy entry), scored by its nanosecond's microsecond.
 
-use super::super::decimal::StackBytes;
 use super::super::NANOS_PER_US;
+use crate::decimal::StackBytes;
 
 /// One stored entry: a request of `cost` units at nanosecond `ns`, and `sum`,
 /// the running total through it (`None` for a legacy entry: one unit, no sum).

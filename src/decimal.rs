@@ -1,5 +1,6 @@
 //! Decimal digits of a `u64` on the stack: stored states, replicated times and
-//! sliding-log members are written with no allocation.
+//! sliding-log members are written with no allocation; and read back.
+//! Beneath everything, the algorithms included: it imports nothing of the crate.
 
 /// Two decimal digits for each value below 100: `00`, `01`, ..., `99`.
 const PAIRS: [u8; 200] = {

@@ -1,0 +1,237 @@
+//! The module API's wall: the few safe types the rest of the module reaches
+//! the server through, and the server's ways in. Of the crate, only this
+//! folder, [`crate::ffi`], [`crate::store`], [`crate::reply`], the module
+//! entry (`lib.rs`: registration) and `docs.rs` (`COMMAND DOCS`) name a raw
+//! pointer or call the module API.
+//!
+//! - [`Ctx`]: the context of the current command or callback, with what
+//!   commands and waits need of it (the database, whether the call may block,
+//!   blocking a client, timers, the keyspace events a wait listens to);
+//! - [`Arg`]: a command argument (or a key name), read as bytes;
+//! - [`Blocked`] and [`TimerId`]: a blocked client's handle and a timer's id,
+//!   as the wait queue keeps them;
+//! - [`handler`]: the frame every command handler runs in (raw arguments to
+//!   safe ones, the panic guard, the count, the reply);
+//! - [`callbacks`]: what the server calls for blocked clients, timers,
+//!   keyspace and server events, `INFO` and the cron; each turns its raw
+//!   arguments into these types and calls a safe function of [`crate::wait`]
+//!   or [`crate::observe`].
+//!
+//! Everything here runs on the server's main thread.
+
+pub mod callbacks;
+pub mod handler;
+
+use std::os::raw::{c_int, c_void};
+
+use redis_module::raw;
+
+pub use crate::ffi::ServerInfo;
+use crate::ffi::{api, bytes_of, OwnedString};
+use crate::observe::{stats, Token};
+use crate::units::Millis;
+
+/// The context of the command or callback running now: valid while it runs.
+#[derive(Clone, Copy)]
+pub struct Ctx(*mut raw::RedisModuleCtx);
+
+/// Contexts in which a call never waits (as `BLPOP` does not).
+const NO_WAIT: u32 = raw::REDISMODULE_CTX_FLAGS_MULTI
+    | raw::REDISMODULE_CTX_FLAGS_LUA
+    | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING
+    | raw::REDISMODULE_CTX_FLAGS_REPLICATED
+    | raw::REDISMODULE_CTX_FLAGS_SLAVE
+    | raw::REDISMODULE_CTX_FLAGS_LOADING;
+
+impl Ctx {
+    /// The context the server passed to a command or callback.
+    #[inline]
+    pub(crate) fn from_raw(ptr: *mut raw::RedisModuleCtx) -> Ctx {
+        Ctx(ptr)
+    }
+
+    /// The raw context, for the API layer's own calls.
+    #[inline]
+    pub(crate) fn ptr(self) -> *mut raw::RedisModuleCtx {
+        self.0
+    }
+
+    /// The database the context has selected.
+    #[inline]
+    pub fn db(self) -> c_int {
+        api!(RedisModule_GetSelectedDb(self.0))
+    }
+
+    /// Selects database `db` (a timer's context, before it opens a key).
+    pub fn select_db(self, db: c_int) {
+        api!(RedisModule_SelectDb(self.0, db));
+    }
+
+    fn flags(self) -> u32 {
+        api!(RedisModule_GetContextFlags(self.0)) as u32
+    }
+
+    /// False inside `MULTI`, a script, a replicated or loaded command, on a
+    /// replica, or where blocking is denied: there a call never waits.
+    pub fn may_block(self) -> bool {
+        self.flags() & NO_WAIT == 0
+    }
+
+    /// True if the server is above `maxmemory`.
+    pub fn above_maxmemory(self) -> bool {
+        self.flags() & raw::REDISMODULE_CTX_FLAGS_OOM != 0
+    }
+
+    /// A string the module owns, freed on drop.
+    pub fn string(self, bytes: &[u8]) -> OwnedString {
+        OwnedString::new(self.0, bytes)
+    }
+
+    /// Blocks the calling client with no server timeout; its reply, timeout,
+    /// disconnection and private data go through [`callbacks`].
+    pub fn block(self) -> Blocked {
+        let bc = api!(RedisModule_BlockClient(
+            self.0,
+            Some(callbacks::on_reply),
+            Some(callbacks::on_timeout),
+            Some(callbacks::free_finished),
+            0
+        ));
+        api!(RedisModule_SetDisconnectCallback(
+            bc,
+            Some(callbacks::on_disconnect)
+        ));
+        Blocked(bc)
+    }
+
+    /// Arms a timer that fires in `delay`, calling the wait queue's timer with `data`.
+    pub fn create_timer(self, delay: Millis, data: u64) -> TimerId {
+        let period = delay.0.min(i64::MAX as u64) as raw::mstime_t;
+        TimerId(api!(RedisModule_CreateTimer(
+            self.0,
+            period,
+            Some(callbacks::on_timer),
+            data as usize as *mut c_void
+        )))
+    }
+
+    /// Stops a timer that has not fired.
+    pub fn stop_timer(self, id: TimerId) {
+        api!(RedisModule_StopTimer(self.0, id.0, std::ptr::null_mut()));
+    }
+
+    /// Subscribes to the keyspace events that wake a key's waiters (once).
+    pub fn subscribe_key_events(self) {
+        thread_local! {
+            static SUBSCRIBED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        if SUBSCRIBED.with(|s| s.replace(true)) {
+            return;
+        }
+        api!(RedisModule_SubscribeToKeyspaceEvents(
+            self.0,
+            (raw::REDISMODULE_NOTIFY_GENERIC
+                | raw::REDISMODULE_NOTIFY_EXPIRED
+                | raw::REDISMODULE_NOTIFY_EVICTED) as c_int,
+            Some(callbacks::on_keyspace)
+        ));
+    }
+}
+
+/// True while clients are paused for a failover (`CLIENT PAUSE`): writes
+/// that would reach replicas wait.
+pub fn avoid_replica_traffic() -> bool {
+    api!(RedisModule_AvoidReplicaTraffic()) != 0
+}
+
+/// A command argument or a key name: a module string the server (or an
+/// [`OwnedString`]) keeps alive while the command or callback runs.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct Arg(*mut raw::RedisModuleString);
+
+impl Arg {
+    #[inline]
+    pub(crate) fn from_raw(ptr: *mut raw::RedisModuleString) -> Arg {
+        Arg(ptr)
+    }
+
+    #[inline]
+    pub(crate) fn ptr(self) -> *mut raw::RedisModuleString {
+        self.0
+    }
+
+    /// The argument's bytes, valid while it lives.
+    #[inline]
+    pub fn bytes<'a>(self) -> &'a [u8] {
+        bytes_of(self.0)
+    }
+}
+
+/// Arguments beyond this many are only ever errors; they are collected on the heap.
+const STACK_ARGS: usize = 16;
+
+/// Runs `f` on the arguments' bytes, collected on the stack when they are few.
+#[inline]
+pub fn with_bytes<T>(params: &[Arg], f: impl FnOnce(&[&[u8]]) -> T) -> T {
+    if params.len() <= STACK_ARGS {
+        let mut slices: [&[u8]; STACK_ARGS] = [&[]; STACK_ARGS];
+        for (slot, &arg) in slices.iter_mut().zip(params) {
+            *slot = arg.bytes();
+        }
+        f(&slices[..params.len()])
+    } else {
+        let slices: Vec<&[u8]> = params.iter().map(|&arg| arg.bytes()).collect();
+        f(&slices)
+    }
+}
+
+/// A blocked client's handle: released exactly once, by [`Blocked::unblock`]
+/// or [`Blocked::release`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Blocked(*mut raw::RedisModuleBlockedClient);
+
+impl Blocked {
+    /// The handle as a number (the wait queue's index from client to queue).
+    pub fn id(self) -> usize {
+        self.0 as usize
+    }
+
+    /// Ends the wait: the server then calls [`callbacks::on_reply`], which
+    /// sends `finished`, and frees it after.
+    pub fn unblock(self, finished: Box<Finished>) {
+        let data = Box::into_raw(finished);
+        api!(RedisModule_UnblockClient(self.0, data.cast()));
+    }
+
+    /// Releases the handle of a wait that ended with no reply to send (its
+    /// client is gone, or was answered already).
+    pub fn release(self) {
+        api!(RedisModule_UnblockClient(self.0, std::ptr::null_mut()));
+    }
+}
+
+/// A module timer's id.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TimerId(raw::RedisModuleTimerID);
+
+/// A finished wait's reply, handed to the server with its handle.
+pub struct Finished {
+    pub label: &'static str,
+    pub reply: Result<[i64; 5], String>,
+    pub allowed: bool,
+    pub cost: u64,
+    pub token: Token,
+}
+
+impl Finished {
+    /// Counts the wait in `INFO rl` (once: when its reply is sent, or when its
+    /// client went away before it could be).
+    pub fn count(&self) {
+        if self.reply.is_ok() {
+            stats::decision(self.allowed, self.cost);
+        }
+        stats::waited(self.token);
+        stats::call(self.label, self.reply.is_err());
+    }
+}

@@ -1,0 +1,104 @@
+//! The decide-and-commit step of every call that spends (`RL.GCRA` without
+//! `BLOCK` passes through it as much as `RL.ALL` or a wait does): decide each
+//! key's claim, let the waiters already queued on a key come first, wait if
+//! asked and allowed, else commit (all or nothing), wake the waiters a refund
+//! may serve, and count the call. Deciding and committing are the claim's
+//! ([`crate::decision`]); waiting is the wait queue's ([`crate::wait`]).
+
+use crate::algorithm::{Decision, Outcome};
+use crate::decision::{Claim, ClaimWrite};
+use crate::error::RlError;
+use crate::observe::stats;
+use crate::store::Key;
+use crate::units::Millis;
+use crate::wait;
+
+/// One key of a call: its open key (which knows its name and context) and
+/// what the call claims there.
+pub struct Layer {
+    pub key: Key,
+    pub claim: Claim,
+    outcome: Option<Outcome<ClaimWrite>>,
+}
+
+impl Layer {
+    pub fn new(key: Key, claim: Claim) -> Layer {
+        Layer {
+            key,
+            claim,
+            outcome: None,
+        }
+    }
+
+    /// The decision [`spend`] gave this layer.
+    pub fn decision(&self) -> &Decision {
+        &self.outcome.as_ref().expect("spent").decision
+    }
+}
+
+/// How a call spends.
+#[derive(Clone, Copy, Default)]
+pub struct Spend {
+    /// Decide only: write nothing.
+    pub peek: bool,
+    /// `BLOCK ms`: wait for admission where the call may (one key only).
+    pub block: Option<Millis>,
+}
+
+/// What became of a call.
+pub enum Spent {
+    /// Decided: each layer's decision is its own (writes committed only if
+    /// every layer admitted and the call does not peek).
+    Decided,
+    /// The client waits; its reply comes when the wait ends.
+    Blocked,
+}
+
+/// The one step of every call that spends (see the module doc). Layers are
+/// committed only if every one admits; when one denies, the layers that would
+/// admit report their state as it is.
+pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlError> {
+    for layer in layers.iter_mut() {
+        layer.outcome = Some(layer.claim.decide(&layer.key, now)?);
+    }
+    if let ([layer], Some(block), false) = (&mut *layers, how.block, how.peek) {
+        if wait::wait_if_due(&layer.key, &layer.claim, layer.decision(), now, block)? {
+            return Ok(Spent::Blocked);
+        }
+    }
+    if wait::active() {
+        for layer in layers.iter_mut() {
+            let outcome = layer.outcome.as_mut().expect("decided");
+            if let Some(d) = wait::behind_queue(&layer.key, &layer.claim, &outcome.decision, now)? {
+                *outcome = Outcome {
+                    decision: d,
+                    write: None,
+                };
+            }
+        }
+    }
+    let allowed = layers.iter().all(|l| l.decision().allowed);
+    if allowed && !how.peek {
+        for layer in layers.iter() {
+            if let Some(write) = &layer.outcome.as_ref().expect("decided").write {
+                layer.claim.commit(&layer.key, write);
+                if layer.claim.refunds() && wait::active() {
+                    wait::wake_key(&layer.key);
+                }
+            }
+        }
+    } else if !allowed {
+        // Nothing is spent: a layer that would admit reports its state as it is.
+        for layer in layers.iter_mut() {
+            if let (true, Some(unspent)) = (layer.decision().allowed, layer.claim.unspent()) {
+                layer.outcome = Some(unspent.decide(&layer.key, now)?);
+            }
+        }
+    }
+    let cost = layers
+        .iter()
+        .map(|l| l.claim.cost())
+        .fold(0, u64::saturating_add);
+    stats::decision(allowed, cost);
+    Ok(Spent::Decided)
+}
