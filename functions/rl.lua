@@ -665,6 +665,18 @@ local function build()
     shutting_down = 'UNBLOCKED the server is shutting down',
     internal = function(label) return fmt('ERR internal error in %s: the request was not applied', label) end,
   }
+
+  -- The syntax error's fixed replies, by name.
+  local MSG = {
+    all_shape = 'ERR RL.ALL needs numkeys keys followed by one algorithm clause per key',
+    all_algorithm = 'ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
+    all_clauses = 'ERR RL.ALL needs exactly one algorithm clause per key',
+    all_distinct = 'ERR RL.ALL keys must be distinct',
+    peek_algorithm = 'ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE',
+    lease_id = 'ERR lease_id must be 1 to 256 bytes',
+    throttle_zero_rate = 'ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate',
+    throttle_burst = 'ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
+  }
   --------------------------------------------------------------------------------
   -- Errors and the grammar (src/grammar, src/error.rs): the same checks in the same
   -- order, the same texts (ERR, the kinds and the bounds: 04-facts.lua).
@@ -1620,7 +1632,7 @@ local function build()
     end
     local kind = KINDS[upper(args[1])]
     if not kind then
-      fail('ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE')
+      fail(MSG.peek_algorithm)
     end
     local req = parse(kind, args, 2, #args, 'peek')
     return reply((decide(key, req, clock())))
@@ -1633,7 +1645,7 @@ local function build()
     if 2 + n + #args < 6 then wrong_arity('rl.all') end
     if n < 1 or n > MAX_LAYERS then bad_integer('numkeys', 1, MAX_LAYERS) end
     if #args < 1 then
-      fail('ERR RL.ALL needs numkeys keys followed by one algorithm clause per key')
+      fail(MSG.all_shape)
     end
     local last, peek = #args, false
     if upper(args[last]) == 'PEEK' then last, peek = last - 1, true end
@@ -1642,9 +1654,9 @@ local function build()
       if KINDS[upper(args[i])] then starts[#starts + 1] = i end
     end
     if starts[1] ~= 1 then
-      fail('ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED')
+      fail(MSG.all_algorithm)
     end
-    if #starts ~= n then fail('ERR RL.ALL needs exactly one algorithm clause per key') end
+    if #starts ~= n then fail(MSG.all_clauses) end
     local reqs = {}
     for i, start in ipairs(starts) do
       local stop = (starts[i + 1] or last + 1) - 1
@@ -1652,7 +1664,7 @@ local function build()
     end
     for i = 2, n do
       for j = 1, i - 1 do
-        if keys[i] == keys[j] then fail('ERR RL.ALL keys must be distinct') end
+        if keys[i] == keys[j] then fail(MSG.all_distinct) end
       end
     end
     local s, ns = clock()
@@ -1758,13 +1770,13 @@ local function build()
     -- redis-cell's float division, truncated: (period * 10^9) as f64 / count as f64.
     local emission = floor(period * 1e9 / count)
     if emission == 0 then
-      fail('ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate')
+      fail(MSG.throttle_zero_rate)
     end
     local t = big(fmt('%.0f', emission))
     local limit = max_burst + 1
     local dvt = mul(t, int(limit))
     if cmp(dvt, MAX_DVT_NS) > 0 then
-      fail('ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days')
+      fail(MSG.throttle_burst)
     end
     local increment = mul(t, int(quantity))
     local fast = cmp(dvt, FAST_NS) < 0 and cmp(increment, FAST_NS) < 0 and cmp(t, FAST_NS) < 0
@@ -2388,7 +2400,7 @@ local function build()
   end
 
   local function check_id(id)
-    if #id < 1 or #id > MAX_LEASE_ID then fail('ERR lease_id must be 1 to 256 bytes') end
+    if #id < 1 or #id > MAX_LEASE_ID then fail(MSG.lease_id) end
   end
 
   -- RL.ACQUIRE key limit timeout lease_id [PEEK] [BLOCK ms] (lease.rs): the

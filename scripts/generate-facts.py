@@ -54,6 +54,19 @@ def check(facts: dict) -> None:
         assert set(e.get("integers", [])) <= set(arguments(e["text"])), name
 
 
+def words(items: list[str]) -> str:
+    """`items` as a message lists them: "A, B or C"."""
+    return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def messages(facts: dict) -> dict[str, str]:
+    """The `syntax` error's fixed texts, their `{...}` filled from the other facts."""
+    algos = [k["algo"] for k in facts["kinds"]]
+    fills = {"algos": words(algos), "peek_algos": words([*algos, "ACQUIRE"]),
+             "max_lease_id": str(facts["bounds"]["max_lease_id"])}
+    return {name: text.format(**fills) for name, text in facts["messages"].items()}
+
+
 def arguments(text: str) -> list[str]:
     """The arguments of an error text, in the order they first appear."""
     return list(dict.fromkeys(PLACEHOLDER.findall(text)))
@@ -206,7 +219,15 @@ def rust(facts: dict) -> str:
         else:
             out.append(f"        f.write_str({rust_str(text)})")
         out.append("    }")
-    out += ["}", ""]
+    out += [
+        "}",
+        "",
+        "/// The `syntax` error's fixed texts (`RlError::Syntax`).",
+        "pub mod messages {",
+        *(f"    pub const {upper_snake(n)}: &str = {rust_str(m)};" for n, m in messages(facts).items()),
+        "}",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -270,7 +291,15 @@ def lua(facts: dict) -> str:
         fills = ", ".join(a for _, a in segments(text) if a)
         out.append(f"    {name} = function({', '.join(args)}) return fmt({lua_str(pattern)}, "
                    f"{fills}) end,")
-    out += ["  }", ""]
+    out += [
+        "  }",
+        "",
+        "  -- The syntax error's fixed replies, by name.",
+        "  local MSG = {",
+        *(f"    {n} = {lua_str('ERR ' + m)}," for n, m in messages(facts).items()),
+        "  }",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -352,6 +381,11 @@ def python(facts: dict) -> str:
           facts["errors"].items()),
         "}",
         "",
+        "#: The `syntax` error's fixed texts (after `ERR `), by name.",
+        "MESSAGES: dict[str, str] = {",
+        *(f"    {n!r}: {m!r}," for n, m in messages(facts).items()),
+        "}",
+        "",
     ]
     return "\n".join(out)
 
@@ -421,6 +455,11 @@ def typescript(facts: dict) -> str:
         *(f"  {n}: {ts_str(regex(e['text'], TS_GROUP, TS_AGAIN))}," for n, e in
           facts["errors"].items()),
         "};",
+        "",
+        "/** The `syntax` error's fixed texts (after `ERR `), by name. */",
+        "export const MESSAGES = {",
+        *(f"  {n}: {ts_str(m)}," for n, m in messages(facts).items()),
+        "} as const;",
         "",
     ]
     return "\n".join(out)

@@ -230,3 +230,15 @@ pub mod errors {
         write!(f, "ERR internal error in {label}: the request was not applied")
     }
 }
+
+/// The `syntax` error's fixed texts (`RlError::Syntax`).
+pub mod messages {
+    pub const ALL_SHAPE: &str = "RL.ALL needs numkeys keys followed by one algorithm clause per key";
+    pub const ALL_ALGORITHM: &str = "RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED";
+    pub const ALL_CLAUSES: &str = "RL.ALL needs exactly one algorithm clause per key";
+    pub const ALL_DISTINCT: &str = "RL.ALL keys must be distinct";
+    pub const PEEK_ALGORITHM: &str = "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE";
+    pub const LEASE_ID: &str = "lease_id must be 1 to 256 bytes";
+    pub const THROTTLE_ZERO_RATE: &str = "count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate";
+    pub const THROTTLE_BURST: &str = "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days";
+}

@@ -49,3 +49,15 @@
     shutting_down = 'UNBLOCKED the server is shutting down',
     internal = function(label) return fmt('ERR internal error in %s: the request was not applied', label) end,
   }
+
+  -- The syntax error's fixed replies, by name.
+  local MSG = {
+    all_shape = 'ERR RL.ALL needs numkeys keys followed by one algorithm clause per key',
+    all_algorithm = 'ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
+    all_clauses = 'ERR RL.ALL needs exactly one algorithm clause per key',
+    all_distinct = 'ERR RL.ALL keys must be distinct',
+    peek_algorithm = 'ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE',
+    lease_id = 'ERR lease_id must be 1 to 256 bytes',
+    throttle_zero_rate = 'ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate',
+    throttle_burst = 'ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
+  }

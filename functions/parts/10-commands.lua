@@ -165,7 +165,7 @@
     end
     local kind = KINDS[upper(args[1])]
     if not kind then
-      fail('ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE')
+      fail(MSG.peek_algorithm)
     end
     local req = parse(kind, args, 2, #args, 'peek')
     return reply((decide(key, req, clock())))
@@ -178,7 +178,7 @@
     if 2 + n + #args < 6 then wrong_arity('rl.all') end
     if n < 1 or n > MAX_LAYERS then bad_integer('numkeys', 1, MAX_LAYERS) end
     if #args < 1 then
-      fail('ERR RL.ALL needs numkeys keys followed by one algorithm clause per key')
+      fail(MSG.all_shape)
     end
     local last, peek = #args, false
     if upper(args[last]) == 'PEEK' then last, peek = last - 1, true end
@@ -187,9 +187,9 @@
       if KINDS[upper(args[i])] then starts[#starts + 1] = i end
     end
     if starts[1] ~= 1 then
-      fail('ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED')
+      fail(MSG.all_algorithm)
     end
-    if #starts ~= n then fail('ERR RL.ALL needs exactly one algorithm clause per key') end
+    if #starts ~= n then fail(MSG.all_clauses) end
     local reqs = {}
     for i, start in ipairs(starts) do
       local stop = (starts[i + 1] or last + 1) - 1
@@ -197,7 +197,7 @@
     end
     for i = 2, n do
       for j = 1, i - 1 do
-        if keys[i] == keys[j] then fail('ERR RL.ALL keys must be distinct') end
+        if keys[i] == keys[j] then fail(MSG.all_distinct) end
       end
     end
     local s, ns = clock()

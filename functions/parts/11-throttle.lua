@@ -52,13 +52,13 @@
     -- redis-cell's float division, truncated: (period * 10^9) as f64 / count as f64.
     local emission = floor(period * 1e9 / count)
     if emission == 0 then
-      fail('ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate')
+      fail(MSG.throttle_zero_rate)
     end
     local t = big(fmt('%.0f', emission))
     local limit = max_burst + 1
     local dvt = mul(t, int(limit))
     if cmp(dvt, MAX_DVT_NS) > 0 then
-      fail('ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days')
+      fail(MSG.throttle_burst)
     end
     local increment = mul(t, int(quantity))
     local fast = cmp(dvt, FAST_NS) < 0 and cmp(increment, FAST_NS) < 0 and cmp(t, FAST_NS) < 0

@@ -64,7 +64,7 @@
   end
 
   local function check_id(id)
-    if #id < 1 or #id > MAX_LEASE_ID then fail('ERR lease_id must be 1 to 256 bytes') end
+    if #id < 1 or #id > MAX_LEASE_ID then fail(MSG.lease_id) end
   end
 
   -- RL.ACQUIRE key limit timeout lease_id [PEEK] [BLOCK ms] (lease.rs): the

@@ -9,6 +9,7 @@ use crate::bounds::MAX_LAYERS;
 use crate::decision::Claim;
 use crate::docs::{flag, integer, key, many, string, Doc};
 use crate::error::RlError;
+use crate::facts::messages;
 use crate::grammar::{parse_form, Form, Kind, Request};
 use crate::reply::Reply;
 use crate::server::handler::handler;
@@ -55,9 +56,7 @@ fn numkeys(argv: &[Arg]) -> Result<usize, RlError> {
             max: MAX_LAYERS,
         })? as usize;
     if argv.len() < 2 + n + 1 {
-        return Err(RlError::Syntax(
-            "RL.ALL needs numkeys keys followed by one algorithm clause per key",
-        ));
+        return Err(RlError::Syntax(messages::ALL_SHAPE));
     }
     Ok(n)
 }
@@ -68,7 +67,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     let (clauses, peek) = with_bytes(&argv[2 + n..], |tokens| parse_clauses(tokens, n))?;
     for (i, &a) in names.iter().enumerate() {
         if names[..i].iter().any(|&b| a.bytes() == b.bytes()) {
-            return Err(RlError::Syntax("RL.ALL keys must be distinct"));
+            return Err(RlError::Syntax(messages::ALL_DISTINCT));
         }
     }
 
@@ -105,14 +104,10 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<(Kind, Request)>, bo
         .filter(|&i| algorithm(tokens[i]).is_some())
         .collect();
     if starts.first() != Some(&0) {
-        return Err(RlError::Syntax(
-            "RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED",
-        ));
+        return Err(RlError::Syntax(messages::ALL_ALGORITHM));
     }
     if starts.len() != n {
-        return Err(RlError::Syntax(
-            "RL.ALL needs exactly one algorithm clause per key",
-        ));
+        return Err(RlError::Syntax(messages::ALL_CLAUSES));
     }
     let caps = config::caps();
     let clauses = starts

@@ -13,6 +13,7 @@ use super::frame::spend_one;
 use crate::decision::Claim;
 use crate::docs::{key, many, string, Doc};
 use crate::error::RlError;
+use crate::facts::messages;
 use crate::grammar::{self, acquire::parse_acquire, Form, Kind};
 use crate::reply::Reply;
 use crate::server::handler::handler;
@@ -76,9 +77,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     let kind = Kind::ALL
         .into_iter()
         .find(|k| algo.eq_ignore_ascii_case(k.tag_upper().as_bytes()))
-        .ok_or(RlError::Syntax(
-            "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE",
-        ))?;
+        .ok_or(RlError::Syntax(messages::PEEK_ALGORITHM))?;
     let request = with_bytes(&rest[1..], |p| {
         grammar::parse_form(kind, p, config::caps(), Form::Peek)
     })?;

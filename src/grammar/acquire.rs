@@ -7,6 +7,7 @@ use crate::algorithm::lease::Lease;
 use crate::bounds::{MAX_COUNT, MAX_LEASE_ID};
 use crate::config::Caps;
 use crate::error::{sanitize, RlError};
+use crate::facts::messages;
 use crate::units::Millis;
 
 /// A parsed `RL.ACQUIRE` (the lease id is taken from the arguments as is).
@@ -59,7 +60,7 @@ pub fn check_id(id: &[u8]) -> Result<(), RlError> {
     if (1..=MAX_LEASE_ID).contains(&id.len()) {
         Ok(())
     } else {
-        Err(RlError::Syntax("lease_id must be 1 to 256 bytes"))
+        Err(RlError::Syntax(messages::LEASE_ID))
     }
 }
 

@@ -5,6 +5,7 @@ use crate::algorithm::cell::{Cell, CellError};
 use crate::bounds::{MAX_COST, MAX_COUNT, MAX_PERIOD_S};
 use crate::decimal::parse_u64;
 use crate::error::RlError;
+use crate::facts::messages;
 
 /// `max_burst count period [quantity]`, as redis-cell reads them (integers;
 /// `period` in seconds; `quantity` 1 by default), each within its range.
@@ -18,12 +19,8 @@ pub fn parse(params: &[&[u8]]) -> Result<(Cell, u64), RlError> {
     };
     let cell = Cell::new(max_burst, count, period).map_err(|e| {
         RlError::Syntax(match e {
-            CellError::ZeroRate => {
-                "count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate"
-            }
-            CellError::BurstTooLong => {
-                "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days"
-            }
+            CellError::ZeroRate => messages::THROTTLE_ZERO_RATE,
+            CellError::BurstTooLong => messages::THROTTLE_BURST,
         })
     })?;
     Ok((cell, quantity))

@@ -6,7 +6,7 @@
  * and the servers' own (`unknown command`, `Function not found`, `WRONGTYPE`), read
  * after a leading `ERR `. An error that is none of the cases is returned as it is.
  */
-import { ERROR_PATTERNS } from "./facts.js";
+import { ERROR_PATTERNS, MESSAGES } from "./facts.js";
 import { ConfigurationError, ForeignKeyError, type Holds, LibraryUnavailableError, RlError, ServerUnavailableError } from "./errors.js";
 
 /** A reply's text, less a leading `ERR `. */
@@ -15,14 +15,15 @@ const text = (err: unknown): string => (err instanceof Error ? err.message : Str
 /** The text of the error `name` of facts/rl.toml, whole. */
 const whole = (name: keyof typeof ERROR_PATTERNS): RegExp => new RegExp(`^(?:${ERROR_PATTERNS[name]})$`);
 
+/** `literal`, whole and as it is written. */
+const exactly = (literal: string): RegExp => new RegExp("^" + literal.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + "$");
+
 /** The module's refusals of an argument (facts/rl.toml's errors that name one), and the
- * `syntax` texts of RL.PEEK, RL.ALL and lease ids. */
+ * `syntax` error's fixed texts (its `messages`: RL.ALL's and RL.PEEK's shape, lease ids). */
 const ARGUMENT: RegExp[] = [
   ...(["wrong_arity", "bad_integer", "bad_duration", "unknown_option", "unknown_clause_option", "repeated_option",
     "missing_value", "rate_too_high", "cost_with_refund", "clause_arity"] as const).map(whole),
-  /^RL\.ALL (needs|expects|keys must be distinct)/,
-  /^RL\.PEEK expects an algorithm/,
-  /^lease_id must be 1 to 256 bytes$/,
+  ...Object.values(MESSAGES).map(exactly),
 ];
 
 /** What a foreign key holds, by the text refusing it (`WRONGTYPE` is the servers' own too). */

@@ -91,3 +91,15 @@ ERROR_PATTERNS: dict[str, str] = {
     'shutting_down': 'the server is shutting down',
     'internal': 'internal error in (?P<label>.*?): the request was not applied',
 }
+
+#: The `syntax` error's fixed texts (after `ERR `), by name.
+MESSAGES: dict[str, str] = {
+    'all_shape': 'RL.ALL needs numkeys keys followed by one algorithm clause per key',
+    'all_algorithm': 'RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
+    'all_clauses': 'RL.ALL needs exactly one algorithm clause per key',
+    'all_distinct': 'RL.ALL keys must be distinct',
+    'peek_algorithm': 'RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE',
+    'lease_id': 'lease_id must be 1 to 256 bytes',
+    'throttle_zero_rate': 'count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate',
+    'throttle_burst': 'max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
+}

@@ -15,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ._facts import ERROR_PATTERNS
+from ._facts import ERROR_PATTERNS, MESSAGES
 from .errors import (
     ConfigurationError,
     ForeignKeyError,
@@ -32,15 +32,11 @@ def _whole(name: str) -> re.Pattern[str]:
 
 
 #: The module's refusals of an argument (facts/rl.toml's errors that name one), and the
-#: `syntax` texts of RL.PEEK, RL.ALL and lease ids.
+#: `syntax` error's fixed texts (its `messages`: RL.ALL's and RL.PEEK's shape, lease ids).
 _ARGUMENT = tuple(_whole(name) for name in (
     "wrong_arity", "bad_integer", "bad_duration", "unknown_option", "unknown_clause_option",
     "repeated_option", "missing_value", "rate_too_high", "cost_with_refund", "clause_arity",
-)) + (
-    re.compile(r"\ARL\.ALL (needs|expects|keys must be distinct)"),
-    re.compile(r"\ARL\.PEEK expects an algorithm"),
-    re.compile(r"\Alease_id must be 1 to 256 bytes\Z"),
-)
+)) + tuple(re.compile(rf"\A{re.escape(text)}\Z") for text in MESSAGES.values())
 
 #: What a foreign key holds, by the text refusing it (`WRONGTYPE` is the servers' own too).
 _FOREIGN = (
