@@ -22,6 +22,14 @@ import redis
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.fixture
+def one_window():
+    """Starts the test at least ten seconds before a minute ends, so that its calls (and the
+    keys it reads afterwards) fall in one aligned one-minute fixed window."""
+    if time.time() % 60 > 50:
+        time.sleep(60.5 - time.time() % 60)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

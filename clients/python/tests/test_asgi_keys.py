@@ -7,7 +7,6 @@ backend and on a three-master cluster; a request's client address is chosen by s
 from __future__ import annotations
 
 import contextlib
-import time
 
 import httpx
 import pytest
@@ -56,7 +55,7 @@ IP3 = Layer("ip", client_ip, policy.fixed(3, "1m"))
 KEY = Layer("key", header("x-api-key"), policy.fixed(100, "1m"))
 
 
-def test_a_client_cannot_choose_its_ip_counter_by_the_tag(server):
+def test_a_client_cannot_choose_its_ip_counter_by_the_tag(server, one_window):
     """Ten requests from one address, each with another API key: the IP layer is the tag,
     so all ten spend from one counter, and 3 are admitted (with the API key as the tag,
     each key was a new IP counter: all ten were)."""
@@ -67,7 +66,7 @@ def test_a_client_cannot_choose_its_ip_counter_by_the_tag(server):
     assert keys(server) == [f"{tag}:ip:203.0.113.7", *(f"{tag}:key:key-{i}" for i in range(3))]
 
 
-def test_a_request_without_the_header_is_admitted_under_its_address(server):
+def test_a_request_without_the_header_is_admitted_under_its_address(server, one_window):
     """No API key: the key layer is skipped, and the request's one key is under its address
     (with the header as the tag, it was `rl:{}:...`, CROSSSLOT on a cluster)."""
     with serving(redis.asyncio.Redis.from_url(server.url), [IP3, KEY], tag="ip") as get:
@@ -79,7 +78,7 @@ def test_a_request_without_the_header_is_admitted_under_its_address(server):
 USER = Layer("user", header("x-user"), policy.fixed(5, "1m"))
 
 
-def test_a_missing_tag_identity_is_the_fixed_tag_none_and_braces_are_escaped(server):
+def test_a_missing_tag_identity_is_the_fixed_tag_none_and_braces_are_escaped(server, one_window):
     with serving(redis.asyncio.Redis.from_url(server.url), [IP3, USER], tag="user") as get:
         assert get().status_code == 200  # no x-user: the tagged layer has no identity
         assert keys(server) == ["rl:{%none}:ip:203.0.113.7"]
@@ -101,7 +100,7 @@ def test_a_tag_that_is_not_a_layer_name_is_refused_at_construction():
     RateLimitMiddleware(None, limiter, [IP3, KEY], prefix="rl{}")  # no tag: any prefix
 
 
-def test_ipv6_clients_are_limited_by_their_56(server):
+def test_ipv6_clients_are_limited_by_their_56(server, one_window):
     """Ten addresses of one /56 against a limit of 3: 3 admitted (each address had its own
     counter: all ten were); another /56 has its own."""
     with serving(redis.asyncio.Redis.from_url(server.url), [IP3]) as get:
@@ -111,7 +110,7 @@ def test_ipv6_clients_are_limited_by_their_56(server):
     assert keys(server) == ["rl:ip:2001:db8:1:200::/56", "rl:ip:2001:db8:1::/56"]
 
 
-def test_an_ipv4_mapped_address_shares_the_ipv4_counter(server):
+def test_an_ipv4_mapped_address_shares_the_ipv4_counter(server, one_window):
     with serving(redis.asyncio.Redis.from_url(server.url), [IP3]) as get:
         got = [get(a).status_code for a in ["1.2.3.4", "::ffff:1.2.3.4", "1.2.3.4",
                                              "::ffff:1.2.3.4"]]
@@ -119,7 +118,7 @@ def test_an_ipv4_mapped_address_shares_the_ipv4_counter(server):
     assert keys(server) == ["rl:ip:1.2.3.4"]
 
 
-def test_client_subnet_sets_the_ipv6_network(server):
+def test_client_subnet_sets_the_ipv6_network(server, one_window):
     one = Layer("ip", client_subnet(64), policy.fixed(1, "1m"))
     with serving(redis.asyncio.Redis.from_url(server.url), [one]) as get:
         got = [get(a).status_code for a in ["2001:db8:1:1::1", "2001:db8:1:2::1",
@@ -163,7 +162,7 @@ def test_client_ip_is_the_56_and_none_without_a_client():
     assert client_ip({"type": "http", "client": None}) is None
 
 
-def test_tags_with_braces_and_without_an_identity_on_a_cluster(cluster):
+def test_tags_with_braces_and_without_an_identity_on_a_cluster(cluster, one_window):
     """On a fresh cluster client (its first call is RL.ALL), a tag identity with braces and
     `%`, and one missing, keep every key of a request in one slot: no CROSSSLOT."""
     client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=cluster.port)
@@ -182,7 +181,7 @@ def test_tags_with_braces_and_without_an_identity_on_a_cluster(cluster):
     assert "rl:{%none}:ip:203.0.113.7" in stored and "rl:{%257B}:user:%7B" in stored
 
 
-def test_the_ip_tag_counts_every_request_of_an_address_on_a_cluster(cluster):
+def test_the_ip_tag_counts_every_request_of_an_address_on_a_cluster(cluster, one_window):
     client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=cluster.port)
     with serving(client, [IP3, KEY], tag="ip") as get:
         got = [get(x_api_key=f"key-{i}").status_code for i in range(10)]
@@ -190,15 +189,13 @@ def test_the_ip_tag_counts_every_request_of_an_address_on_a_cluster(cluster):
     assert got == [200] * 3 + [429] * 7 and bare.status_code == 200
 
 
-def test_the_cluster_example(cluster, monkeypatch):
+def test_the_cluster_example(cluster, monkeypatch, one_window):
     """examples/fastapi_cluster.py on a fresh cluster client: the address middleware is
     tagged by the IP layer and the plan's by the plan, so the plan counts one API key over
     all its addresses and every address's IP layer every request of that address; each
     response carries one set of headers, the binding decision's."""
     monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{cluster.port}")
     app = example("fastapi_cluster").app
-    if time.time() % 60 > 50:  # the /export calls share one minute's fixed window
-        time.sleep(60.5 - time.time() % 60)
 
     with served_asgi(app) as base:
         def get(route: str, address: str, key: str = "free-key") -> httpx.Response:
