@@ -92,6 +92,11 @@ def upper_snake(name: str) -> str:
     return name.replace("-", "_").upper()
 
 
+def module(variant: str) -> str:
+    """The Rust module of a kind's variant: `TokenBucket` -> `token_bucket`."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", variant).lower()
+
+
 # --- Rust -----------------------------------------------------------------------------------
 
 
@@ -154,8 +159,20 @@ def rust(facts: dict) -> str:
             f"        fcall: {rust_str(k['fcall'])},",
             "    },",
         ]
+    entries = ", ".join(f"{k['variant']}({module(k['variant'])})" for k in kinds)
     out += [
         "];",
+        "",
+        "/// Calls `$callback!` with every kind as `Variant(module)`, in `Kind::ALL` order: the",
+        "/// one list the module's per-kind code is expanded from (the `grammar::Limiter` enum, its",
+        "/// dispatch in `decision::limiter`, the commands). `module` names the kind's algorithm",
+        "/// (`crate::algorithm::<module>::<Variant>`) and its file in `crate::kinds`.",
+        "macro_rules! with_kinds {",
+        "    ($callback:ident) => {",
+        f"        $callback! {{ {entries} }}",
+        "    };",
+        "}",
+        "pub(crate) use with_kinds;",
         "",
         f"pub const MAX_COUNT: u64 = {b['max_count']:_};",
         f"pub const MAX_COST: u64 = {b['max_cost']:_};",

@@ -97,6 +97,17 @@ pub const KINDS: [KindFacts; 6] = [
     },
 ];
 
+/// Calls `$callback!` with every kind as `Variant(module)`, in `Kind::ALL` order: the
+/// one list the module's per-kind code is expanded from (the `grammar::Limiter` enum, its
+/// dispatch in `decision::limiter`, the commands). `module` names the kind's algorithm
+/// (`crate::algorithm::<module>::<Variant>`) and its file in `crate::kinds`.
+macro_rules! with_kinds {
+    ($callback:ident) => {
+        $callback! { Gcra(gcra), TokenBucket(token_bucket), Leaky(leaky), Sliding(sliding), SlidingLog(sliding_log), Fixed(fixed) }
+    };
+}
+pub(crate) use with_kinds;
+
 pub const MAX_COUNT: u64 = 1_000_000_000_000;
 pub const MAX_COST: u64 = 1_000_000_000_000;
 pub const MAX_DURATION_MS: u64 = 3650 * 86_400_000;

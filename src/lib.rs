@@ -29,6 +29,7 @@ mod ffi;
 #[cfg(test)]
 mod fuzz;
 mod grammar;
+mod kinds;
 #[cfg(test)]
 mod library_tests;
 mod observe;

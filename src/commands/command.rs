@@ -20,6 +20,7 @@ pub enum Keys {
 }
 
 /// Everything the module declares about one command.
+#[derive(Clone, Copy)]
 pub struct Command {
     /// As registered (lowercase, like the server's own commands, so `COMMAND`
     /// and `INFO commandstats` list `rl.gcra`).

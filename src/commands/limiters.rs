@@ -1,12 +1,14 @@
-//! The six limiters: `RL.<ALGO> key <params> [COST n | REFUND n] [PEEK] [BLOCK ms]`.
+//! The limiters: `RL.<ALGO> key <params> [COST n | REFUND n] [PEEK] [BLOCK ms]`,
+//! one command per kind, expanded from the facts' list of kinds.
 
 use std::ffi::{c_int, CStr};
 
 use super::command::{Command, Keys};
 use super::frame::spend_one;
 use crate::decision::Claim;
-use crate::docs::{self, flag, integer, key, one_of, option, string, Doc};
+use crate::docs::{self, flag, key, one_of, option, Doc};
 use crate::error::RlError;
+use crate::facts::with_kinds;
 use crate::grammar::{self, Kind};
 use crate::reply::Reply;
 use crate::server::handler::handler;
@@ -15,56 +17,36 @@ use crate::spend::Spend;
 use crate::store::Key;
 use crate::{clock, config};
 
-/// Declares a limiter: its handler and its descriptor (one key, counted,
-/// documented by `$doc`).
-macro_rules! limiter {
-    ($descriptor:ident, $handler:ident, $kind:expr, $flags:expr, $stat:expr, $doc:ident) => {
-        handler!($handler, $kind.label(), |ctx, argv| run(ctx, argv, $kind));
-        pub const $descriptor: Command = Command {
-            name: $kind.name(),
-            label: $kind.label(),
-            handler: $handler,
-            flags: $flags,
+/// A kind's command beyond its name and grammar: its registration flags, its
+/// `INFO rl` field and its documentation (written in `crate::kinds`).
+pub trait LimiterCommand {
+    const FLAGS: &'static CStr;
+    const STAT: &'static CStr;
+    fn doc() -> Doc;
+}
+
+/// A limiter that is O(1): `fast`.
+pub const WRITE_FAST: &CStr = c"write deny-oom fast";
+
+macro_rules! commands {
+    ($($variant:ident($module:ident)),*) => {
+        $(handler!($module, Kind::$variant.label(), |ctx, argv| run(ctx, argv, Kind::$variant));)*
+
+        /// Each kind's command (one key, counted), in `Kind::ALL` order.
+        pub const LIMITERS: [Command; Kind::ALL.len()] = [$(Command {
+            name: Kind::$variant.name(),
+            label: Kind::$variant.label(),
+            handler: $module,
+            flags: <crate::algorithm::$module::$variant as LimiterCommand>::FLAGS,
             keys: Keys::At(1),
-            stat: Some($stat),
-            doc: Some($doc),
+            stat: Some(<crate::algorithm::$module::$variant as LimiterCommand>::STAT),
+            doc: Some(<crate::algorithm::$module::$variant as LimiterCommand>::doc),
             optional: false,
-        };
+        },)*];
     };
 }
 
-/// O(1): `fast`.
-const WRITE_FAST: &CStr = c"write deny-oom fast";
-
-limiter!(GCRA, gcra, Kind::Gcra, WRITE_FAST, c"gcra", gcra_doc);
-limiter!(
-    TOKENBUCKET,
-    token_bucket,
-    Kind::TokenBucket,
-    WRITE_FAST,
-    c"tokenbucket",
-    token_bucket_doc
-);
-limiter!(LEAKY, leaky, Kind::Leaky, WRITE_FAST, c"leaky", leaky_doc);
-limiter!(
-    SLIDING,
-    sliding,
-    Kind::Sliding,
-    WRITE_FAST,
-    c"sliding",
-    sliding_doc
-);
-// Registered without `fast` as the contract has it (a call is O(log n), but
-// a write may also remove up to 64 lapsed entries, and REFUND amortises).
-limiter!(
-    SLIDINGLOG,
-    sliding_log,
-    Kind::SlidingLog,
-    c"write deny-oom",
-    c"slidinglog",
-    sliding_log_doc
-);
-limiter!(FIXED, fixed, Kind::Fixed, WRITE_FAST, c"fixed", fixed_doc);
+with_kinds!(commands);
 
 fn run(ctx: Ctx, argv: &[Arg], kind: Kind) -> Result<Reply, RlError> {
     if argv.len() < kind.min_argc() {
@@ -82,7 +64,7 @@ fn run(ctx: Ctx, argv: &[Arg], kind: Kind) -> Result<Reply, RlError> {
 
 /// A limiter's documentation: the key, its parameters, then the options
 /// every limiter takes.
-fn doc(summary: &'static CStr, params: Vec<docs::Arg>) -> Doc {
+pub fn doc(summary: &'static CStr, params: Vec<docs::Arg>) -> Doc {
     let arity = -(2 + params.len() as c_int);
     let mut args = vec![key()];
     args.extend(params);
@@ -100,53 +82,4 @@ fn doc(summary: &'static CStr, params: Vec<docs::Arg>) -> Doc {
         arity,
         args,
     }
-}
-
-fn gcra_doc() -> Doc {
-    let mut d = doc(
-        c"GCRA: limit requests per period, evenly spaced, with bursts of up to burst",
-        vec![integer(c"limit"), string(c"period")],
-    );
-    // BURST comes before the shared options, as the grammar lists it.
-    d.args.insert(3, option(c"BURST", c"burst"));
-    d
-}
-
-fn token_bucket_doc() -> Doc {
-    doc(
-        c"Token bucket: capacity tokens, refill per period",
-        vec![integer(c"capacity"), integer(c"refill"), string(c"period")],
-    )
-}
-
-fn leaky_doc() -> Doc {
-    doc(
-        c"Leaky bucket as a queue: admits up to capacity and tells each request when to run",
-        vec![integer(c"capacity"), integer(c"leak"), string(c"period")],
-    )
-}
-
-fn sliding_doc() -> Doc {
-    doc(
-        c"Sliding window counter: limit per window, weighted across two windows",
-        vec![integer(c"limit"), string(c"window")],
-    )
-}
-
-fn sliding_log_doc() -> Doc {
-    Doc {
-        complexity:
-            c"O(log N), N the entries in the log; a write also removes up to 64 lapsed entries",
-        ..doc(
-            c"Exact sliding log: limit per window, one entry per admitted request",
-            vec![integer(c"limit"), string(c"window")],
-        )
-    }
-}
-
-fn fixed_doc() -> Doc {
-    doc(
-        c"Fixed window counter: limit per window aligned to the epoch",
-        vec![integer(c"limit"), string(c"window")],
-    )
 }

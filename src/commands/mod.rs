@@ -13,7 +13,7 @@ mod debug;
 mod frame;
 mod gcra;
 mod leases;
-mod limiters;
+pub mod limiters;
 mod peek;
 mod throttle;
 
@@ -23,15 +23,8 @@ use crate::observe::stats::{self, Counted};
 
 pub use command::Command;
 
-/// Every command, counted ones first in their `INFO rl` order (`GCRA` only
-/// where it is registered: see [`Command::optional`]).
-pub const TABLE: [Command; 12] = [
-    limiters::GCRA,
-    limiters::TOKENBUCKET,
-    limiters::LEAKY,
-    limiters::SLIDING,
-    limiters::SLIDINGLOG,
-    limiters::FIXED,
+/// The commands beside the limiters, counted ones first in their `INFO rl` order.
+const OTHERS: [Command; 6] = [
     all::ALL,
     leases::ACQUIRE,
     leases::RELEASE,
@@ -39,6 +32,22 @@ pub const TABLE: [Command; 12] = [
     peek::PEEK,
     gcra::GCRA,
 ];
+
+/// Every command: the limiters (in `Kind::ALL` order), then the others; counted
+/// ones first in their `INFO rl` order (`GCRA` only where it is registered:
+/// see [`Command::optional`]).
+pub const TABLE: [Command; limiters::LIMITERS.len() + OTHERS.len()] = {
+    let mut table = [OTHERS[0]; limiters::LIMITERS.len() + OTHERS.len()];
+    let mut i = 0;
+    while i < table.len() {
+        table[i] = match i < limiters::LIMITERS.len() {
+            true => limiters::LIMITERS[i],
+            false => OTHERS[i - limiters::LIMITERS.len()],
+        };
+        i += 1;
+    }
+    table
+};
 
 const _: () = assert!(TABLE.len() <= stats::SLOTS);
 

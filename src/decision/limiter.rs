@@ -1,15 +1,15 @@
 //! One limiter on one key, in two steps: [`decide`] reads the key's state and
 //! runs the pure algorithm, writing nothing; [`commit`] applies the resulting
 //! [`Write`] to the key. The decision and its write travel as one
-//! [`Outcome<Write>`].
+//! [`Outcome<Write>`]. Each kind's [`OnKey`] (in `crate::kinds`) picks the
+//! helper for its state's shape: one instant, a window's counts, or a log.
 
-use crate::algorithm::fixed::FixedState;
 use crate::algorithm::schedule::InstantLimiter;
-use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
-use crate::algorithm::{expire_ms, fixed, sliding, Outcome};
+use crate::algorithm::{expire_ms, Outcome};
 use crate::codec::{decode, Fields};
 use crate::error::RlError;
+use crate::facts::with_kinds;
 use crate::grammar::{Kind, Limiter, Request};
 use crate::store::{Held, Key};
 
@@ -26,60 +26,39 @@ pub enum Write {
     LogRefund { refund: LogRefund, expire_ms: u64 },
 }
 
-/// Decides `req` for the limiter on `key` at `now`, writing nothing.
-pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
-    let (n, refund) = (req.cost, req.refund);
-    let pending = match req.limiter {
-        Limiter::Gcra(p) => decide_instant(key, kind, &p, req, now)?,
-        Limiter::TokenBucket(p) => decide_instant(key, kind, &p, req, now)?,
-        Limiter::Leaky(p) => decide_instant(key, kind, &p, req, now)?,
-        Limiter::Fixed(p) => decide_window(
-            key,
-            kind,
-            |[start_ms, count]| FixedState { start_ms, count },
-            |stored| match refund {
-                true => p.refund(stored, now, n),
-                false => p.decide(stored, now, n),
-            },
-            |s| {
-                let idle_at = fixed::idle_at_ns(s, p.window_ns);
-                (s.count > 0).then(|| ([s.start_ms.into(), s.count.into()], idle_at))
-            },
-        )?,
-        Limiter::Sliding(p) => decide_window(
-            key,
-            kind,
-            |[start_ms, previous, current]| SlidingState {
-                start_ms,
-                previous,
-                current,
-            },
-            |stored| match refund {
-                true => p.refund(stored, now, n),
-                false => p.decide(stored, now, n),
-            },
-            |s| {
-                let idle_at = sliding::idle_at_ns(s, p.window_ns);
-                let fields = [s.start_ms.into(), s.previous.into(), s.current.into()];
-                (s.previous > 0 || s.current > 0).then_some((fields, idle_at))
-            },
-        )?,
-        Limiter::SlidingLog(p) => {
-            // A legacy census may close the key around a server call; if the
-            // key vanished then, decide again on the now-absent key.
-            key.settled(|| decide_log(key, kind, &p, req, now))?
+/// How a kind's state sits on its key: its decision on the key's state,
+/// writing nothing (written in `crate::kinds`, with the helpers below).
+pub trait OnKey {
+    fn decide_on(
+        &self,
+        key: &Key,
+        kind: Kind,
+        req: &Request,
+        now: u64,
+    ) -> Result<Outcome<Write>, RlError>;
+}
+
+macro_rules! dispatch {
+    ($($variant:ident($module:ident)),*) => {
+        /// Decides `req` for the limiter on `key` at `now`, writing nothing.
+        pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
+            let pending = match &req.limiter {
+                $(Limiter::$variant(p) => p.decide_on(key, kind, req, now)?,)*
+            };
+            Ok(Outcome {
+                decision: pending.decision.within_expiry_cap(now.into()),
+                ..pending
+            })
         }
     };
-    Ok(Outcome {
-        decision: pending.decision.within_expiry_cap(now.into()),
-        ..pending
-    })
 }
+
+with_kinds!(dispatch);
 
 /// Decides with a window limiter whose state is `N` stored counts and
 /// milliseconds: read as `S`, decided by `run`, and stored as `store` says
 /// (`None`: the limiter is idle again, so the key goes).
-fn decide_window<S, const N: usize>(
+pub fn decide_window<S, const N: usize>(
     key: &Key,
     kind: Kind,
     state: impl Fn([u64; N]) -> S,
@@ -97,7 +76,7 @@ fn decide_window<S, const N: usize>(
 }
 
 /// Decides with the sliding log on `key`.
-fn decide_log(
+pub fn decide_log(
     key: &Key,
     kind: Kind,
     p: &SlidingLog,
@@ -144,7 +123,7 @@ pub fn commit(key: &Key, write: &Write) {
 }
 
 /// Decides with a limiter whose state is one instant (GCRA, token bucket, leaky bucket).
-fn decide_instant(
+pub fn decide_instant(
     key: &Key,
     kind: Kind,
     limiter: &impl InstantLimiter,

@@ -4,7 +4,7 @@
 //! queue of waiters comes first is the wait queue's (`crate::wait`), above.
 
 pub mod lease;
-mod limiter;
+pub mod limiter;
 
 use crate::algorithm::lease::{Lease, LeaseWrite};
 use crate::algorithm::Outcome;

@@ -5,29 +5,13 @@
 //! and allocates nothing on success.
 
 use super::block::parse_block;
-use super::scalars::{parse_count, parse_count_from, parse_duration, set_once};
+use super::limiter::{Limiter, Params};
+use super::scalars::{parse_count, parse_count_from, set_once};
 use super::Kind;
-use crate::algorithm::fixed::Fixed;
-use crate::algorithm::gcra::Gcra;
-use crate::algorithm::leaky::Leaky;
-use crate::algorithm::sliding::Sliding;
-use crate::algorithm::sliding_log::SlidingLog;
-use crate::algorithm::token_bucket::TokenBucket;
 use crate::bounds::{MAX_COST, MAX_COUNT};
 use crate::config::Caps;
 use crate::error::{sanitize, RlError};
 use crate::units::Millis;
-
-/// A parsed algorithm with valid parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limiter {
-    Gcra(Gcra),
-    TokenBucket(TokenBucket),
-    Leaky(Leaky),
-    Sliding(Sliding),
-    SlidingLog(SlidingLog),
-    Fixed(Fixed),
-}
 
 /// A parsed decision request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,8 +60,6 @@ pub fn parse_form(
         });
     }
     let (positional, options) = params.split_at(names.len());
-    let count = |i: usize| parse_count(names[i], positional[i], MAX_COUNT);
-    let duration = |i: usize| parse_duration(names[i], positional[i]);
 
     let mut cost = None;
     let mut refund = None;
@@ -132,35 +114,8 @@ pub fn parse_form(
         return Err(RlError::CostWithRefund);
     }
 
-    // Counts are at least 1 and durations whole milliseconds by now, so the
-    // constructors can refuse only a rate or a window.
-    let rate = || RlError::RateTooHigh {
-        rate: names[names.len() - 2],
-        period: names[names.len() - 1],
-    };
-    let window = || RlError::BadDuration(names[1]);
-    let limiter = match kind {
-        Kind::Gcra => {
-            Limiter::Gcra(Gcra::new(count(0)?, duration(1)?, burst.unwrap_or(1)).ok_or_else(rate)?)
-        }
-        Kind::TokenBucket => Limiter::TokenBucket(
-            TokenBucket::new(count(0)?, count(1)?, duration(2)?).ok_or_else(rate)?,
-        ),
-        Kind::Leaky => {
-            Limiter::Leaky(Leaky::new(count(0)?, count(1)?, duration(2)?).ok_or_else(rate)?)
-        }
-        Kind::Sliding => {
-            Limiter::Sliding(Sliding::new(count(0)?, duration(1)?).ok_or_else(window)?)
-        }
-        Kind::SlidingLog => Limiter::SlidingLog(
-            SlidingLog::new(
-                parse_count(names[0], positional[0], caps.sliding_log_max)?,
-                duration(1)?,
-            )
-            .ok_or_else(window)?,
-        ),
-        Kind::Fixed => Limiter::Fixed(Fixed::new(count(0)?, duration(1)?).ok_or_else(window)?),
-    };
+    // The kind reads its positionals after every option is checked.
+    let limiter = Limiter::build(kind, &Params::new(kind, positional, burst, caps))?;
     Ok(Request {
         limiter,
         cost: refund.or(cost).unwrap_or(1),

@@ -7,10 +7,12 @@ pub mod block;
 mod form;
 pub mod gcra;
 mod kind;
+mod limiter;
 mod scalars;
 #[cfg(test)]
 mod tests;
 pub mod throttle;
 
-pub use form::{parse, parse_form, Form, Limiter, Request};
+pub use form::{parse, parse_form, Form, Request};
 pub use kind::Kind;
+pub use limiter::{Limiter, Parameters, Params};

@@ -1,0 +1,104 @@
+//! A call's limiter: [`Limiter`] has one variant per kind, expanded from the
+//! facts' list of kinds (`facts::with_kinds`), each built by its kind's
+//! [`Parameters`] (written in `crate::kinds`) from the call's [`Params`].
+
+use super::scalars::{parse_count, parse_duration};
+use super::Kind;
+use crate::bounds::MAX_COUNT;
+use crate::config::Caps;
+use crate::error::RlError;
+use crate::facts::with_kinds;
+
+/// How a kind's algorithm is built from a call's positional parameters.
+pub trait Parameters: Sized {
+    /// The algorithm, or the error naming the first bad parameter (read them
+    /// in their order).
+    fn from_params(p: &Params<'_>) -> Result<Self, RlError>;
+}
+
+/// A call's positional parameters (checked in number: one per name), its
+/// `BURST` and the operator's caps.
+pub struct Params<'a> {
+    names: &'static [&'static str],
+    positional: &'a [&'a [u8]],
+    burst: Option<u64>,
+    caps: Caps,
+}
+
+impl<'a> Params<'a> {
+    pub(super) fn new(
+        kind: Kind,
+        positional: &'a [&'a [u8]],
+        burst: Option<u64>,
+        caps: Caps,
+    ) -> Self {
+        let names = kind.positionals();
+        debug_assert_eq!(names.len(), positional.len());
+        Params {
+            names,
+            positional,
+            burst,
+            caps,
+        }
+    }
+
+    /// Positional `i` as a count from 1 to `MAX_COUNT`.
+    pub fn count(&self, i: usize) -> Result<u64, RlError> {
+        self.count_up_to(i, MAX_COUNT)
+    }
+
+    /// Positional `i` as a count from 1 to `max`.
+    pub fn count_up_to(&self, i: usize, max: u64) -> Result<u64, RlError> {
+        parse_count(self.names[i], self.positional[i], max)
+    }
+
+    /// Positional `i` as a duration, in nanoseconds (whole milliseconds).
+    pub fn duration_ns(&self, i: usize) -> Result<u64, RlError> {
+        parse_duration(self.names[i], self.positional[i])
+    }
+
+    /// `BURST b`, if given (only GCRA's grammar reads it).
+    pub fn burst(&self) -> Option<u64> {
+        self.burst
+    }
+
+    pub fn caps(&self) -> Caps {
+        self.caps
+    }
+
+    /// The refusal of a rate above one unit per nanosecond, named by the last
+    /// two positionals (the rate and its period).
+    pub fn rate_too_high(&self) -> RlError {
+        let n = self.names.len();
+        RlError::RateTooHigh {
+            rate: self.names[n - 2],
+            period: self.names[n - 1],
+        }
+    }
+
+    /// The refusal of positional `i` as a duration (a window the algorithm cannot take).
+    pub fn bad_duration(&self, i: usize) -> RlError {
+        RlError::BadDuration(self.names[i])
+    }
+}
+
+macro_rules! limiter {
+    ($($variant:ident($module:ident)),*) => {
+        /// A parsed algorithm with valid parameters.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Limiter {
+            $($variant(crate::algorithm::$module::$variant),)*
+        }
+
+        impl Limiter {
+            /// `kind`'s algorithm from the call's parameters.
+            pub(super) fn build(kind: Kind, p: &Params<'_>) -> Result<Limiter, RlError> {
+                Ok(match kind {
+                    $(Kind::$variant => Limiter::$variant(Parameters::from_params(p)?),)*
+                })
+            }
+        }
+    };
+}
+
+with_kinds!(limiter);

@@ -1,0 +1,51 @@
+//! `RL.FIXED key limit window`: its state is the window's start and count
+//! (`fixed:<start_ms>:<count>`).
+
+use std::ffi::CStr;
+
+use crate::algorithm::fixed::{self, Fixed, FixedState};
+use crate::algorithm::Outcome;
+use crate::commands::limiters::{doc, LimiterCommand, WRITE_FAST};
+use crate::decision::limiter::{decide_window, OnKey, Write};
+use crate::docs::{integer, string, Doc};
+use crate::error::RlError;
+use crate::grammar::{Kind, Parameters, Params, Request};
+use crate::store::Key;
+
+impl Parameters for Fixed {
+    fn from_params(p: &Params<'_>) -> Result<Fixed, RlError> {
+        let (limit, window_ns) = (p.count(0)?, p.duration_ns(1)?);
+        Fixed::new(limit, window_ns).ok_or_else(|| p.bad_duration(1))
+    }
+}
+
+impl OnKey for Fixed {
+    fn decide_on(&self, key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
+        let (n, refund) = (req.cost, req.refund);
+        decide_window(
+            key,
+            kind,
+            |[start_ms, count]| FixedState { start_ms, count },
+            |stored| match refund {
+                true => self.refund(stored, now, n),
+                false => self.decide(stored, now, n),
+            },
+            |s| {
+                let idle_at = fixed::idle_at_ns(s, self.window_ns);
+                (s.count > 0).then(|| ([s.start_ms.into(), s.count.into()], idle_at))
+            },
+        )
+    }
+}
+
+impl LimiterCommand for Fixed {
+    const FLAGS: &'static CStr = WRITE_FAST;
+    const STAT: &'static CStr = c"fixed";
+
+    fn doc() -> Doc {
+        doc(
+            c"Fixed window counter: limit per window aligned to the epoch",
+            vec![integer(c"limit"), string(c"window")],
+        )
+    }
+}

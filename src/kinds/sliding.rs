@@ -1,0 +1,56 @@
+//! `RL.SLIDING key limit window`: its state is the current window's start and
+//! the counts of it and the one before (`sliding:<start_ms>:<previous>:<current>`).
+
+use std::ffi::CStr;
+
+use crate::algorithm::sliding::{self, Sliding, SlidingState};
+use crate::algorithm::Outcome;
+use crate::commands::limiters::{doc, LimiterCommand, WRITE_FAST};
+use crate::decision::limiter::{decide_window, OnKey, Write};
+use crate::docs::{integer, string, Doc};
+use crate::error::RlError;
+use crate::grammar::{Kind, Parameters, Params, Request};
+use crate::store::Key;
+
+impl Parameters for Sliding {
+    fn from_params(p: &Params<'_>) -> Result<Sliding, RlError> {
+        let (limit, window_ns) = (p.count(0)?, p.duration_ns(1)?);
+        Sliding::new(limit, window_ns).ok_or_else(|| p.bad_duration(1))
+    }
+}
+
+impl OnKey for Sliding {
+    fn decide_on(&self, key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
+        let (n, refund) = (req.cost, req.refund);
+        decide_window(
+            key,
+            kind,
+            |[start_ms, previous, current]| SlidingState {
+                start_ms,
+                previous,
+                current,
+            },
+            |stored| match refund {
+                true => self.refund(stored, now, n),
+                false => self.decide(stored, now, n),
+            },
+            |s| {
+                let idle_at = sliding::idle_at_ns(s, self.window_ns);
+                let fields = [s.start_ms.into(), s.previous.into(), s.current.into()];
+                (s.previous > 0 || s.current > 0).then_some((fields, idle_at))
+            },
+        )
+    }
+}
+
+impl LimiterCommand for Sliding {
+    const FLAGS: &'static CStr = WRITE_FAST;
+    const STAT: &'static CStr = c"sliding";
+
+    fn doc() -> Doc {
+        doc(
+            c"Sliding window counter: limit per window, weighted across two windows",
+            vec![integer(c"limit"), string(c"window")],
+        )
+    }
+}
