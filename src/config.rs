@@ -28,6 +28,17 @@ pub static MAX_WAITERS_PER_KEY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_WAITERS_P
 pub const DEFAULT_MAX_WAITERS_PER_KEY: i64 = settings::MAX_WAITERS_PER_KEY.default;
 pub const MAX_WAITERS_PER_KEY_RANGE: (i64, i64) = settings::MAX_WAITERS_PER_KEY.range;
 
+/// `rl.max-policies`: the most named policies a node holds (`RL.POLICY SET`
+/// beyond it is refused; lowering it deletes none).
+pub static MAX_POLICIES: AtomicI64 = AtomicI64::new(DEFAULT_MAX_POLICIES);
+pub const DEFAULT_MAX_POLICIES: i64 = settings::MAX_POLICIES.default;
+pub const MAX_POLICIES_RANGE: (i64, i64) = settings::MAX_POLICIES.range;
+
+/// `rl.max-policies` in force.
+pub fn max_policies() -> usize {
+    MAX_POLICIES.load(Ordering::Relaxed).max(0) as usize
+}
+
 /// `rl.gcra-command`: whether the module registers Redis's designed `GCRA`
 /// command (where the server has none of its own). Read once, at load: it is
 /// immutable (`CONFIG SET` refuses it), as the command table is fixed then.

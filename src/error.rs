@@ -67,6 +67,16 @@ pub enum RlError {
     /// A wait (`BLOCK`) ended because the server is shutting down.
     #[error(fmt = errors::shutting_down)]
     ShuttingDown,
+    #[error(fmt = errors::no_such_policy)]
+    NoSuchPolicy(String),
+    #[error(fmt = errors::policy_name)]
+    PolicyName(usize),
+    #[error(fmt = errors::policy_algorithm)]
+    PolicyAlgorithm { name: String, was: &'static str },
+    #[error(fmt = errors::too_many_policies)]
+    TooManyPolicies(usize),
+    #[error(fmt = errors::no_permission)]
+    NoPermission(&'static str),
     #[error(fmt = errors::internal)]
     Internal(&'static str),
 }

@@ -113,6 +113,7 @@ pub const MAX_COST: u64 = 1_000_000_000_000;
 pub const MAX_DURATION_MS: u64 = 3650 * 86_400_000;
 pub const MAX_LAYERS: u64 = 64;
 pub const MAX_LEASE_ID: usize = 256;
+pub const MAX_POLICY_NAME: usize = 64;
 
 /// Each duration unit (case-insensitive) in milliseconds; `""` is a bare integer's.
 pub const DURATION_UNITS_MS: [(&str, u64); 6] = [
@@ -151,17 +152,24 @@ pub mod settings {
         range: (0, 1_000_000),
     };
 
+    pub const MAX_POLICIES: Integer = Integer {
+        name: "max-policies",
+        default: 1_000,
+        range: (0, 100_000),
+    };
+
     pub const GCRA_COMMAND: bool = true;
 
-    pub const INTEGERS: [Integer; 3] = [
+    pub const INTEGERS: [Integer; 4] = [
         SLIDING_LOG_MAX_LIMIT,
         MAX_WAITERS,
         MAX_WAITERS_PER_KEY,
+        MAX_POLICIES,
     ];
     /// The yes/no settings.
     pub const SWITCHES: [&str; 1] = ["gcra-command"];
     /// Every setting's name, for messages.
-    pub const NAMES: &str = "sliding-log-max-limit, max-waiters, max-waiters-per-key, gcra-command";
+    pub const NAMES: &str = "sliding-log-max-limit, max-waiters, max-waiters-per-key, max-policies, gcra-command";
 }
 
 /// The error replies' texts, each written by a function of its arguments (in the order
@@ -237,6 +245,26 @@ pub mod errors {
         f.write_str("UNBLOCKED the server is shutting down")
     }
 
+    pub fn no_such_policy(name: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR no such policy '{name}'")
+    }
+
+    pub fn policy_name(max: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR a policy name is 1 to {max} of A-Z, a-z, 0-9 and _ . : -")
+    }
+
+    pub fn policy_algorithm(name: impl Display, was: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR policy '{name}' is {was}: DEL it before giving it another algorithm")
+    }
+
+    pub fn too_many_policies(max: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR at most {max} policies (rl.max-policies)")
+    }
+
+    pub fn no_permission(command: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "NOPERM this user has no permissions to run the '{command}' command")
+    }
+
     pub fn internal(label: impl Display, f: &mut Formatter<'_>) -> Result {
         write!(f, "ERR internal error in {label}: the request was not applied")
     }
@@ -251,5 +279,6 @@ pub mod messages {
     pub const PEEK_ALGORITHM: &str = "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE";
     pub const LEASE_ID: &str = "lease_id must be 1 to 256 bytes";
     pub const THROTTLE_ZERO_RATE: &str = "count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate";
+    pub const POLICY_ALGORITHM: &str = "RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED";
     pub const THROTTLE_BURST: &str = "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days";
 }

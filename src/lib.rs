@@ -33,6 +33,7 @@ mod kinds;
 #[cfg(test)]
 mod library_tests;
 mod observe;
+mod policy;
 mod reply;
 mod server;
 mod spend;
@@ -72,6 +73,10 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             ctx.log_warning(&format!("rl: could not register {:?}", command.name));
             return Status::Err;
         }
+    }
+    if !register_policy_commands(ctx) {
+        ctx.log_warning("rl: could not register RL.POLICY");
+        return Status::Err;
     }
     observe::stats::register(commands::counted());
     // Keys are signalled modified only when written (`store::Key`), not
@@ -115,6 +120,53 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         }
     }
     Status::Ok
+}
+
+/// Registers `RL.POLICY` and its subcommands, each with its own flags (and
+/// so ACL categories): `commands::policy`.
+fn register_policy_commands(ctx: &Context) -> bool {
+    use commands::policy::{CONTAINER, SUBCOMMANDS};
+    let ok = raw::REDISMODULE_OK as c_int;
+    let status = api!(RedisModule_CreateCommand(
+        ctx.ctx,
+        CONTAINER.as_ptr(),
+        None,
+        c"".as_ptr(),
+        0,
+        0,
+        0,
+    ));
+    let parent = api!(RedisModule_GetCommand(ctx.ctx, CONTAINER.as_ptr()));
+    if status != ok || parent.is_null() {
+        return false;
+    }
+    let mut categorized = true;
+    for sub in &SUBCOMMANDS {
+        let created = api!(RedisModule_CreateSubcommand(
+            parent,
+            sub.name.as_ptr(),
+            Some(sub.handler),
+            sub.flags.as_ptr(),
+            0,
+            0,
+            0,
+        ));
+        if created != ok {
+            return false;
+        }
+        let mut full = CONTAINER.to_bytes().to_vec();
+        full.push(b'|');
+        full.extend_from_slice(sub.name.to_bytes());
+        let full = std::ffi::CString::new(full).expect("no NUL");
+        let command = api!(RedisModule_GetCommand(ctx.ctx, full.as_ptr()));
+        // SAFETY: the OnLoad context; `command` was just created.
+        categorized &= match unsafe { raw::RedisModule_SetCommandACLCategories } {
+            Some(set) if !command.is_null() => unsafe { set(command, sub.acl.as_ptr()) == ok },
+            _ => false,
+        };
+    }
+    commands::policy::CATEGORIZED.store(categorized, std::sync::atomic::Ordering::Relaxed);
+    true
 }
 
 /// Whether to register `GCRA`: the `gcra-command` setting is `yes` and the
@@ -185,6 +237,15 @@ redis_module::redis_module! {
                 config::DEFAULT_MAX_WAITERS_PER_KEY,
                 config::MAX_WAITERS_PER_KEY_RANGE.0,
                 config::MAX_WAITERS_PER_KEY_RANGE.1,
+                redis_module::configuration::ConfigurationFlags::DEFAULT,
+                None
+            ],
+            [
+                "max-policies",
+                &config::MAX_POLICIES,
+                config::DEFAULT_MAX_POLICIES,
+                config::MAX_POLICIES_RANGE.0,
+                config::MAX_POLICIES_RANGE.1,
                 redis_module::configuration::ConfigurationFlags::DEFAULT,
                 None
             ],

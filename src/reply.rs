@@ -18,10 +18,13 @@ pub enum Reply {
         binding: usize,
         layers: Vec<[i64; 5]>,
     },
-    #[cfg_attr(not(feature = "debug-commands"), allow(dead_code))]
     Ok,
     /// A single integer (`RL.RELEASE`: 1 if the lease was held, else 0).
     Integer(i64),
+    /// A bulk string, or nil.
+    Bulk(Option<String>),
+    /// An array of bulk strings.
+    Bulks(Vec<String>),
     /// The client waits (`BLOCK`): its reply comes when the wait ends.
     Blocked,
 }
@@ -49,8 +52,30 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, reply: &Reply) -> c_int {
             api!(RedisModule_ReplyWithLongLong(ctx, *v));
             OK
         }
+        Reply::Bulk(text) => {
+            bulk(ctx, text.as_deref());
+            OK
+        }
+        Reply::Bulks(texts) => {
+            api!(RedisModule_ReplyWithArray(ctx, texts.len() as _));
+            for text in texts {
+                bulk(ctx, Some(text));
+            }
+            OK
+        }
         Reply::Blocked => OK,
     }
+}
+
+fn bulk(ctx: *mut raw::RedisModuleCtx, text: Option<&str>) {
+    match text {
+        Some(t) => api!(RedisModule_ReplyWithStringBuffer(
+            ctx,
+            t.as_ptr().cast(),
+            t.len()
+        )),
+        None => api!(RedisModule_ReplyWithNull(ctx)),
+    };
 }
 
 /// An array of integers.

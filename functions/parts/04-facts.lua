@@ -10,6 +10,7 @@
   local MAX_DURATION_MS = 3650 * 86400000
   local MAX_LAYERS = 64
   local MAX_LEASE_ID = 256
+  local MAX_POLICY_NAME = 64
   -- rl.sliding-log-max-limit's default (the library has no settings).
   local SLIDING_LOG_MAX = 100000
 
@@ -47,6 +48,11 @@
     unblocked = 'UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)',
     oom = "OOM command not allowed when used memory > 'maxmemory'.",
     shutting_down = 'UNBLOCKED the server is shutting down',
+    no_such_policy = function(name) return fmt("ERR no such policy '%s'", name) end,
+    policy_name = function(max) return fmt('ERR a policy name is 1 to %.0f of A-Z, a-z, 0-9 and _ . : -', max) end,
+    policy_algorithm = function(name, was) return fmt("ERR policy '%s' is %s: DEL it before giving it another algorithm", name, was) end,
+    too_many_policies = function(max) return fmt('ERR at most %.0f policies (rl.max-policies)', max) end,
+    no_permission = function(command) return fmt("NOPERM this user has no permissions to run the '%s' command", command) end,
     internal = function(label) return fmt('ERR internal error in %s: the request was not applied', label) end,
   }
 
@@ -59,5 +65,6 @@
     peek_algorithm = 'ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE',
     lease_id = 'ERR lease_id must be 1 to 256 bytes',
     throttle_zero_rate = 'ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate',
+    policy_algorithm = 'ERR RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
     throttle_burst = 'ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
   }

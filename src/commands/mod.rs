@@ -13,8 +13,10 @@ mod debug;
 mod frame;
 mod gcra;
 mod leases;
+mod limit;
 pub mod limiters;
 mod peek;
+pub mod policy;
 mod throttle;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,12 +26,13 @@ use crate::observe::stats::{self, Counted};
 pub use command::Command;
 
 /// The commands beside the limiters, counted ones first in their `INFO rl` order.
-const OTHERS: [Command; 6] = [
+const OTHERS: [Command; 7] = [
     all::ALL,
     leases::ACQUIRE,
     leases::RELEASE,
     throttle::THROTTLE,
     peek::PEEK,
+    limit::LIMIT,
     gcra::GCRA,
 ];
 

@@ -37,6 +37,9 @@ pub enum Form {
     Clause,
     /// `RL.PEEK ALGO key params`: the parameters, `BURST` and `COST` only.
     Peek,
+    /// A policy's definition (`RL.POLICY SET name ALGO params`): the
+    /// parameters and `BURST` only; the cost is the call's.
+    Policy,
 }
 
 /// Parses the arguments after the key (`params[0]` is the first positional).
@@ -57,6 +60,7 @@ pub fn parse_form(
             Form::Command => RlError::WrongArity(kind.command()),
             Form::Clause => RlError::ClauseArity(kind.tag_upper()),
             Form::Peek => RlError::WrongArity("rl.peek"),
+            Form::Policy => RlError::WrongArity(POLICY_SET),
         });
     }
     let (positional, options) = params.split_at(names.len());
@@ -69,7 +73,7 @@ pub fn parse_form(
     let mut rest = options.iter();
     let command = form == Form::Command;
     while let Some(&option) = rest.next() {
-        if option.eq_ignore_ascii_case(b"COST") {
+        if form != Form::Policy && option.eq_ignore_ascii_case(b"COST") {
             set_once(&mut cost, "COST", rest.next(), |v| {
                 parse_count_from("COST", v, 0, MAX_COST)
             })?;
@@ -100,6 +104,11 @@ pub fn parse_form(
                 Form::Peek => RlError::UnknownOption {
                     option,
                     command: "rl.peek",
+                    expected,
+                },
+                Form::Policy => RlError::UnknownOption {
+                    option,
+                    command: POLICY_SET,
                     expected,
                 },
                 Form::Clause => RlError::UnknownClauseOption {
@@ -133,5 +142,10 @@ fn expected_options(kind: Kind, form: Form) -> &'static str {
         (_, Form::Command) => "COST, REFUND, PEEK or BLOCK",
         (Kind::Gcra, Form::Clause | Form::Peek) => "BURST or COST",
         (_, Form::Clause | Form::Peek) => "COST",
+        (Kind::Gcra, Form::Policy) => "BURST or SHADOW",
+        (_, Form::Policy) => "SHADOW",
     }
 }
+
+/// `RL.POLICY SET` as Redis names a subcommand in its errors.
+pub const POLICY_SET: &str = "rl.policy|set";

@@ -1,6 +1,6 @@
 //! Every command's grammar, on the raw argument bytes: the shared form of the
 //! limiters (also an `RL.ALL` clause and an `RL.PEEK` call), the scalars they
-//! share, `BLOCK`, `RL.ACQUIRE` and `CL.THROTTLE`. Parsing never touches a key.
+//! share, `BLOCK`, `RL.ACQUIRE`, `CL.THROTTLE` and named policies. Parsing never touches a key.
 
 pub mod acquire;
 pub mod block;
@@ -8,6 +8,7 @@ mod form;
 pub mod gcra;
 mod kind;
 mod limiter;
+pub mod policy;
 mod scalars;
 #[cfg(test)]
 mod tests;

@@ -82,6 +82,30 @@ impl Ctx {
         self.flags() & raw::REDISMODULE_CTX_FLAGS_OOM != 0
     }
 
+    /// Whether the calling user may run `argv` as the server's ACL checks it
+    /// (its command, subcommand and keys); true when no user calls (the
+    /// server's own call: AOF loading, replication).
+    pub fn caller_may(self, argv: &[&[u8]]) -> bool {
+        let name = api!(RedisModule_GetCurrentUserName(self.0));
+        if name.is_null() {
+            return true;
+        }
+        let user = api!(RedisModule_GetModuleUserFromUserName(name));
+        api!(RedisModule_FreeString(self.0, name));
+        if user.is_null() {
+            return false;
+        }
+        let strings: Vec<OwnedString> = argv.iter().map(|a| self.string(a)).collect();
+        let mut ptrs: Vec<*mut raw::RedisModuleString> = strings.iter().map(|s| s.ptr).collect();
+        let status = api!(RedisModule_ACLCheckCommandPermissions(
+            user,
+            ptrs.as_mut_ptr(),
+            ptrs.len() as c_int
+        ));
+        api!(RedisModule_FreeModuleUser(user));
+        status == raw::REDISMODULE_OK as c_int
+    }
+
     /// A string the module owns, freed on drop.
     pub fn string(self, bytes: &[u8]) -> OwnedString {
         OwnedString::new(self.0, bytes)

@@ -33,6 +33,7 @@ export const MAX_COST = 1_000_000_000_000;
 export const MAX_DURATION_MS = 3650 * 86_400_000;
 export const MAX_LAYERS = 64;
 export const MAX_LEASE_ID = 256;
+export const MAX_POLICY_NAME = 64;
 
 /** Each duration unit (case-insensitive) in milliseconds; "" is a bare integer's. */
 export const DURATION_UNITS_MS: Readonly<Record<string, number>> = {
@@ -63,6 +64,11 @@ export const ERRORS = {
   unblocked: "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
   oom: "OOM command not allowed when used memory > 'maxmemory'.",
   shutting_down: "UNBLOCKED the server is shutting down",
+  no_such_policy: "ERR no such policy '{name}'",
+  policy_name: "ERR a policy name is 1 to {max} of A-Z, a-z, 0-9 and _ . : -",
+  policy_algorithm: "ERR policy '{name}' is {was}: DEL it before giving it another algorithm",
+  too_many_policies: "ERR at most {max} policies (rl.max-policies)",
+  no_permission: "NOPERM this user has no permissions to run the '{command}' command",
   internal: "ERR internal error in {label}: the request was not applied",
 } as const;
 
@@ -86,6 +92,11 @@ export const ERROR_PATTERNS: Readonly<Record<keyof typeof ERRORS, string>> = {
   unblocked: "force unblock from blocking operation, instance state changed \\(master -> replica\\?\\)",
   oom: "command not allowed when used memory > 'maxmemory'\\.",
   shutting_down: "the server is shutting down",
+  no_such_policy: "no such policy '(?<name>.*?)'",
+  policy_name: "a policy name is 1 to (?<max>.*?) of A-Z, a-z, 0-9 and _ \\. : -",
+  policy_algorithm: "policy '(?<name>.*?)' is (?<was>.*?): DEL it before giving it another algorithm",
+  too_many_policies: "at most (?<max>.*?) policies \\(rl\\.max-policies\\)",
+  no_permission: "this user has no permissions to run the '(?<command>.*?)' command",
   internal: "internal error in (?<label>.*?): the request was not applied",
 };
 
@@ -98,5 +109,6 @@ export const MESSAGES = {
   peek_algorithm: "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE",
   lease_id: "lease_id must be 1 to 256 bytes",
   throttle_zero_rate: "count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate",
+  policy_algorithm: "RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED",
   throttle_burst: "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days",
 } as const;

@@ -36,6 +36,7 @@ MAX_COST = 1_000_000_000_000
 MAX_DURATION_MS = 3650 * 86_400_000
 MAX_LAYERS = 64
 MAX_LEASE_ID = 256
+MAX_POLICY_NAME = 64
 
 #: Each duration unit (case-insensitive) in milliseconds; `""` is a bare integer's.
 DURATION_UNITS_MS: dict[str, int] = {
@@ -66,6 +67,11 @@ ERRORS: dict[str, str] = {
     'unblocked': 'UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)',
     'oom': "OOM command not allowed when used memory > 'maxmemory'.",
     'shutting_down': 'UNBLOCKED the server is shutting down',
+    'no_such_policy': "ERR no such policy '{name}'",
+    'policy_name': 'ERR a policy name is 1 to {max} of A-Z, a-z, 0-9 and _ . : -',
+    'policy_algorithm': "ERR policy '{name}' is {was}: DEL it before giving it another algorithm",
+    'too_many_policies': 'ERR at most {max} policies (rl.max-policies)',
+    'no_permission': "NOPERM this user has no permissions to run the '{command}' command",
     'internal': 'ERR internal error in {label}: the request was not applied',
 }
 
@@ -89,6 +95,11 @@ ERROR_PATTERNS: dict[str, str] = {
     'unblocked': 'force unblock from blocking operation, instance state changed \\(master -> replica\\?\\)',
     'oom': "command not allowed when used memory > 'maxmemory'\\.",
     'shutting_down': 'the server is shutting down',
+    'no_such_policy': "no such policy '(?P<name>.*?)'",
+    'policy_name': 'a policy name is 1 to (?P<max>.*?) of A-Z, a-z, 0-9 and _ \\. : -',
+    'policy_algorithm': "policy '(?P<name>.*?)' is (?P<was>.*?): DEL it before giving it another algorithm",
+    'too_many_policies': 'at most (?P<max>.*?) policies \\(rl\\.max-policies\\)',
+    'no_permission': "this user has no permissions to run the '(?P<command>.*?)' command",
     'internal': 'internal error in (?P<label>.*?): the request was not applied',
 }
 
@@ -101,5 +112,6 @@ MESSAGES: dict[str, str] = {
     'peek_algorithm': 'RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE',
     'lease_id': 'lease_id must be 1 to 256 bytes',
     'throttle_zero_rate': 'count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate',
+    'policy_algorithm': 'RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
     'throttle_burst': 'max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
 }

@@ -1,0 +1,118 @@
+//! `RL.POLICY SET | DEL | GET | LIST | DIGEST`: the named policies this node
+//! holds (`crate::policy`). Registered as subcommands, each with its own flags
+//! and ACL categories: `SET` and `DEL` are `@admin` (where the server cannot
+//! declare a module command's categories, Redis 7.0, they require the
+//! caller's permission to run `CONFIG SET`, an `@admin` command), the others
+//! read-only. None is replicated or written to the AOF: policies are per
+//! node, like ACL users.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::config;
+use crate::error::RlError;
+use crate::policy;
+use crate::reply::Reply;
+use crate::server::handler::{handler, Handler};
+use crate::server::{with_bytes, Arg, Ctx};
+
+/// The container command the subcommands hang from.
+pub const CONTAINER: &CStr = c"rl.policy";
+
+/// A subcommand of [`CONTAINER`].
+pub struct Subcommand {
+    /// As registered (Redis names it `rl.policy|<name>`).
+    pub name: &'static CStr,
+    pub handler: Handler,
+    pub flags: &'static CStr,
+    /// Its ACL categories, where the server lets a module declare them.
+    pub acl: &'static CStr,
+}
+
+/// Whether the server put the subcommands in their ACL categories (set once,
+/// at load).
+pub static CATEGORIZED: AtomicBool = AtomicBool::new(false);
+
+/// Changing policies is `@admin`: on a server without module categories, the
+/// caller must be allowed `CONFIG SET` (an `@admin` command).
+fn may_change(ctx: Ctx, command: &'static str) -> Result<(), RlError> {
+    let by_acl = CATEGORIZED.load(Ordering::Relaxed);
+    match by_acl || ctx.caller_may(&[b"config", b"set", b"rl.max-policies", b"1000"]) {
+        true => Ok(()),
+        false => Err(RlError::NoPermission(command)),
+    }
+}
+
+pub const SUBCOMMANDS: [Subcommand; 5] = [
+    Subcommand {
+        name: c"set",
+        handler: set,
+        flags: c"admin",
+        acl: c"admin dangerous slow",
+    },
+    Subcommand {
+        name: c"del",
+        handler: del,
+        flags: c"admin",
+        acl: c"admin dangerous slow",
+    },
+    Subcommand {
+        name: c"get",
+        handler: get,
+        flags: c"readonly",
+        acl: c"slow",
+    },
+    Subcommand {
+        name: c"list",
+        handler: list,
+        flags: c"readonly",
+        acl: c"slow",
+    },
+    Subcommand {
+        name: c"digest",
+        handler: digest,
+        flags: c"readonly fast",
+        acl: c"fast",
+    },
+];
+
+handler!(set, "RL.POLICY", |ctx: Ctx, argv: &[Arg]| {
+    // RL.POLICY SET name ALGO params...
+    if argv.len() < 5 {
+        return Err(RlError::WrongArity("rl.policy|set"));
+    }
+    may_change(ctx, "rl.policy|set")?;
+    with_bytes(&argv[3..], |words| {
+        policy::set(argv[2].bytes(), words, config::caps())
+    })?;
+    Ok(Reply::Ok)
+});
+
+handler!(del, "RL.POLICY", |ctx: Ctx, argv: &[Arg]| {
+    let [_, _, name] = argv else {
+        return Err(RlError::WrongArity("rl.policy|del"));
+    };
+    may_change(ctx, "rl.policy|del")?;
+    Ok(Reply::Integer(policy::delete(name.bytes())?.into()))
+});
+
+handler!(get, "RL.POLICY", |_: Ctx, argv: &[Arg]| {
+    let [_, _, name] = argv else {
+        return Err(RlError::WrongArity("rl.policy|get"));
+    };
+    Ok(Reply::Bulk(policy::get(name.bytes())?))
+});
+
+handler!(list, "RL.POLICY", |_: Ctx, argv: &[Arg]| {
+    if argv.len() != 2 {
+        return Err(RlError::WrongArity("rl.policy|list"));
+    }
+    Ok(Reply::Bulks(policy::list()))
+});
+
+handler!(digest, "RL.POLICY", |_: Ctx, argv: &[Arg]| {
+    if argv.len() != 2 {
+        return Err(RlError::WrongArity("rl.policy|digest"));
+    }
+    Ok(Reply::Bulk(Some(policy::digest())))
+});
