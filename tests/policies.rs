@@ -1,0 +1,236 @@
+//! Named policies (CONTRACT.md section 10): `RL.POLICY` and `RL.LIMIT` against
+//! real servers. A call by policy decides as the policy's command on the same
+//! key (they share its state); `SHADOW` answers denials as admitted; policies
+//! are per node: never replicated, never in the AOF, `@admin` to change.
+
+mod common;
+use common::*;
+
+/// Per kind: a policy's definition and the same limiter spelt out.
+const KINDS: [(&str, &str); 6] = [
+    ("GCRA 10 1h BURST 3", "RL.GCRA {k} 10 1h BURST 3"),
+    ("TOKENBUCKET 3 1 1h", "RL.TOKENBUCKET {k} 3 1 1h"),
+    ("LEAKY 3 1 1h", "RL.LEAKY {k} 3 1 1h"),
+    ("SLIDING 3 1h", "RL.SLIDING {k} 3 1h"),
+    ("SLIDINGLOG 3 1h", "RL.SLIDINGLOG {k} 3 1h"),
+    ("FIXED 3 1h", "RL.FIXED {k} 3 1h"),
+];
+
+/// The first three integers exactly, the two times within a loaded machine's second.
+fn same_reply(a: &[i64], b: &[i64], what: &str) {
+    assert_eq!(a[..3], b[..3], "{what}: {a:?} vs {b:?}");
+    for i in 3..5 {
+        assert!((a[i] - b[i]).abs() <= 1_000, "{what}: {a:?} vs {b:?}");
+    }
+}
+
+fn ok(c: &mut redis::Connection, words: &str) {
+    assert_eq!(run::<String>(c, words), "OK", "{words}");
+}
+
+server_tests! {
+    fn a_call_by_policy_decides_as_its_command_on_the_same_key(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        let twin = Server::start(flavor);
+        let t = &mut twin.conn();
+        for (i, (definition, command)) in KINDS.iter().enumerate() {
+            ok(c, &format!("RL.POLICY SET p{i} {definition}"));
+            // On one server, calls by policy and by command alternate on one key; on
+            // the other, the same calls are all made by command.
+            let options = ["", "COST 2", "PEEK", "REFUND 1", "", "", "COST 0", "", ""];
+            for (n, option) in options.iter().enumerate() {
+                let by_policy = n % 2 == 0;
+                let spelt = format!("{} {option}", command.replace("{k}", "k"));
+                let mixed = match by_policy {
+                    true => rl(c, &format!("RL.LIMIT k p{i} {option}")),
+                    false => rl(c, &spelt),
+                };
+                same_reply(&mixed, &rl(t, &spelt), &format!("{definition}, call {n} {option}"));
+            }
+            let state = |c: &mut redis::Connection| -> (String, i64) {
+                (run(c, "TYPE k"), run(c, "EXISTS k"))
+            };
+            assert_eq!(state(c), state(t), "{definition}");
+            let _: () = run(c, "DEL k");
+            let _: () = run(t, "DEL k");
+        }
+    }
+
+    fn a_shadow_policy_answers_denials_as_admitted_and_writes_as_enforced(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        ok(c, "RL.POLICY SET trial FIXED 2 1h SHADOW");
+        assert_eq!(rl(c, "RL.LIMIT k trial")[..4], [1, 2, 1, 0]);
+        assert_eq!(rl(c, "RL.LIMIT k trial")[..4], [1, 2, 0, 0]);
+        let denied = rl(c, "RL.LIMIT k trial");
+        // Admitted, nothing left, and the enforced denial's wait: a shadowed denial.
+        assert_eq!(denied[..3], [1, 2, 0]);
+        assert!(denied[3] > 0 && denied[3] == denied[4], "{denied:?}");
+        // The denial wrote nothing: the window holds the two admitted.
+        let state: String = run(c, "GET k");
+        assert!(state.ends_with(":2"), "{state}");
+        // A request that can never fit: -1, as enforced.
+        assert_eq!(rl(c, "RL.LIMIT k trial COST 3")[..4], [1, 2, 0, -1]);
+        // Enforced from the next call, with no reset: the state is enforcement's.
+        ok(c, "RL.POLICY SET trial FIXED 2 1h");
+        assert_eq!(rl(c, "RL.LIMIT k trial")[0], 0);
+        assert_eq!(rl(c, "RL.FIXED k 2 1h")[0], 0);
+    }
+
+    fn policies_are_listed_sorted_and_digested_alike_on_nodes_holding_the_same_set(flavor) {
+        let a = Server::start(flavor);
+        let b = Server::start(flavor);
+        let (ca, cb) = (&mut a.conn(), &mut b.conn());
+        ok(ca, "RL.POLICY SET zeta gcra 5 1s burst 2");
+        ok(ca, "RL.POLICY SET alpha SLIDING 100 1m SHADOW");
+        ok(cb, "RL.POLICY SET alpha sliding 100 1m shadow");
+        ok(cb, "RL.POLICY SET zeta GCRA 5 1s BURST 2");
+        let list: Vec<String> = run(ca, "RL.POLICY LIST");
+        assert_eq!(list, ["alpha SLIDING 100 1m SHADOW", "zeta GCRA 5 1s BURST 2"]);
+        assert_eq!(run::<Vec<String>>(cb, "RL.POLICY LIST"), list);
+        let digest: String = run(ca, "RL.POLICY DIGEST");
+        assert_eq!(digest.len(), 40);
+        assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(run::<String>(cb, "RL.POLICY DIGEST"), digest);
+        ok(cb, "RL.POLICY SET zeta GCRA 6 1s BURST 2");
+        assert_ne!(run::<String>(cb, "RL.POLICY DIGEST"), digest);
+        assert_eq!(run::<Option<String>>(ca, "RL.POLICY GET zeta").as_deref(), Some("zeta GCRA 5 1s BURST 2"));
+        assert_eq!(run::<Option<String>>(ca, "RL.POLICY GET nope"), None);
+        assert_eq!(run::<i64>(ca, "RL.POLICY DEL zeta"), 1);
+        assert_eq!(run::<i64>(ca, "RL.POLICY DEL zeta"), 0);
+        assert_eq!(run::<Vec<String>>(ca, "RL.POLICY LIST"), ["alpha SLIDING 100 1m SHADOW"]);
+    }
+
+    fn bad_definitions_names_and_calls_are_refused_and_change_nothing(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        ok(c, "RL.POLICY SET p FIXED 3 1h");
+        let cases = [
+            ("RL.POLICY SET p GCRA 3 1h", "ERR policy 'p' is FIXED: DEL it before giving it another algorithm"),
+            ("RL.POLICY SET q FIXED 3 1h COST 2", "ERR unknown option 'COST' for 'rl.policy|set' (expected SHADOW)"),
+            ("RL.POLICY SET q GCRA 3 1h BLOCK 2", "ERR unknown option 'BLOCK' for 'rl.policy|set' (expected BURST or SHADOW)"),
+            ("RL.POLICY SET q FIXED 0 1h", "ERR limit must be an integer from 1 to 1000000000000"),
+            ("RL.POLICY SET q FIXED 3", "ERR wrong number of arguments for 'rl.policy|set' command"),
+            ("RL.POLICY SET q{x} FIXED 3 1h", "ERR a policy name is 1 to 64 of A-Z, a-z, 0-9 and _ . : -"),
+            ("RL.LIMIT k nope", "ERR no such policy 'nope'"),
+            ("RL.LIMIT k p BLOCK 100", "ERR unknown option 'BLOCK' for 'rl.limit' (expected COST, REFUND or PEEK)"),
+            ("RL.LIMIT k p COST 1 REFUND 1", "ERR COST and REFUND cannot be used together"),
+            ("RL.LIMIT k p COST -1", "ERR COST must be an integer from 0 to 1000000000000"),
+        ];
+        for (call, error) in cases {
+            assert_eq!(rl_err(c, call), error, "{call}");
+        }
+        let long = "n".repeat(65);
+        assert!(rl_err(c, &format!("RL.POLICY SET {long} FIXED 3 1h")).starts_with("ERR a policy name"));
+        assert!(rl_err(c, "RL.POLICY SET q NOPE 1 1s").starts_with("ERR RL.POLICY SET expects an algorithm after the name: GCRA,"));
+        assert_eq!(run::<Vec<String>>(c, "RL.POLICY LIST"), ["p FIXED 3 1h"]);
+        assert_eq!(run::<i64>(c, "DBSIZE"), 0);
+        // The wrong type, as the command says it.
+        let _: () = run(c, "SET k hello");
+        assert_eq!(rl_err(c, "RL.LIMIT k p"), rl_err(c, "RL.FIXED k 3 1h"));
+    }
+
+    fn at_most_max_policies_exist(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        let _: () = run(c, "CONFIG SET rl.max-policies 2");
+        ok(c, "RL.POLICY SET a FIXED 1 1s");
+        ok(c, "RL.POLICY SET b FIXED 1 1s");
+        assert_eq!(rl_err(c, "RL.POLICY SET c FIXED 1 1s"), "ERR at most 2 policies (rl.max-policies)");
+        ok(c, "RL.POLICY SET b FIXED 2 1s"); // replacing is not adding
+        let _: () = run(c, "CONFIG SET rl.max-policies 1"); // lowering deletes none
+        assert_eq!(run::<Vec<String>>(c, "RL.POLICY LIST").len(), 2);
+    }
+
+    fn a_policy_decides_under_the_caps_in_force(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        ok(c, "RL.POLICY SET log SLIDINGLOG 50 1h");
+        assert_eq!(rl(c, "RL.LIMIT k log")[0], 1);
+        let _: () = run(c, "CONFIG SET rl.sliding-log-max-limit 10");
+        assert_eq!(rl_err(c, "RL.LIMIT k log"), rl_err(c, "RL.SLIDINGLOG k 50 1h"));
+        let _: () = run(c, "CONFIG SET rl.sliding-log-max-limit 100");
+        assert_eq!(rl(c, "RL.LIMIT k log")[..3], [1, 50, 48]);
+    }
+
+    fn changing_policies_is_admin_and_deciding_by_them_is_not(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        ok(c, "RL.POLICY SET p FIXED 3 1h");
+        ok(c, "ACL SETUSER app on >pw ~* +@all -@admin");
+        let mut app = redis::Client::open(format!("redis://app:pw@127.0.0.1:{}/", s.port))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        for change in ["RL.POLICY SET p FIXED 9 1h", "RL.POLICY DEL p"] {
+            assert!(rl_err(&mut app, change).starts_with("NOPERM"), "{change}");
+        }
+        assert_eq!(rl(&mut app, "RL.LIMIT k p")[..3], [1, 3, 2]);
+        assert_eq!(run::<Vec<String>>(&mut app, "RL.POLICY LIST"), ["p FIXED 3 1h"]);
+        assert_eq!(run::<Option<String>>(&mut app, "RL.POLICY GET p").as_deref(), Some("p FIXED 3 1h"));
+        assert_eq!(run::<String>(&mut app, "RL.POLICY DIGEST").len(), 40);
+    }
+
+    fn policies_are_not_replicated_and_a_module_less_replica_holds_the_state(flavor) {
+        let master = Server::start_master(flavor);
+        let replica = master.replica(false);
+        let (m, r) = (&mut master.conn(), &mut replica.conn());
+        ok(m, "RL.POLICY SET p SLIDINGLOG 3 1h");
+        ok(m, "RL.POLICY SET q GCRA 3 1h SHADOW");
+        for key in ["a", "b"] {
+            rl(m, &format!("RL.LIMIT {key} p"));
+            rl(m, &format!("RL.LIMIT {key}-g q COST 2"));
+        }
+        let _: () = run(m, "RL.POLICY DEL p");
+        let _: i64 = run(m, "WAIT 1 5000");
+        for key in ["a", "b", "a-g", "b-g"] {
+            let dump = |c: &mut redis::Connection| -> Option<Vec<u8>> { run(c, &format!("DUMP {key}")) };
+            assert_eq!(dump(r), dump(m), "{key}");
+            assert_eq!(pexpiretime(r, key), pexpiretime(m, key), "{key}");
+        }
+        assert!(!replica.log().contains("unknown command"), "{}", replica.log());
+        assert_eq!(info(r, "replication", "master_link_status"), "up");
+    }
+
+    fn an_aof_reload_replays_the_state_and_no_policy_command(flavor) {
+        let mut s = Server::start_with(flavor, &["--appendonly", "yes", "--appendfsync", "always"]);
+        let c = &mut s.conn();
+        ok(c, "RL.POLICY SET p FIXED 3 1h");
+        rl(c, "RL.LIMIT k p COST 2");
+        let before: String = run(c, "GET k");
+        s.restart();
+        let c = &mut s.conn();
+        assert_eq!(run::<String>(c, "GET k"), before);
+        // Without a policy file, a restarted node holds no policy.
+        assert_eq!(run::<Vec<String>>(c, "RL.POLICY LIST"), Vec::<String>::new());
+        assert_eq!(rl_err(c, "RL.LIMIT k p"), "ERR no such policy 'p'");
+    }
+
+    fn setting_and_deleting_many_policies_returns_memory_to_its_baseline(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        let used = |c: &mut redis::Connection| info(c, "memory", "used_memory").parse::<i64>().unwrap();
+        let round = |c: &mut redis::Connection| {
+            for i in 0..1_000 {
+                ok(c, &format!("RL.POLICY SET policy-{i:04}-{} GCRA {} 1m BURST 5 SHADOW", "x".repeat(40), i + 1));
+            }
+            let lines: Vec<String> = run(c, "RL.POLICY LIST");
+            assert_eq!(lines.len(), 1_000);
+            let full = used(c);
+            for line in lines {
+                let name = line.split(' ').next().unwrap().to_owned();
+                assert_eq!(run::<i64>(c, &format!("RL.POLICY DEL {name}")), 1);
+            }
+            full
+        };
+        // The first round warms the server's buffers (the LIST reply's, the client's).
+        round(c);
+        let baseline = used(c);
+        for n in 1..=3 {
+            assert!(round(c) > baseline + 100_000, "round {n}: the policies take memory");
+            let after = used(c);
+            assert!(after < baseline + 8_192, "round {n}: {baseline} -> {after}");
+        }
+    }
+}
