@@ -49,9 +49,15 @@ COMMANDS = [
     ("RL.SLIDING", ["RL.SLIDING", "k:__rand_int__", "100", "1h"]),
     ("RL.SLIDINGLOG", ["RL.SLIDINGLOG", "k:__rand_int__", "100", "1h"]),
     ("RL.FIXED", ["RL.FIXED", "k:__rand_int__", "100", "1h"]),
+    # The same limiters by name: RL.LIMIT against its command with the parameters spelt out.
+    ("RL.LIMIT (the RL.GCRA policy)", ["RL.LIMIT", "k:__rand_int__", "gcra"]),
+    ("RL.LIMIT (the RL.SLIDINGLOG policy)", ["RL.LIMIT", "k:__rand_int__", "log"]),
     ("CL.THROTTLE", ["CL.THROTTLE", "k:__rand_int__", "99", "100", "3600"]),
     ("GCRA", ["GCRA", "k:__rand_int__", "99", "100", "3600"]),
 ]
+# The policies the RL.LIMIT rows decide by: the RL.GCRA and RL.SLIDINGLOG rows' parameters.
+POLICIES = [(["RL.POLICY", "SET", "gcra", "GCRA", "100", "1h", "BURST", "100"], None),
+            (["RL.POLICY", "SET", "log", "SLIDINGLOG", "100", "1h"], None)]
 # What SET … PXAT's command does for the same ends (inclusive instructions): the
 # command (options, the key, the expiry, the events, `+OK`), and rewriting its own
 # argument vector into the `SET key value PXAT ms` it propagates.
@@ -144,7 +150,7 @@ def module_table(module, calls, keys, with_breakdown):
     """INCR, SET … PXAT and every command with the module loaded: instructions per
     call (the whole server's over the calls), × INCR and × SET … PXAT; with
     `with_breakdown`, also where RL.GCRA's instructions go."""
-    rows = measure(["--loadmodule", module], [], COMMANDS, calls, keys,
+    rows = measure(["--loadmodule", module], POLICIES, COMMANDS, calls, keys,
                    keep=("RL.GCRA", "SET … PXAT") if with_breakdown else ())
     incr, floor = rows[0][1], rows[1][1]
     print(f"#### Instructions per call (callgrind; {calls:,} calls each, "

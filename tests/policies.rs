@@ -93,6 +93,9 @@ server_tests! {
         assert_eq!(digest.len(), 40);
         assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()));
         assert_eq!(run::<String>(cb, "RL.POLICY DIGEST"), digest);
+        // The SHA-1 of the lines, each ended by a newline.
+        let text: String = list.iter().map(|l| format!("{l}\n")).collect();
+        assert_eq!(digest, sha1_smol::Sha1::from(text.as_bytes()).digest().to_string());
         ok(cb, "RL.POLICY SET zeta GCRA 6 1s BURST 2");
         assert_ne!(run::<String>(cb, "RL.POLICY DIGEST"), digest);
         assert_eq!(run::<Option<String>>(ca, "RL.POLICY GET zeta").as_deref(), Some("zeta GCRA 5 1s BURST 2"));
@@ -170,6 +173,29 @@ server_tests! {
         assert_eq!(run::<Vec<String>>(&mut app, "RL.POLICY LIST"), ["p FIXED 3 1h"]);
         assert_eq!(run::<Option<String>>(&mut app, "RL.POLICY GET p").as_deref(), Some("p FIXED 3 1h"));
         assert_eq!(run::<String>(&mut app, "RL.POLICY DIGEST").len(), 40);
+    }
+
+    fn the_commands_flags_and_categories_say_what_they_do(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        let info = |c: &mut redis::Connection, name: &str| -> (Vec<String>, Vec<String>) {
+            let v: redis::Value = run(c, &format!("COMMAND INFO {name}"));
+            let redis::Value::Array(outer) = v else { panic!("{v:?}") };
+            let redis::Value::Array(fields) = &outer[0] else { panic!("{outer:?}") };
+            let strings = |v: &redis::Value| -> Vec<String> { redis::from_redis_value(v.clone()).unwrap() };
+            (strings(&fields[2]), strings(&fields[6]))
+        };
+        let (flags, _) = info(c, "rl.limit");
+        assert!(flags.contains(&"write".into()) && flags.contains(&"denyoom".into()), "{flags:?}");
+        assert!(!flags.contains(&"fast".into()), "{flags:?}");
+        for (sub, flag) in [("set", "admin"), ("del", "admin"), ("get", "readonly"), ("list", "readonly"), ("digest", "readonly")] {
+            let (flags, categories) = info(c, &format!("rl.policy|{sub}"));
+            assert!(flags.contains(&flag.into()), "{sub}: {flags:?}");
+            // Where the server has module ACL categories (Valkey): @admin for changes.
+            if flavor == Flavor::Valkey {
+                assert_eq!(categories.contains(&"@admin".into()), flag == "admin", "{sub}: {categories:?}");
+            }
+        }
     }
 
     fn policies_are_not_replicated_and_a_module_less_replica_holds_the_state(flavor) {
