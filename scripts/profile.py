@@ -50,8 +50,8 @@ COMMANDS = [
     ("RL.SLIDINGLOG", ["RL.SLIDINGLOG", "k:__rand_int__", "100", "1h"]),
     ("RL.FIXED", ["RL.FIXED", "k:__rand_int__", "100", "1h"]),
     # The same limiters by name: RL.LIMIT against its command with the parameters spelt out.
-    ("RL.LIMIT (the RL.GCRA policy)", ["RL.LIMIT", "k:__rand_int__", "gcra"]),
-    ("RL.LIMIT (the RL.SLIDINGLOG policy)", ["RL.LIMIT", "k:__rand_int__", "log"]),
+    ("RL.LIMIT by RL.GCRA policy", ["RL.LIMIT", "k:__rand_int__", "gcra"]),
+    ("RL.LIMIT by RL.SLIDINGLOG policy", ["RL.LIMIT", "k:__rand_int__", "log"]),
     ("CL.THROTTLE", ["CL.THROTTLE", "k:__rand_int__", "99", "100", "3600"]),
     ("GCRA", ["GCRA", "k:__rand_int__", "99", "100", "3600"]),
 ]
