@@ -63,7 +63,9 @@ def messages(facts: dict) -> dict[str, str]:
     """The `syntax` error's fixed texts, their `{...}` filled from the other facts."""
     algos = [k["algo"] for k in facts["kinds"]]
     fills = {"algos": words(algos), "peek_algos": words([*algos, "ACQUIRE"]),
-             "max_lease_id": str(facts["bounds"]["max_lease_id"])}
+             "max_lease_id": str(facts["bounds"]["max_lease_id"]),
+             "max_policy_line": str(facts["bounds"]["max_policy_line"]),
+             "max_policy_file": str(facts["bounds"]["max_policy_file"])}
     return {name: text.format(**fills) for name, text in facts["messages"].items()}
 
 
@@ -180,6 +182,8 @@ def rust(facts: dict) -> str:
         f"pub const MAX_LAYERS: u64 = {b['max_layers']};",
         f"pub const MAX_LEASE_ID: usize = {b['max_lease_id']};",
         f"pub const MAX_POLICY_NAME: usize = {b['max_policy_name']};",
+        f"pub const MAX_POLICY_LINE: usize = {b['max_policy_line']:_};",
+        f"pub const MAX_POLICY_FILE: u64 = {b['max_policy_file']:_};",
         "",
         "/// Each duration unit (case-insensitive) in milliseconds; `\"\"` is a bare integer's.",
         f"pub const DURATION_UNITS_MS: [(&str, u64); {len(units_ms(facts))}] = [",
@@ -276,6 +280,8 @@ def lua(facts: dict) -> str:
         f"  local MAX_LAYERS = {b['max_layers']}",
         f"  local MAX_LEASE_ID = {b['max_lease_id']}",
         f"  local MAX_POLICY_NAME = {b['max_policy_name']}",
+        f"  local MAX_POLICY_LINE = {b['max_policy_line']}",
+        f"  local MAX_POLICY_FILE = {b['max_policy_file']}",
         "  -- rl.sliding-log-max-limit's default (the library has no settings).",
         f"  local SLIDING_LOG_MAX = {facts['settings']['sliding-log-max-limit']['default']}",
         "",
@@ -383,6 +389,8 @@ def python(facts: dict) -> str:
         f"MAX_LAYERS = {b['max_layers']}",
         f"MAX_LEASE_ID = {b['max_lease_id']}",
         f"MAX_POLICY_NAME = {b['max_policy_name']}",
+        f"MAX_POLICY_LINE = {b['max_policy_line']:_}",
+        f"MAX_POLICY_FILE = {b['max_policy_file']:_}",
         "",
         "#: Each duration unit (case-insensitive) in milliseconds; `\"\"` is a bare integer's.",
         "DURATION_UNITS_MS: dict[str, int] = {",
@@ -459,6 +467,8 @@ def typescript(facts: dict) -> str:
         f"export const MAX_LAYERS = {b['max_layers']};",
         f"export const MAX_LEASE_ID = {b['max_lease_id']};",
         f"export const MAX_POLICY_NAME = {b['max_policy_name']};",
+        f"export const MAX_POLICY_LINE = {b['max_policy_line']:_};",
+        f"export const MAX_POLICY_FILE = {b['max_policy_file']:_};",
         "",
         "/** Each duration unit (case-insensitive) in milliseconds; \"\" is a bare integer's. */",
         "export const DURATION_UNITS_MS: Readonly<Record<string, number>> = {",

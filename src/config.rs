@@ -4,7 +4,9 @@
 //! is a fact (facts/rl.toml's `settings`, generated into `facts::settings`);
 //! `lib.rs` registers them from the constants here.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Mutex;
 
 use crate::facts::settings;
 
@@ -37,6 +39,21 @@ pub const MAX_POLICIES_RANGE: (i64, i64) = settings::MAX_POLICIES.range;
 /// `rl.max-policies` in force.
 pub fn max_policies() -> usize {
     MAX_POLICIES.load(Ordering::Relaxed).max(0) as usize
+}
+
+/// `rl.policy-file`: the policy file, read at load and by `RL.POLICY LOAD`,
+/// written by `RL.POLICY SAVE`; empty for none. Fixed at load (immutable, as
+/// `aclfile` is): no command can point the module at another file.
+pub static POLICY_FILE: Mutex<String> = Mutex::new(String::new());
+
+/// The module argument naming the policy file (not a shared fact: the library
+/// has none).
+pub const POLICY_FILE_ARG: &str = "policy-file";
+
+/// `rl.policy-file`, if one was given.
+pub fn policy_file() -> Option<PathBuf> {
+    let path = POLICY_FILE.lock().unwrap_or_else(|e| e.into_inner());
+    (!path.is_empty()).then(|| PathBuf::from(path.as_str()))
 }
 
 /// `rl.gcra-command`: whether the module registers Redis's designed `GCRA`
@@ -93,6 +110,12 @@ pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
     let mut pairs = args.chunks(2);
     pairs.try_for_each(|pair| {
         let name = String::from_utf8_lossy(pair[0]);
+        if pair[0] == POLICY_FILE_ARG.as_bytes() {
+            return match pair.get(1) {
+                Some(path) if !path.is_empty() => Ok(()),
+                _ => Err(format!("module argument '{name}' needs a path")),
+            };
+        }
         if settings::SWITCHES.iter().any(|s| pair[0] == s.as_bytes()) {
             return match pair.get(1) {
                 Some(&(b"yes" | b"no")) => Ok(()),
@@ -160,6 +183,13 @@ mod tests {
         assert!(check_module_args(&[b"GCRA-COMMAND", b"no"])
             .unwrap_err()
             .contains("unknown"));
+        assert_eq!(
+            check_module_args(&[b"policy-file", b"/etc/rl.conf"]),
+            Ok(())
+        );
+        for bad in [&[&b"policy-file"[..]][..], &[b"policy-file", b""]] {
+            assert!(check_module_args(bad).unwrap_err().contains("needs a path"));
+        }
         assert!(check_module_args(&[b"max-waiters", b"5", b"gcra-command"])
             .unwrap_err()
             .contains("needs a value"));

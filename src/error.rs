@@ -77,6 +77,16 @@ pub enum RlError {
     TooManyPolicies(usize),
     #[error(fmt = errors::no_permission)]
     NoPermission(&'static str),
+    #[error(fmt = errors::policy_file)]
+    PolicyFile { file: String, problem: String },
+    #[error(fmt = errors::policy_file_line)]
+    PolicyFileLine {
+        file: String,
+        line: usize,
+        problem: String,
+    },
+    #[error(fmt = errors::no_policy_file)]
+    NoPolicyFile,
     #[error(fmt = errors::internal)]
     Internal(&'static str),
 }

@@ -114,6 +114,8 @@ pub const MAX_DURATION_MS: u64 = 3650 * 86_400_000;
 pub const MAX_LAYERS: u64 = 64;
 pub const MAX_LEASE_ID: usize = 256;
 pub const MAX_POLICY_NAME: usize = 64;
+pub const MAX_POLICY_LINE: usize = 1_024;
+pub const MAX_POLICY_FILE: u64 = 16_777_216;
 
 /// Each duration unit (case-insensitive) in milliseconds; `""` is a bare integer's.
 pub const DURATION_UNITS_MS: [(&str, u64); 6] = [
@@ -265,6 +267,18 @@ pub mod errors {
         write!(f, "NOPERM this user has no permissions to run the '{command}' command")
     }
 
+    pub fn policy_file(file: impl Display, problem: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR policy file {file}: {problem}")
+    }
+
+    pub fn policy_file_line(file: impl Display, line: impl Display, problem: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR policy file {file} line {line}: {problem}")
+    }
+
+    pub fn no_policy_file(f: &mut Formatter<'_>) -> Result {
+        f.write_str("ERR no policy file: load the module with policy-file PATH")
+    }
+
     pub fn internal(label: impl Display, f: &mut Formatter<'_>) -> Result {
         write!(f, "ERR internal error in {label}: the request was not applied")
     }
@@ -280,5 +294,8 @@ pub mod messages {
     pub const LEASE_ID: &str = "lease_id must be 1 to 256 bytes";
     pub const THROTTLE_ZERO_RATE: &str = "count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate";
     pub const POLICY_ALGORITHM: &str = "RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED";
+    pub const POLICY_LINE_LONG: &str = "a line is longer than 1024 bytes";
+    pub const POLICY_FILE_LARGE: &str = "larger than 16777216 bytes";
+    pub const POLICY_TWICE: &str = "a policy of this name is on an earlier line";
     pub const THROTTLE_BURST: &str = "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days";
 }

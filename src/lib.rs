@@ -54,6 +54,10 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("rl: {problem}; the module is not loaded"));
         return Status::Err;
     }
+    if let Err(problem) = policy::load_at_start() {
+        ctx.log_warning(&format!("rl: {problem}; the module is not loaded"));
+        return Status::Err;
+    }
     store::init_effects();
     commands::enable_optional(gcra_wanted(ctx));
     #[cfg(feature = "debug-commands")]
@@ -250,8 +254,15 @@ redis_module::redis_module! {
                 None
             ],
         ],
-        // The macro needs every kind listed, even when empty.
-        string: [],
+        string: [
+            [
+                "policy-file",
+                &config::POLICY_FILE,
+                "",
+                redis_module::configuration::ConfigurationFlags::IMMUTABLE,
+                None
+            ],
+        ],
         bool: [
             [
                 "gcra-command",

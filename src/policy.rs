@@ -4,12 +4,19 @@
 //! `LIST` and `DIGEST` give them as a policy file holds them, and a policy
 //! parsed under other caps (`rl.sliding-log-max-limit` changed since) is
 //! parsed again when used, so it decides under the bounds its command would.
+//! The policy file (`rl.policy-file`) is read as Redis reads an ACL file: all
+//! or nothing, the first bad line named; it is written through a temporary
+//! file renamed over it, so a crash mid-write leaves the old one.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
 
 use crate::config::{self, Caps};
 use crate::error::RlError;
+use crate::facts::{messages, MAX_POLICY_FILE, MAX_POLICY_LINE};
 use crate::grammar::policy::{canonical, parse_definition, policy_name, Definition};
 
 struct Policy {
@@ -28,29 +35,155 @@ thread_local! {
 /// `RL.POLICY SET name words...`: creates or replaces a policy (not with
 /// another algorithm: its keys hold the old one's state).
 pub fn set(name: &[u8], words: &[&[u8]], caps: Caps) -> Result<(), RlError> {
-    let name = policy_name(name)?;
-    let definition = parse_definition(words, caps)?;
     POLICIES.with_borrow_mut(|policies| {
-        match policies.get(name) {
-            Some(old) if old.definition.kind != definition.kind => {
-                return Err(RlError::PolicyAlgorithm {
-                    name: name.to_owned(),
-                    was: old.definition.kind.tag_upper(),
-                })
-            }
-            None if policies.len() >= config::max_policies() => {
-                return Err(RlError::TooManyPolicies(config::max_policies()))
-            }
-            _ => {}
-        }
-        let policy = Policy {
-            text: canonical(words),
-            definition,
-            caps,
-        };
+        let (name, policy) = parse(name, words, caps)?;
+        admit(policies, policies, name, &policy.definition)?;
         policies.insert(name.to_owned(), policy);
         Ok(())
     })
+}
+
+/// A policy from its name and definition's words.
+fn parse<'a>(name: &'a [u8], words: &[&[u8]], caps: Caps) -> Result<(&'a str, Policy), RlError> {
+    let name = policy_name(name)?;
+    let definition = parse_definition(words, caps)?;
+    let text = canonical(words);
+    Ok((
+        name,
+        Policy {
+            text,
+            definition,
+            caps,
+        },
+    ))
+}
+
+/// Whether `name` may be defined as `definition` in `into`: not with another
+/// algorithm than `held` gives it, and within `rl.max-policies`.
+fn admit(
+    held: &BTreeMap<String, Policy>,
+    into: &BTreeMap<String, Policy>,
+    name: &str,
+    definition: &Definition,
+) -> Result<(), RlError> {
+    if let Some(old) = held
+        .get(name)
+        .filter(|old| old.definition.kind != definition.kind)
+    {
+        return Err(RlError::PolicyAlgorithm {
+            name: name.to_owned(),
+            was: old.definition.kind.tag_upper(),
+        });
+    }
+    if !into.contains_key(name) && into.len() >= config::max_policies() {
+        return Err(RlError::TooManyPolicies(config::max_policies()));
+    }
+    Ok(())
+}
+
+/// Reads the policy file at load: a file given and not readable, or with a bad
+/// line, refuses the load (the message names the file and the line).
+pub fn load_at_start() -> Result<(), String> {
+    load().or_else(|e| match e {
+        RlError::NoPolicyFile => Ok(()),
+        e => Err(e.to_string().trim_start_matches("ERR ").to_owned()),
+    })
+}
+
+/// `RL.POLICY LOAD`: replaces the set by the policy file's, all or nothing.
+pub fn load() -> Result<(), RlError> {
+    let path = config::policy_file().ok_or(RlError::NoPolicyFile)?;
+    let file = path.display().to_string();
+    let text = read_bounded(&path).map_err(|problem| RlError::PolicyFile {
+        file: file.clone(),
+        problem,
+    })?;
+    let caps = config::caps();
+    let read = POLICIES.with_borrow(|held| {
+        let mut read = BTreeMap::new();
+        for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+            let at_line = |e: RlError| RlError::PolicyFileLine {
+                file: file.clone(),
+                line: i + 1,
+                problem: e.to_string().trim_start_matches("ERR ").to_owned(),
+            };
+            read_line(held, &mut read, line, caps).map_err(at_line)?;
+        }
+        Ok(read)
+    })?;
+    POLICIES.with_borrow_mut(|policies| *policies = read);
+    Ok(())
+}
+
+/// One line of a policy file into `read`: `name ALGO params [SHADOW]`, or a
+/// blank line, or a `#` comment.
+fn read_line(
+    held: &BTreeMap<String, Policy>,
+    read: &mut BTreeMap<String, Policy>,
+    line: &[u8],
+    caps: Caps,
+) -> Result<(), RlError> {
+    if line.len() > MAX_POLICY_LINE {
+        return Err(RlError::Syntax(messages::POLICY_LINE_LONG));
+    }
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut words = line
+        .split(u8::is_ascii_whitespace)
+        .filter(|w| !w.is_empty());
+    let Some(name) = words.next().filter(|w| !w.starts_with(b"#")) else {
+        return Ok(());
+    };
+    let words: Vec<&[u8]> = words.collect();
+    let (name, policy) = parse(name, &words, caps)?;
+    if read.contains_key(name) {
+        return Err(RlError::Syntax(messages::POLICY_TWICE));
+    }
+    admit(held, read, name, &policy.definition)?;
+    read.insert(name.to_owned(), policy);
+    Ok(())
+}
+
+/// The file's bytes, if it has at most `MAX_POLICY_FILE` of them.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|f| f.take(MAX_POLICY_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    match bytes.len() as u64 > MAX_POLICY_FILE {
+        true => Err(messages::POLICY_FILE_LARGE.to_owned()),
+        false => Ok(bytes),
+    }
+}
+
+/// `RL.POLICY SAVE`: writes `LIST`'s lines to the policy file, through a
+/// temporary file in its folder renamed over it.
+pub fn save() -> Result<(), RlError> {
+    let path = config::policy_file().ok_or(RlError::NoPolicyFile)?;
+    let mut text = String::new();
+    for line in list() {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let temporary = path.with_file_name(format!(
+        "{}.tmp-{}",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let written = File::create(&temporary)
+        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|_| f.sync_all()))
+        .and_then(|_| std::fs::rename(&temporary, &path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        RlError::PolicyFile {
+            file: path.display().to_string(),
+            problem: e.to_string(),
+        }
+    })?;
+    // The rename is durable once the folder is.
+    if let Some(folder) = path.parent().and_then(|p| File::open(p).ok()) {
+        let _ = folder.sync_all();
+    }
+    Ok(())
 }
 
 /// `RL.POLICY DEL name`: whether it existed.

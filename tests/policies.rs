@@ -4,6 +4,7 @@
 //! are per node: never replicated, never in the AOF, `@admin` to change.
 
 mod common;
+use common::cluster::{call, Cluster};
 use common::*;
 
 /// Per kind: a policy's definition and the same limiter spelt out.
@@ -257,6 +258,50 @@ server_tests! {
             assert!(round(c) > baseline + 100_000, "round {n}: the policies take memory");
             let after = used(c);
             assert!(after < baseline + 8_192, "round {n}: {baseline} -> {after}");
+        }
+    }
+
+    fn a_change_rolls_out_over_a_cluster_and_every_node_digests_alike(flavor) {
+        let cluster = Cluster::start(flavor);
+        let seed = format!("127.0.0.1:{}", cluster.ports()[0]);
+        let on_every_node = |words: &[&str]| -> String {
+            let out = std::process::Command::new("redis-cli")
+                .args(["--cluster", "call", &seed])
+                .args(words)
+                .output()
+                .expect("redis-cli --cluster call");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        // Set on every node (masters and replicas, so a failover keeps it), then saved.
+        on_every_node(&["RL.POLICY", "SET", "free", "FIXED", "3", "1h"]);
+        on_every_node(&["RL.POLICY", "SAVE"]);
+        let digests: std::collections::BTreeSet<String> = cluster
+            .ports()
+            .into_iter()
+            .map(|p| run::<String>(&mut cluster.conn(p), "RL.POLICY DIGEST"))
+            .collect();
+        assert_eq!(digests.len(), 1, "{digests:?}");
+        for node in &cluster.nodes {
+            let saved = std::fs::read_to_string(node.dir.join("policies.conf")).unwrap();
+            assert_eq!(saved, "free FIXED 3 1h\n");
+        }
+        // A file copied to every node, then loaded by every node.
+        for node in &cluster.nodes {
+            std::fs::write(node.dir.join("policies.conf"), "free FIXED 5 1h\npro FIXED 50 1h\n").unwrap();
+        }
+        let out = on_every_node(&["RL.POLICY", "LOAD"]);
+        assert_eq!(out.matches("OK").count(), cluster.nodes.len(), "{out}");
+        let out = on_every_node(&["RL.POLICY", "DIGEST"]);
+        let lines: std::collections::BTreeSet<&str> =
+            out.lines().filter_map(|l| l.split(": ").nth(1)).collect();
+        assert_eq!(lines.len(), 1, "{out}");
+        assert_ne!(lines.first().copied(), digests.first().map(String::as_str));
+        // Keys on every master decide by the new definition.
+        let mut client = cluster.client();
+        for key in ["a", "b", "c", "d", "e", "f"] {
+            let reply: Vec<i64> = call(&mut client, &format!("RL.LIMIT {key} free"));
+            assert_eq!(reply[..3], [1, 5, 4], "{key}");
         }
     }
 }

@@ -11,6 +11,8 @@
   local MAX_LAYERS = 64
   local MAX_LEASE_ID = 256
   local MAX_POLICY_NAME = 64
+  local MAX_POLICY_LINE = 1024
+  local MAX_POLICY_FILE = 16777216
   -- rl.sliding-log-max-limit's default (the library has no settings).
   local SLIDING_LOG_MAX = 100000
 
@@ -53,6 +55,9 @@
     policy_algorithm = function(name, was) return fmt("ERR policy '%s' is %s: DEL it before giving it another algorithm", name, was) end,
     too_many_policies = function(max) return fmt('ERR at most %.0f policies (rl.max-policies)', max) end,
     no_permission = function(command) return fmt("NOPERM this user has no permissions to run the '%s' command", command) end,
+    policy_file = function(file, problem) return fmt('ERR policy file %s: %s', file, problem) end,
+    policy_file_line = function(file, line, problem) return fmt('ERR policy file %s line %.0f: %s', file, line, problem) end,
+    no_policy_file = 'ERR no policy file: load the module with policy-file PATH',
     internal = function(label) return fmt('ERR internal error in %s: the request was not applied', label) end,
   }
 
@@ -66,5 +71,8 @@
     lease_id = 'ERR lease_id must be 1 to 256 bytes',
     throttle_zero_rate = 'ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate',
     policy_algorithm = 'ERR RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
+    policy_line_long = 'ERR a line is longer than 1024 bytes',
+    policy_file_large = 'ERR larger than 16777216 bytes',
+    policy_twice = 'ERR a policy of this name is on an earlier line',
     throttle_burst = 'ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
   }

@@ -1,6 +1,6 @@
-//! `RL.POLICY SET | DEL | GET | LIST | DIGEST`: the named policies this node
+//! `RL.POLICY SET | DEL | LOAD | SAVE | GET | LIST | DIGEST`: the named policies this node
 //! holds (`crate::policy`). Registered as subcommands, each with its own flags
-//! and ACL categories: `SET` and `DEL` are `@admin` (where the server cannot
+//! and ACL categories: `SET`, `DEL`, `LOAD` and `SAVE` are `@admin` (where the server cannot
 //! declare a module command's categories, Redis 7.0, they require the
 //! caller's permission to run `CONFIG SET`, an `@admin` command), the others
 //! read-only. None is replicated or written to the AOF: policies are per
@@ -43,7 +43,7 @@ fn may_change(ctx: Ctx, command: &'static str) -> Result<(), RlError> {
     }
 }
 
-pub const SUBCOMMANDS: [Subcommand; 5] = [
+pub const SUBCOMMANDS: [Subcommand; 7] = [
     Subcommand {
         name: c"set",
         handler: set,
@@ -53,6 +53,18 @@ pub const SUBCOMMANDS: [Subcommand; 5] = [
     Subcommand {
         name: c"del",
         handler: del,
+        flags: c"admin",
+        acl: c"admin dangerous slow",
+    },
+    Subcommand {
+        name: c"load",
+        handler: load,
+        flags: c"admin",
+        acl: c"admin dangerous slow",
+    },
+    Subcommand {
+        name: c"save",
+        handler: save,
         flags: c"admin",
         acl: c"admin dangerous slow",
     },
@@ -115,4 +127,22 @@ handler!(digest, "RL.POLICY", |_: Ctx, argv: &[Arg]| {
         return Err(RlError::WrongArity("rl.policy|digest"));
     }
     Ok(Reply::Bulk(Some(policy::digest())))
+});
+
+handler!(load, "RL.POLICY", |ctx: Ctx, argv: &[Arg]| {
+    if argv.len() != 2 {
+        return Err(RlError::WrongArity("rl.policy|load"));
+    }
+    may_change(ctx, "rl.policy|load")?;
+    policy::load()?;
+    Ok(Reply::Ok)
+});
+
+handler!(save, "RL.POLICY", |ctx: Ctx, argv: &[Arg]| {
+    if argv.len() != 2 {
+        return Err(RlError::WrongArity("rl.policy|save"));
+    }
+    may_change(ctx, "rl.policy|save")?;
+    policy::save()?;
+    Ok(Reply::Ok)
 });

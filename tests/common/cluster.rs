@@ -94,6 +94,10 @@ impl Cluster {
             "--loadmodule".into(),
             module_path().clone().into_os_string(),
         ]);
+        // Each node's policy file, empty at first, in its folder (the server's
+        // working directory: `--dir`).
+        std::fs::write(dir.join("policies.conf"), "").expect("create the policy file");
+        args.extend(["--rl.policy-file".into(), "policies.conf".into()]);
         for _attempt in 0..20 {
             let port = free_port();
             let bus_free = port

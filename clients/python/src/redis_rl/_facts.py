@@ -37,6 +37,8 @@ MAX_DURATION_MS = 3650 * 86_400_000
 MAX_LAYERS = 64
 MAX_LEASE_ID = 256
 MAX_POLICY_NAME = 64
+MAX_POLICY_LINE = 1_024
+MAX_POLICY_FILE = 16_777_216
 
 #: Each duration unit (case-insensitive) in milliseconds; `""` is a bare integer's.
 DURATION_UNITS_MS: dict[str, int] = {
@@ -72,6 +74,9 @@ ERRORS: dict[str, str] = {
     'policy_algorithm': "ERR policy '{name}' is {was}: DEL it before giving it another algorithm",
     'too_many_policies': 'ERR at most {max} policies (rl.max-policies)',
     'no_permission': "NOPERM this user has no permissions to run the '{command}' command",
+    'policy_file': 'ERR policy file {file}: {problem}',
+    'policy_file_line': 'ERR policy file {file} line {line}: {problem}',
+    'no_policy_file': 'ERR no policy file: load the module with policy-file PATH',
     'internal': 'ERR internal error in {label}: the request was not applied',
 }
 
@@ -100,6 +105,9 @@ ERROR_PATTERNS: dict[str, str] = {
     'policy_algorithm': "policy '(?P<name>.*?)' is (?P<was>.*?): DEL it before giving it another algorithm",
     'too_many_policies': 'at most (?P<max>.*?) policies \\(rl\\.max-policies\\)',
     'no_permission': "this user has no permissions to run the '(?P<command>.*?)' command",
+    'policy_file': 'policy file (?P<file>.*?): (?P<problem>.*?)',
+    'policy_file_line': 'policy file (?P<file>.*?) line (?P<line>.*?): (?P<problem>.*?)',
+    'no_policy_file': 'no policy file: load the module with policy-file PATH',
     'internal': 'internal error in (?P<label>.*?): the request was not applied',
 }
 
@@ -113,5 +121,8 @@ MESSAGES: dict[str, str] = {
     'lease_id': 'lease_id must be 1 to 256 bytes',
     'throttle_zero_rate': 'count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate',
     'policy_algorithm': 'RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
+    'policy_line_long': 'a line is longer than 1024 bytes',
+    'policy_file_large': 'larger than 16777216 bytes',
+    'policy_twice': 'a policy of this name is on an earlier line',
     'throttle_burst': 'max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
 }
