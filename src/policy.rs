@@ -30,6 +30,14 @@ struct Policy {
 thread_local! {
     /// By name: `LIST` is sorted by name.
     static POLICIES: RefCell<BTreeMap<String, Policy>> = const { RefCell::new(BTreeMap::new()) };
+    /// `DIGEST` of `POLICIES`, once computed; cleared by every change, so `INFO`
+    /// and `DIGEST` cost one hash per change, not one per call.
+    static DIGEST: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The set changed: its digest is computed again when next asked.
+fn changed() {
+    DIGEST.with_borrow_mut(|d| *d = None);
 }
 
 /// `RL.POLICY SET name words...`: creates or replaces a policy (not with
@@ -39,6 +47,7 @@ pub fn set(name: &[u8], words: &[&[u8]], caps: Caps) -> Result<(), RlError> {
         let (name, policy) = parse(name, words, caps)?;
         admit(policies, policies, name, &policy.definition)?;
         policies.insert(name.to_owned(), policy);
+        changed();
         Ok(())
     })
 }
@@ -112,6 +121,7 @@ pub fn load() -> Result<(), RlError> {
         Ok(read)
     })?;
     POLICIES.with_borrow_mut(|policies| *policies = read);
+    changed();
     Ok(())
 }
 
@@ -189,7 +199,9 @@ pub fn save() -> Result<(), RlError> {
 /// `RL.POLICY DEL name`: whether it existed.
 pub fn delete(name: &[u8]) -> Result<bool, RlError> {
     let name = policy_name(name)?;
-    Ok(POLICIES.with_borrow_mut(|policies| policies.remove(name).is_some()))
+    let deleted = POLICIES.with_borrow_mut(|policies| policies.remove(name).is_some());
+    changed();
+    Ok(deleted)
 }
 
 /// `RL.POLICY GET name`: its line as a policy file holds it.
@@ -206,12 +218,25 @@ pub fn list() -> Vec<String> {
 /// `RL.POLICY DIGEST`: the SHA-1 of `LIST`'s lines, each ended by `\n`, in
 /// hex: equal on nodes holding the same set.
 pub fn digest() -> String {
+    if let Some(digest) = DIGEST.with_borrow(Clone::clone) {
+        return digest;
+    }
     let mut sha = sha1_smol::Sha1::new();
     for line in list() {
         sha.update(line.as_bytes());
         sha.update(b"\n");
     }
-    sha.digest().to_string()
+    let digest = sha.digest().to_string();
+    DIGEST.with_borrow_mut(|d| *d = Some(digest.clone()));
+    digest
+}
+
+/// `INFO rl`'s `policies` and `policy_digest`; `None` while the set is being
+/// changed (a crash report written mid-change).
+pub fn held() -> Option<(usize, String)> {
+    let count = POLICIES.with(|p| p.try_borrow().map(|p| p.len()).ok())?;
+    let cached = DIGEST.with(|d| d.try_borrow().ok().map(|d| d.clone()))?;
+    Some((count, cached.unwrap_or_else(digest)))
 }
 
 /// The policy `name` decides by, under `caps`.

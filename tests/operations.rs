@@ -9,6 +9,8 @@ fn stats(c: &mut redis::Connection) -> std::collections::BTreeMap<String, Vec<(S
     let info: String = run(c, "INFO rl");
     info.lines()
         .filter_map(|line| line.strip_prefix("rl_")?.split_once(':'))
+        // The counters' lines (`rl_policies:2` and the digest are single values).
+        .filter(|(_, fields)| fields.contains('='))
         .map(|(cmd, fields)| {
             let fields = fields
                 .split(',')

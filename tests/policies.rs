@@ -94,16 +94,24 @@ server_tests! {
         assert_eq!(digest.len(), 40);
         assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()));
         assert_eq!(run::<String>(cb, "RL.POLICY DIGEST"), digest);
+        // INFO rl says the same, and follows every change.
+        let held = |c: &mut redis::Connection| {
+            (info(c, "rl", "rl_policies"), info(c, "rl", "rl_policy_digest"))
+        };
+        assert_eq!(held(ca), ("2".into(), digest.clone()));
         // The SHA-1 of the lines, each ended by a newline.
         let text: String = list.iter().map(|l| format!("{l}\n")).collect();
         assert_eq!(digest, sha1_smol::Sha1::from(text.as_bytes()).digest().to_string());
         ok(cb, "RL.POLICY SET zeta GCRA 6 1s BURST 2");
         assert_ne!(run::<String>(cb, "RL.POLICY DIGEST"), digest);
+        assert_eq!(held(cb), ("2".into(), run::<String>(cb, "RL.POLICY DIGEST")));
         assert_eq!(run::<Option<String>>(ca, "RL.POLICY GET zeta").as_deref(), Some("zeta GCRA 5 1s BURST 2"));
         assert_eq!(run::<Option<String>>(ca, "RL.POLICY GET nope"), None);
         assert_eq!(run::<i64>(ca, "RL.POLICY DEL zeta"), 1);
         assert_eq!(run::<i64>(ca, "RL.POLICY DEL zeta"), 0);
         assert_eq!(run::<Vec<String>>(ca, "RL.POLICY LIST"), ["alpha SLIDING 100 1m SHADOW"]);
+        assert_eq!(held(ca), ("1".into(), run::<String>(ca, "RL.POLICY DIGEST")));
+        assert_ne!(held(ca).1, digest);
     }
 
     fn bad_definitions_names_and_calls_are_refused_and_change_nothing(flavor) {

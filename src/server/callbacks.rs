@@ -15,6 +15,7 @@ use super::{Blocked, Ctx, Finished};
 use crate::error::RlError;
 use crate::ffi::{api, bytes_of, OK};
 use crate::observe;
+use crate::policy;
 use crate::reply;
 use crate::wait;
 
@@ -182,7 +183,7 @@ pub extern "C" fn on_role_change(
 }
 
 /// The `INFO` callback: the `rl` module's `stats` section, as
-/// [`observe::section`] gives its lines.
+/// [`observe::section`] gives its lines, then the policies held.
 pub extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
     let lines = observe::section(for_crash_report != 0);
     api!(RedisModule_InfoAddSection(ctx, c"stats".as_ptr()));
@@ -196,6 +197,20 @@ pub extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c
             ));
         }
         api!(RedisModule_InfoEndDictField(ctx));
+    }
+    // The policies this node holds and their digest (`RL.POLICY DIGEST`).
+    if let Some((count, digest)) = policy::held() {
+        api!(RedisModule_InfoAddFieldULongLong(
+            ctx,
+            c"policies".as_ptr(),
+            count as u64
+        ));
+        let digest = std::ffi::CString::new(digest).expect("hex");
+        api!(RedisModule_InfoAddFieldCString(
+            ctx,
+            c"policy_digest".as_ptr(),
+            digest.as_ptr()
+        ));
     }
 }
 
