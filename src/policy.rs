@@ -18,8 +18,12 @@ use crate::config::{self, Caps};
 use crate::error::RlError;
 use crate::facts::{messages, MAX_POLICY_FILE, MAX_POLICY_LINE};
 use crate::grammar::policy::{canonical, parse_definition, policy_name, Definition};
+use crate::observe::stats;
 
 struct Policy {
+    /// Names its counters (`INFO rl_policies`): kept while the name is held,
+    /// whatever it is redefined as; a new name gets a new id.
+    id: u32,
     /// The words after the name, as a policy file holds them.
     text: String,
     definition: Definition,
@@ -33,6 +37,15 @@ thread_local! {
     /// `DIGEST` of `POLICIES`, once computed; cleared by every change, so `INFO`
     /// and `DIGEST` cost one hash per change, not one per call.
     static DIGEST: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The id of the next policy created.
+    static NEXT_ID: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A new policy's id, its counters started.
+fn new_id() -> u32 {
+    let id = NEXT_ID.with(|n| n.replace(n.get().wrapping_add(1)));
+    stats::policy_added(id);
+    id
 }
 
 /// The set changed: its digest is computed again when next asked.
@@ -44,8 +57,9 @@ fn changed() {
 /// another algorithm: its keys hold the old one's state).
 pub fn set(name: &[u8], words: &[&[u8]], caps: Caps) -> Result<(), RlError> {
     POLICIES.with_borrow_mut(|policies| {
-        let (name, policy) = parse(name, words, caps)?;
+        let (name, mut policy) = parse(name, words, caps)?;
         admit(policies, policies, name, &policy.definition)?;
+        policy.id = policies.get(name).map_or_else(new_id, |old| old.id);
         policies.insert(name.to_owned(), policy);
         changed();
         Ok(())
@@ -60,6 +74,7 @@ fn parse<'a>(name: &'a [u8], words: &[&[u8]], caps: Caps) -> Result<(&'a str, Po
     Ok((
         name,
         Policy {
+            id: u32::MAX, // given when the policy is kept
             text,
             definition,
             caps,
@@ -120,7 +135,19 @@ pub fn load() -> Result<(), RlError> {
         }
         Ok(read)
     })?;
-    POLICIES.with_borrow_mut(|policies| *policies = read);
+    POLICIES.with_borrow_mut(|policies| {
+        let mut read = read;
+        // Names kept keep their counters; the others' go, new ones' start.
+        for (name, policy) in read.iter_mut() {
+            policy.id = policies.get(name).map_or_else(new_id, |old| old.id);
+        }
+        for (name, policy) in policies.iter() {
+            if !read.contains_key(name) {
+                stats::policy_removed(policy.id);
+            }
+        }
+        *policies = read;
+    });
     changed();
     Ok(())
 }
@@ -199,9 +226,12 @@ pub fn save() -> Result<(), RlError> {
 /// `RL.POLICY DEL name`: whether it existed.
 pub fn delete(name: &[u8]) -> Result<bool, RlError> {
     let name = policy_name(name)?;
-    let deleted = POLICIES.with_borrow_mut(|policies| policies.remove(name).is_some());
+    let deleted = POLICIES.with_borrow_mut(|policies| policies.remove(name));
+    if let Some(policy) = &deleted {
+        stats::policy_removed(policy.id);
+    }
     changed();
-    Ok(deleted)
+    Ok(deleted.is_some())
 }
 
 /// `RL.POLICY GET name`: its line as a policy file holds it.
@@ -239,18 +269,31 @@ pub fn held() -> Option<(usize, String)> {
     Some((count, cached.unwrap_or_else(digest)))
 }
 
-/// The policy `name` decides by, under `caps`.
+/// The policy `name` decides by, under `caps`; the call in progress is
+/// counted as the policy's (`INFO rl_policies`).
 pub fn lookup(name: &[u8], caps: Caps) -> Result<Definition, RlError> {
     let name = policy_name(name)?;
     POLICIES.with_borrow(|policies| {
         let policy = policies
             .get(name)
             .ok_or_else(|| RlError::NoSuchPolicy(name.to_owned()))?;
+        stats::by_policy(policy.id, policy.definition.shadow);
         if policy.caps == caps {
             return Ok(policy.definition);
         }
         let words: Vec<&[u8]> = policy.text.split(' ').map(str::as_bytes).collect();
         parse_definition(&words, caps)
+    })
+}
+
+/// Every policy's name and counters' id, sorted by name (`INFO rl_policies`).
+pub fn counted() -> Vec<(String, u32)> {
+    POLICIES.with(|p| match p.try_borrow() {
+        Ok(p) => p
+            .iter()
+            .map(|(name, policy)| (name.clone(), policy.id))
+            .collect(),
+        Err(_) => Vec::new(),
     })
 }
 

@@ -207,6 +207,45 @@ server_tests! {
         }
     }
 
+    fn info_rl_policies_counts_each_policy_and_resetstat_clears_it(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        let lines = |c: &mut redis::Connection| -> Vec<String> {
+            let text: String = run(c, "INFO rl_policies");
+            text.lines().filter(|l| l.starts_with("rl_policy_")).map(str::to_owned).collect()
+        };
+        ok(c, "RL.POLICY SET tier:free FIXED 1 1h SHADOW");
+        ok(c, "RL.POLICY SET pro FIXED 1 1h");
+        for _ in 0..3 {
+            rl(c, "RL.LIMIT a tier:free");
+            rl(c, "RL.LIMIT b pro");
+        }
+        rl_err(c, "RL.LIMIT b pro COST x");
+        let _: () = run(c, "SET wrong x");
+        rl_err(c, "RL.LIMIT wrong pro");
+        rl_err(c, "RL.LIMIT b nope"); // no policy's call
+        assert_eq!(lines(c), [
+            "rl_policy_pro:calls=5,admitted=1,denied=2,shadow_denied=0,errors=2",
+            // A `:` in a name is written %3A (an INFO field name ends at its first `:`).
+            "rl_policy_tier%3Afree:calls=3,admitted=1,denied=0,shadow_denied=2,errors=0",
+        ]);
+        assert_eq!(info(c, "rl", "rl_limit").split(',').next(), Some("calls=9"));
+        // Not in the default INFO (its size is the number of policies).
+        assert!(!run::<String>(c, "INFO").contains("rl_policy_"));
+        // CONFIG RESETSTAT clears them, exactly: calls after it count.
+        let _: () = run(c, "CONFIG RESETSTAT");
+        rl(c, "RL.LIMIT b pro");
+        assert_eq!(lines(c)[0], "rl_policy_pro:calls=1,admitted=0,denied=1,shadow_denied=0,errors=0");
+        // Redefining keeps a policy's counters; deleting drops its line; a new one starts at zero.
+        ok(c, "RL.POLICY SET pro FIXED 5 1h");
+        assert_eq!(lines(c)[0], "rl_policy_pro:calls=1,admitted=0,denied=1,shadow_denied=0,errors=0");
+        let _: i64 = run(c, "RL.POLICY DEL pro");
+        ok(c, "RL.POLICY SET pro FIXED 5 1h");
+        assert_eq!(lines(c)[0], "rl_policy_pro:calls=0,admitted=0,denied=0,shadow_denied=0,errors=0");
+        let _: i64 = run(c, "RL.POLICY DEL pro");
+        assert_eq!(lines(c).len(), 1);
+    }
+
     fn policies_are_not_replicated_and_a_module_less_replica_holds_the_state(flavor) {
         let master = Server::start_master(flavor);
         let replica = master.replica(false);

@@ -39,9 +39,9 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     if argv.len() < 3 {
         return Err(RlError::WrongArity("rl.limit"));
     }
+    // The policy first: a call's errors past it are counted as the policy's.
+    let definition = policy::lookup(argv[2].bytes(), config::caps())?;
     let options = with_bytes(&argv[3..], parse_limit_options)?;
-    let caps = config::caps();
-    let definition = policy::lookup(argv[2].bytes(), caps)?;
     let request = Request {
         limiter: definition.limiter,
         cost: options.cost,

@@ -28,6 +28,48 @@ pub struct Tally {
     pub waits_timed_out: u64,
 }
 
+/// What `INFO rl_policies` shows for one named policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PolicyTally {
+    pub calls: u64,
+    pub admitted: u64,
+    /// Denials of an enforced policy.
+    pub denied: u64,
+    /// Denials of a `SHADOW` policy (answered as admitted).
+    pub shadow_denied: u64,
+    pub errors: u64,
+}
+
+impl PolicyTally {
+    fn add(&mut self, outcome: Outcome, shadow: bool) {
+        if outcome.is_call() {
+            self.calls = self.calls.wrapping_add(1);
+        }
+        let n = match outcome {
+            Outcome::Error => &mut self.errors,
+            Outcome::Decided { allowed: true, .. }
+            | Outcome::Waited { allowed: true, .. }
+            | Outcome::Late { allowed: true, .. } => &mut self.admitted,
+            Outcome::Decided { .. } | Outcome::Waited { .. } | Outcome::Late { .. } => match shadow
+            {
+                true => &mut self.shadow_denied,
+                false => &mut self.denied,
+            },
+            Outcome::Answered | Outcome::Blocked(_) | Outcome::Abandoned(_) => return,
+        };
+        *n = n.wrapping_add(1);
+    }
+}
+
+/// A recorded call made by a named policy: its place in `recent`, the
+/// policy's id, and whether the policy was a shadow one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PolicyCall {
+    at: usize,
+    id: u32,
+    shadow: bool,
+}
+
 /// How one call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -129,6 +171,14 @@ pub struct Ledger<const N: usize> {
     /// Blocked calls settled and not completed yet: their command, and whether
     /// they were made before a reset (then their completion belongs to no tally).
     pending: BTreeMap<Token, (u8, bool)>,
+    /// Each policy held's tally as of the last `settle`, by id: only policies
+    /// added and not removed, so at most `rl.max-policies`.
+    policies: BTreeMap<u32, PolicyTally>,
+    /// The recent calls made by a policy, oldest first (only these pay).
+    policy_calls: Vec<PolicyCall>,
+    /// The commands whose calls may be by policy: their reset clears every
+    /// policy's tally, as Redis clears all its statistics at once.
+    policy_commands: [bool; N],
 }
 
 impl<const N: usize> Ledger<N> {
@@ -138,7 +188,41 @@ impl<const N: usize> Ledger<N> {
             baseline: [0; N],
             recent: Vec::new(),
             pending: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            policy_calls: Vec::new(),
+            policy_commands: [false; N],
         }
+    }
+
+    /// Records a finished call of `command` made by policy `id`.
+    pub fn record_policy(&mut self, command: usize, outcome: Outcome, id: u32, shadow: bool) {
+        self.policy_commands[command] = true;
+        let at = self.recent.len();
+        self.policy_calls.push(PolicyCall { at, id, shadow });
+        self.record(command, outcome);
+    }
+
+    /// A policy was created: its tally starts at zero.
+    pub fn add_policy(&mut self, id: u32) {
+        self.policies.insert(id, PolicyTally::default());
+    }
+
+    /// A policy was deleted: its tally goes (its recent calls count nowhere).
+    pub fn remove_policy(&mut self, id: u32) {
+        self.policies.remove(&id);
+    }
+
+    /// Policy `id`'s tally (zero if not held): as of the last settle, plus its
+    /// calls recorded since.
+    pub fn policy_tally(&self, id: u32) -> PolicyTally {
+        let Some(&settled) = self.policies.get(&id) else {
+            return PolicyTally::default();
+        };
+        let mut out = settled;
+        for call in self.policy_calls.iter().filter(|c| c.id == id) {
+            out.add(self.recent[call.at].outcome, call.shadow);
+        }
+        out
     }
 
     /// Records a finished call of command `command` (an index below `N`).
@@ -170,6 +254,11 @@ impl<const N: usize> Ledger<N> {
             let base = self.baseline[command];
             if now < base || now - base < recorded[command] {
                 self.settled[command] = Tally::ZERO;
+                if self.policy_commands[command] {
+                    self.policies
+                        .values_mut()
+                        .for_each(|t| *t = PolicyTally::default());
+                }
                 before_reset[command] = recorded[command].saturating_sub(now);
                 // Blocked calls settled earlier were made before the reset.
                 for (c, stale) in self.pending.values_mut() {
@@ -178,14 +267,13 @@ impl<const N: usize> Ledger<N> {
             }
             self.baseline[command] = now;
         }
-        for call in &self.recent {
+        let mut by_policy = self.policy_calls.iter().peekable();
+        for (at, call) in self.recent.iter().enumerate() {
             let command = call.command as usize;
-            match call.outcome {
+            let counted = match call.outcome {
                 // Completes a blocked call: one made before a reset belongs to no tally.
                 Outcome::Late { token, .. } | Outcome::Abandoned(token) => {
-                    if self.pending.remove(&token) != Some((call.command, true)) {
-                        self.settled[command].add(call.outcome);
-                    }
+                    self.pending.remove(&token) != Some((call.command, true))
                 }
                 outcome => {
                     let stale = before_reset[command] > 0;
@@ -193,13 +281,21 @@ impl<const N: usize> Ledger<N> {
                     if let Outcome::Blocked(token) = outcome {
                         self.pending.insert(token, (call.command, stale));
                     }
-                    if !stale {
-                        self.settled[command].add(outcome);
-                    }
+                    !stale
+                }
+            };
+            if counted {
+                self.settled[command].add(call.outcome);
+            }
+            if let Some(p) = by_policy.next_if(|p| p.at == at) {
+                if let (true, Some(t)) = (counted, self.policies.get_mut(&p.id)) {
+                    t.add(call.outcome, p.shadow);
                 }
             }
         }
         self.recent.clear();
+        self.policy_calls.clear();
+        self.policy_calls.shrink_to(KEPT_CAPACITY);
         // A burst between two settles (a pipelined flood) leaves no memory behind.
         self.recent.shrink_to(KEPT_CAPACITY);
     }

@@ -185,3 +185,41 @@ fn a_reset_with_no_call_since_clears_the_tally() {
     l.settle([0, 0]);
     assert_eq!(l.tallies(), [Tally::ZERO; 2]);
 }
+
+#[test]
+fn policies_count_their_calls_and_clear_with_their_command() {
+    let mut l = Ledger::<2>::new();
+    l.add_policy(7);
+    l.add_policy(8);
+    l.record_policy(1, ADMIT, 7, false);
+    l.record_policy(1, DENY, 7, false);
+    l.record_policy(1, DENY, 8, true); // a shadow policy's denial
+    l.record_policy(1, Outcome::Error, 8, true);
+    l.record(0, ADMIT); // another command's call is no policy's
+    let t = |l: &Ledger<2>, id| {
+        let t = l.policy_tally(id);
+        (t.calls, t.admitted, t.denied, t.shadow_denied, t.errors)
+    };
+    assert_eq!(t(&l, 7), (2, 1, 1, 0, 0));
+    assert_eq!(t(&l, 8), (2, 0, 0, 1, 1));
+    l.settle([1, 4]);
+    assert_eq!(t(&l, 7), (2, 1, 1, 0, 0));
+    // Reset, then two calls of policy 8: only those count, and policy 7 is cleared.
+    l.record_policy(1, ADMIT, 7, false);
+    l.record_policy(1, ADMIT, 8, true);
+    l.record_policy(1, DENY, 8, true);
+    l.settle([1, 2]);
+    assert_eq!(t(&l, 7), (0, 0, 0, 0, 0));
+    assert_eq!(t(&l, 8), (2, 1, 0, 1, 0));
+    // The other command's reset leaves the policies alone.
+    l.settle([0, 2]);
+    assert_eq!(t(&l, 8), (2, 1, 0, 1, 0));
+    // A removed policy's tally and its recent calls go; an unknown id counts nothing.
+    l.record_policy(1, ADMIT, 8, true);
+    l.remove_policy(8);
+    l.record_policy(1, ADMIT, 9, false);
+    l.settle([0, 4]);
+    assert_eq!(t(&l, 8), (0, 0, 0, 0, 0));
+    assert_eq!(t(&l, 9), (0, 0, 0, 0, 0));
+    assert_eq!(l.tallies()[1].calls, 4);
+}

@@ -10,7 +10,7 @@ pub mod stats;
 
 use std::cell::Cell;
 
-pub use info::section;
+pub use info::{policy_lines, section};
 pub use ledger::Token;
 
 thread_local! {

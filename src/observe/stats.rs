@@ -9,7 +9,7 @@
 use std::ffi::{CStr, CString};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use super::ledger::{Ledger, Outcome, Tally, Token};
+use super::ledger::{Ledger, Outcome, PolicyTally, Tally, Token};
 use crate::ffi::{server_version, ServerInfo};
 
 /// The most commands counted (the command table is checked against it).
@@ -61,6 +61,9 @@ struct State {
     waited: Option<Token>,
     /// The token of the next call that blocks.
     next_token: Token,
+    /// The named policy the call in progress decides by (its id, and whether
+    /// it is a shadow one), once it was found.
+    policy: Option<(u32, bool)>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -68,6 +71,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     decided: None,
     waited: None,
     next_token: 0,
+    policy: None,
 });
 
 fn state() -> MutexGuard<'static, State> {
@@ -91,6 +95,30 @@ fn index(label: &str) -> Option<usize> {
 /// refund counts as admitted with no cost).
 pub fn decision(allowed: bool, cost: u64) {
     state().decided = Some((allowed, cost));
+}
+
+/// The call in progress decides by the named policy `id` (`shadow`: a shadow one).
+pub fn by_policy(id: u32, shadow: bool) {
+    state().policy = Some((id, shadow));
+}
+
+/// A policy was created: its counters start at zero.
+pub fn policy_added(id: u32) {
+    state().ledger.add_policy(id);
+}
+
+/// A policy was deleted: its counters go.
+pub fn policy_removed(id: u32) {
+    state().ledger.remove_policy(id);
+}
+
+/// Each of `ids`' counters, settled against the server's counts first.
+pub fn policy_tallies(ids: &[u32]) -> Vec<PolicyTally> {
+    let mut state = state();
+    settle(&mut state);
+    ids.iter()
+        .map(|&id| state.ledger.policy_tally(id))
+        .collect()
 }
 
 /// The call in progress waited (`BLOCK`, under `token`) before its decision.
@@ -148,6 +176,7 @@ pub fn call(label: &str, failed: bool) {
     let mut state = state();
     let decided = state.decided.take();
     let waited = state.waited.take();
+    let policy = state.policy.take();
     if state.ledger.recent() >= MAX_RECENT {
         // Every call recorded so far has returned, so Redis has counted it; this
         // one is not recorded yet.
@@ -171,7 +200,10 @@ pub fn call(label: &str, failed: bool) {
             },
             (false, None) => Outcome::Answered,
         };
-        state.ledger.record(i, outcome);
+        match policy {
+            Some((id, shadow)) => state.ledger.record_policy(i, outcome, id, shadow),
+            None => state.ledger.record(i, outcome),
+        }
     }
 }
 

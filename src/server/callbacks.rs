@@ -212,6 +212,22 @@ pub extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c
             digest.as_ptr()
         ));
     }
+    // `INFO rl_policies`: one line per policy (not in a crash report, which must
+    // not settle the counters against the server).
+    if for_crash_report == 0 {
+        api!(RedisModule_InfoAddSection(ctx, c"policies".as_ptr()));
+        for (name, fields) in observe::policy_lines(&policy::counted()) {
+            api!(RedisModule_InfoBeginDictField(ctx, name.as_ptr()));
+            for (field, value) in fields {
+                api!(RedisModule_InfoAddFieldULongLong(
+                    ctx,
+                    field.as_ptr(),
+                    value
+                ));
+            }
+            api!(RedisModule_InfoEndDictField(ctx));
+        }
+    }
 }
 
 /// The cron event (server `hz` times a second): `INFO rl` settles its counters.

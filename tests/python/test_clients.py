@@ -64,3 +64,24 @@ def test_node_redis_library_snippet(r, redis_url):
     before = calls(r, "fcall")
     assert run_node_snippet("node_redis_library.mjs", redis_url) == ["1", "5", "4", "0", "100"]
     assert calls(r, "fcall") == before + 1
+
+
+def test_policy_metrics_snippet(r, redis_url):
+    """INFO rl_policies turned into Prometheus series, as docs/operations.md shows them."""
+    for name in r.execute_command("RL.POLICY", "LIST"):
+        r.execute_command("RL.POLICY", "DEL", name.split()[0])
+    r.execute_command("RL.POLICY", "SET", "tier:free", "FIXED", "1", "1h", "SHADOW")
+    r.delete("metrics:a")
+    for _ in range(3):
+        r.execute_command("RL.LIMIT", "metrics:a", "tier:free")
+    out = subprocess.run([sys.executable, SNIPPETS / "policy_metrics.py"], capture_output=True,
+                         text=True, timeout=60, env=dict(os.environ, REDIS_URL=redis_url))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        'rl_policy_calls_total{policy="tier:free"} 3',
+        'rl_policy_admitted_total{policy="tier:free"} 1',
+        'rl_policy_denied_total{policy="tier:free"} 0',
+        'rl_policy_shadow_denied_total{policy="tier:free"} 2',
+        'rl_policy_errors_total{policy="tier:free"} 0',
+    ]
+    r.execute_command("RL.POLICY", "DEL", "tier:free")
