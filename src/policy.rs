@@ -269,15 +269,27 @@ pub fn held() -> Option<(usize, String)> {
     Some((count, cached.unwrap_or_else(digest)))
 }
 
-/// The policy `name` decides by, under `caps`; the call in progress is
-/// counted as the policy's (`INFO rl_policies`).
+/// The policy `name` decides by, under `caps` (an `RL.ALL` clause: the call
+/// is `RL.ALL`'s, counted as no policy's).
 pub fn lookup(name: &[u8], caps: Caps) -> Result<Definition, RlError> {
+    find(name, caps, false)
+}
+
+/// [`lookup`] for a call by one policy (`RL.LIMIT`, `RL.PEEK POLICY`): the
+/// call in progress is counted as the policy's (`INFO rl_policies`).
+pub fn lookup_counted(name: &[u8], caps: Caps) -> Result<Definition, RlError> {
+    find(name, caps, true)
+}
+
+fn find(name: &[u8], caps: Caps, counted: bool) -> Result<Definition, RlError> {
     let name = policy_name(name)?;
     POLICIES.with_borrow(|policies| {
         let policy = policies
             .get(name)
             .ok_or_else(|| RlError::NoSuchPolicy(name.to_owned()))?;
-        stats::by_policy(policy.id, policy.definition.shadow);
+        if counted {
+            stats::by_policy(policy.id, policy.definition.shadow);
+        }
         if policy.caps == caps {
             return Ok(policy.definition);
         }

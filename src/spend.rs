@@ -18,6 +18,9 @@ use crate::wait;
 pub struct Layer {
     pub key: Key,
     pub claim: Claim,
+    /// A `SHADOW` policy's layer: its denial denies nothing (it writes
+    /// nothing, as any denial, while the call's other layers commit).
+    pub shadow: bool,
     outcome: Option<Outcome<ClaimWrite>>,
 }
 
@@ -26,8 +29,14 @@ impl Layer {
         Layer {
             key,
             claim,
+            shadow: false,
             outcome: None,
         }
+    }
+
+    /// Whether this layer lets the call through: it admits, or it is a shadow.
+    pub fn passes(&self) -> bool {
+        self.shadow || self.decision().allowed
     }
 
     /// The decision [`spend`] gave this layer.
@@ -77,7 +86,7 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
             }
         }
     }
-    let allowed = layers.iter().all(|l| l.decision().allowed);
+    let allowed = layers.iter().all(Layer::passes);
     if allowed && !how.peek {
         for layer in layers.iter() {
             if let Some(write) = &layer.outcome.as_ref().expect("decided").write {

@@ -79,6 +79,68 @@ server_tests! {
         assert_eq!(rl(c, "RL.FIXED k 2 1h")[0], 0);
     }
 
+    fn peek_and_all_take_policies_as_their_commands_and_clauses(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        for (i, (definition, command)) in KINDS.iter().enumerate() {
+            ok(c, &format!("RL.POLICY SET p{i} {definition}"));
+            let spelt = command.replace("{k}", &format!("k{i}"));
+            let algo_params = spelt.split_once(' ').unwrap().1.split_once(' ').unwrap().1;
+            let algo = definition.split(' ').next().unwrap();
+            rl(c, &format!("{spelt} COST 2"));
+            same_reply(
+                &rl(c, &format!("RL.PEEK POLICY k{i} p{i} COST 1")),
+                &rl(c, &format!("RL.PEEK {algo} k{i} {algo_params} COST 1")),
+                definition,
+            );
+            // One clause by name, one spelt out, on two keys: the same replies.
+            let by_name: Vec<redis::Value> = run(c, &format!("RL.ALL 2 a{i} b{i} POLICY p{i} {algo} {algo_params}"));
+            let spelt_out: Vec<redis::Value> = run(c, &format!("RL.ALL 2 c{i} d{i} {algo} {algo_params} POLICY p{i}"));
+            assert_eq!(by_name.len(), spelt_out.len(), "{definition}");
+            let dump = |c: &mut redis::Connection, k: &str| -> Option<String> { run(c, &format!("TYPE {k}")) };
+            assert_eq!(dump(c, &format!("a{i}")), dump(c, &format!("d{i}")), "{definition}");
+        }
+        // A policy named as an algorithm's word is a name after POLICY.
+        ok(c, "RL.POLICY SET FIXED FIXED 1 1h");
+        assert_eq!(rl(c, "RL.PEEK POLICY z FIXED")[..3], [1, 1, 0]);
+        let reply: Vec<redis::Value> = run(c, "RL.ALL 2 y z POLICY FIXED FIXED 5 1h");
+        assert_eq!(reply.len(), 6);
+        for (call, error) in [
+            ("RL.PEEK POLICY k0 p0 REFUND 1", "ERR unknown option 'REFUND' for 'rl.peek' (expected COST)"),
+            ("RL.PEEK POLICY k0 nope", "ERR no such policy 'nope'"),
+            ("RL.ALL 1 k0 POLICY p0 BURST 2", "ERR unknown option 'BURST' in RL.ALL clause POLICY (expected COST)"),
+            ("RL.ALL 2 a b POLICY nope FIXED 1 1s", "ERR no such policy 'nope'"),
+        ] {
+            assert_eq!(rl_err(c, call), error, "{call}");
+        }
+    }
+
+    fn in_rl_all_a_shadow_layer_denies_nothing_and_an_enforced_one_still_does(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        ok(c, "RL.POLICY SET trial FIXED 1 1h SHADOW");
+        ok(c, "RL.POLICY SET ip FIXED 2 1h");
+        let all = |c: &mut redis::Connection| -> (Vec<i64>, Vec<Vec<i64>>) {
+            let v: redis::Value = run(c, "RL.ALL 2 t i POLICY trial POLICY ip");
+            let redis::Value::Array(items) = v else { panic!("{v:?}") };
+            let head: Vec<i64> = items[..5].iter().map(|x| redis::from_redis_value(x.clone()).unwrap()).collect();
+            let layers: Vec<Vec<i64>> = redis::from_redis_value(items[5].clone()).unwrap();
+            (head, layers)
+        };
+        let (_, layers) = all(c);
+        assert_eq!((layers[0][..3].to_vec(), layers[1][..3].to_vec()), (vec![1, 1, 0], vec![1, 2, 1]));
+        // The shadow layer denies (answered as admitted, its wait shown); the call is admitted.
+        let (head, layers) = all(c);
+        assert_eq!(head[0], 1);
+        assert!(layers[0][..3] == [1, 1, 0] && layers[0][3] > 0, "{layers:?}");
+        assert_eq!(layers[1][..3], [1, 2, 0]);
+        // The enforced layer denies: the call is denied, and nothing more was written.
+        let (head, _) = all(c);
+        assert_eq!(head[..3], [0, 2, 0]);
+        assert!(run::<String>(c, "GET t").ends_with(":1"));
+        assert!(run::<String>(c, "GET i").ends_with(":2"));
+    }
+
     fn policies_are_listed_sorted_and_digested_alike_on_nodes_holding_the_same_set(flavor) {
         let a = Server::start(flavor);
         let b = Server::start(flavor);

@@ -1,22 +1,27 @@
 //! `RL.ALL numkeys key [key ...] ALGO params [COST n] [ALGO params [COST n] ...] [PEEK]`:
 //! several limiters decided as one. Every layer is decided first; only if all
 //! admit is anything written, so a request denied by one layer spends nothing
-//! from the others.
+//! from the others. A clause may name a policy (`POLICY name [COST n]`); a
+//! `SHADOW` policy's layer denies nothing (its own denial writes nothing and
+//! is answered as a shadowed denial).
 
 use super::command::{Command, Keys};
+use super::limit::shadowed;
 use crate::algorithm::Wait;
 use crate::bounds::MAX_LAYERS;
+use crate::config::Caps;
 use crate::decision::Claim;
 use crate::docs::{flag, integer, key, many, string, Doc};
 use crate::error::RlError;
 use crate::facts::messages;
+use crate::grammar::policy::parse_cost_only;
 use crate::grammar::{parse_form, Form, Kind, Request};
 use crate::reply::Reply;
 use crate::server::handler::handler;
 use crate::server::{with_bytes, Arg, Ctx};
 use crate::spend::{spend, Layer, Spend};
 use crate::store::Key;
-use crate::{clock, config};
+use crate::{clock, config, policy};
 
 const LABEL: &str = "RL.ALL";
 
@@ -75,22 +80,39 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     let mut layers: Vec<Layer> = names
         .iter()
         .zip(clauses)
-        .map(|(&name, (kind, request))| {
+        .map(|(&name, clause)| {
             let key = Key::open(ctx, name).ok_or(RlError::Internal(LABEL))?;
-            Ok(Layer::new(key, Claim::Limiter { kind, request }))
+            let (kind, request) = (clause.kind, clause.request);
+            let mut layer = Layer::new(key, Claim::Limiter { kind, request });
+            layer.shadow = clause.shadow;
+            Ok(layer)
         })
         .collect::<Result<_, RlError>>()?;
     let how = Spend { peek, block: None };
     spend(&mut layers, now, how)?;
-    let replies: Vec<[i64; 5]> = layers.iter().map(|l| l.decision().reply()).collect();
+    let replies: Vec<[i64; 5]> = layers
+        .iter()
+        .map(|l| match l.shadow {
+            true => shadowed(l.decision()),
+            false => l.decision().reply(),
+        })
+        .collect();
     Ok(Reply::Layers {
         binding: binding_layer(&layers),
         layers: replies,
     })
 }
 
+/// One layer's clause: `ALGO params [BURST b] [COST n]`, or `POLICY name
+/// [COST n]` (a shadow policy's layer denies nothing).
+struct Clause {
+    kind: Kind,
+    request: Request,
+    shadow: bool,
+}
+
 /// Splits the tokens after the keys into one clause per key and a final `PEEK`.
-fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<(Kind, Request)>, bool), RlError> {
+fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<Clause>, bool), RlError> {
     let (tokens, peek) = match tokens.split_last() {
         Some((last, rest)) if last.eq_ignore_ascii_case(b"PEEK") => (rest, true),
         _ => (tokens, false),
@@ -100,9 +122,22 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<(Kind, Request)>, bo
             .into_iter()
             .find(|k| t.eq_ignore_ascii_case(k.tag_upper().as_bytes()))
     };
-    let starts: Vec<usize> = (0..tokens.len())
-        .filter(|&i| algorithm(tokens[i]).is_some())
-        .collect();
+    let is_policy = |t: &[u8]| t.eq_ignore_ascii_case(b"POLICY");
+    // A clause starts at an algorithm's word or at POLICY, whose next token is
+    // a name (which may be an algorithm's word: it starts nothing).
+    let mut starts = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        if is_policy(tokens[i]) {
+            starts.push(i);
+            i += 2;
+            continue;
+        }
+        if algorithm(tokens[i]).is_some() {
+            starts.push(i);
+        }
+        i += 1;
+    }
     if starts.first() != Some(&0) {
         return Err(RlError::Syntax(messages::ALL_ALGORITHM));
     }
@@ -115,11 +150,42 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<(Kind, Request)>, bo
         .enumerate()
         .map(|(i, &start)| {
             let end = starts.get(i + 1).copied().unwrap_or(tokens.len());
+            if is_policy(tokens[start]) {
+                return policy_clause(&tokens[start + 1..end], caps);
+            }
             let kind = algorithm(tokens[start]).expect("clause starts with an algorithm");
-            parse_form(kind, &tokens[start + 1..end], caps, Form::Clause).map(|req| (kind, req))
+            let request = parse_form(kind, &tokens[start + 1..end], caps, Form::Clause)?;
+            Ok(Clause {
+                kind,
+                request,
+                shadow: false,
+            })
         })
         .collect::<Result<_, _>>()?;
     Ok((clauses, peek))
+}
+
+/// `POLICY name [COST n]`: the policy's algorithm, the clause's cost.
+fn policy_clause(tokens: &[&[u8]], caps: Caps) -> Result<Clause, RlError> {
+    let (&name, options) = tokens.split_first().ok_or(RlError::ClauseArity("POLICY"))?;
+    let definition = policy::lookup(name, caps)?;
+    let cost = parse_cost_only(options, |option| RlError::UnknownClauseOption {
+        option,
+        clause: "POLICY",
+        expected: "COST",
+    })?;
+    let request = Request {
+        limiter: definition.limiter,
+        cost,
+        refund: false,
+        peek: false,
+        block: None,
+    };
+    Ok(Clause {
+        kind: definition.kind,
+        request,
+        shadow: definition.shadow,
+    })
 }
 
 /// The layer whose five integers lead the reply: on denial, the denying layer
@@ -130,10 +196,7 @@ fn binding_layer(layers: &[Layer]) -> usize {
         Wait::Never => u128::MAX,
         Wait::After(ns) => ns,
     };
-    let denied = layers
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| !l.decision().allowed);
+    let denied = layers.iter().enumerate().filter(|(_, l)| !l.passes());
     let longest = denied.fold(None, |best: Option<(usize, u128)>, (i, l)| match best {
         Some((_, w)) if w >= wait(l) => best,
         _ => Some((i, wait(l))),
@@ -143,7 +206,10 @@ fn binding_layer(layers: &[Layer]) -> usize {
             let least = layers
                 .iter()
                 .enumerate()
-                .min_by_key(|(_, l)| l.decision().remaining);
+                .min_by_key(|(_, l)| match l.decision().allowed {
+                    true => l.decision().remaining,
+                    false => 0, // a shadow's denial: answered with none left
+                });
             least.map_or(0, |(i, _)| i)
         },
         |(i, _)| i,

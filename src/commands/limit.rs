@@ -40,7 +40,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
         return Err(RlError::WrongArity("rl.limit"));
     }
     // The policy first: a call's errors past it are counted as the policy's.
-    let definition = policy::lookup(argv[2].bytes(), config::caps())?;
+    let definition = policy::lookup_counted(argv[2].bytes(), config::caps())?;
     let options = with_bytes(&argv[3..], parse_limit_options)?;
     let request = Request {
         limiter: definition.limiter,
@@ -69,7 +69,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
 /// A shadow policy's reply: a denial answered as admitted with nothing left,
 /// its waits as enforcement gives them (so a non-zero `retry_after_ms` with
 /// `allowed 1` is a shadowed denial).
-fn shadowed(d: &Decision) -> [i64; 5] {
+pub fn shadowed(d: &Decision) -> [i64; 5] {
     let mut reply = d.reply();
     if !d.allowed {
         reply[0] = 1;

@@ -4,23 +4,27 @@
 //! `FCALL_RO`, and under `maxmemory` pressure. `ALGO` is one of the six
 //! limiters (options `BURST` for GCRA and `COST` only: no `REFUND`, `PEEK` or
 //! `BLOCK`) or `ACQUIRE` (`RL.PEEK ACQUIRE key limit timeout lease_id`, no
-//! options at all). On a
+//! options at all), or `POLICY` (`RL.PEEK POLICY key name [COST n]`, a named
+//! policy, answered as `RL.LIMIT … PEEK` answers). On a
 //! master with waiters (`BLOCK`) on the key, their claims count ahead, exactly
 //! as for `PEEK`.
 
 use super::command::{Command, Keys};
-use super::frame::spend_one;
+use super::frame::{spend_one, spend_one_as};
+use super::limit::shadowed;
+use crate::algorithm::Decision;
 use crate::decision::Claim;
 use crate::docs::{key, many, string, Doc};
 use crate::error::RlError;
 use crate::facts::messages;
-use crate::grammar::{self, acquire::parse_acquire, Form, Kind};
+use crate::grammar::policy::parse_cost_only;
+use crate::grammar::{self, acquire::parse_acquire, Form, Kind, Request};
 use crate::reply::Reply;
 use crate::server::handler::handler;
 use crate::server::{with_bytes, Arg, Ctx};
 use crate::spend::Spend;
 use crate::store::{lease_member, Key};
-use crate::{clock, config};
+use crate::{clock, config, policy};
 
 const LABEL: &str = "RL.PEEK";
 
@@ -45,8 +49,8 @@ const HOW: Spend = Spend {
 handler!(command, LABEL, run);
 
 fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
-    // The server checks the arity (-5) first; this is the library's check too.
-    if argv.len() < 5 {
+    // The server checks the arity (-4) first; this is the library's check too.
+    if argv.len() < 4 {
         return Err(RlError::WrongArity("rl.peek"));
     }
     let algo = argv[1].bytes();
@@ -58,6 +62,34 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
         e => e,
     };
     let now = clock::now_ns();
+    if algo.eq_ignore_ascii_case(b"POLICY") {
+        // `RL.PEEK POLICY key name [COST n]`: as `RL.LIMIT key name [COST n] PEEK`.
+        let definition = policy::lookup_counted(rest[1].bytes(), config::caps())?;
+        let cost = with_bytes(&rest[2..], |options| {
+            parse_cost_only(options, |option| RlError::UnknownOption {
+                option,
+                command: "rl.peek",
+                expected: "COST",
+            })
+        })?;
+        let request = Request {
+            limiter: definition.limiter,
+            cost,
+            refund: false,
+            peek: true,
+            block: None,
+        };
+        let key = Key::open_read(ctx, name).ok_or(RlError::Internal(LABEL))?;
+        let claim = Claim::Limiter {
+            kind: definition.kind,
+            request,
+        };
+        let reply = match definition.shadow {
+            true => shadowed,
+            false => Decision::reply,
+        };
+        return spend_one_as(key, claim, now, HOW, reply);
+    }
     if algo.eq_ignore_ascii_case(b"ACQUIRE") {
         // Exactly `key limit timeout lease_id`: RL.PEEK takes no option of
         // RL.ACQUIRE's (it always peeks and never waits).
@@ -89,7 +121,7 @@ fn doc() -> Doc {
     Doc {
         summary: c"Read-only: replies what RL.<ALGO> key params ... PEEK replies, writing nothing (works on replicas and in read-only scripts)",
         complexity: c"O(1) (RL.SLIDINGLOG and ACQUIRE: O(log N))",
-        arity: -5,
+        arity: -4,
         args: vec![string(c"algorithm"), key(), many(string(c"param"))],
     }
 }

@@ -1,6 +1,7 @@
 //! Named policies: a name (`[A-Za-z0-9_.:-]`, 1 to `MAX_POLICY_NAME`), a
 //! definition `ALGO params [BURST b] [SHADOW]` (what an `RL.ALL` clause takes,
-//! without `COST`), and `RL.LIMIT`'s options after the policy's name.
+//! without `COST`), `RL.LIMIT`'s options after the policy's name, and the
+//! `[COST n]` of a `POLICY` clause and of `RL.PEEK POLICY`.
 
 use super::form::{parse_form, Form};
 use super::limiter::Limiter;
@@ -118,6 +119,25 @@ pub fn parse_limit_options(options: &[&[u8]]) -> Result<LimitOptions, RlError> {
         refund: refund.is_some(),
         peek,
     })
+}
+
+/// Parses `[COST n]`, the only option of an `RL.ALL` `POLICY` clause and of
+/// `RL.PEEK POLICY` (`command`, `expected`: as an unknown option's error names them).
+pub fn parse_cost_only(
+    options: &[&[u8]],
+    unknown: impl Fn(String) -> RlError,
+) -> Result<u64, RlError> {
+    let mut cost = None;
+    let mut rest = options.iter();
+    while let Some(&option) = rest.next() {
+        if !option.eq_ignore_ascii_case(b"COST") {
+            return Err(unknown(sanitize(option)));
+        }
+        set_once(&mut cost, "COST", rest.next(), |v| {
+            parse_count_from("COST", v, 0, MAX_COST)
+        })?;
+    }
+    Ok(cost.unwrap_or(1))
 }
 
 #[cfg(test)]
