@@ -626,9 +626,6 @@ local function build()
   local MAX_DURATION_MS = 3650 * 86400000
   local MAX_LAYERS = 64
   local MAX_LEASE_ID = 256
-  local MAX_POLICY_NAME = 64
-  local MAX_POLICY_LINE = 1024
-  local MAX_POLICY_FILE = 16777216
   -- rl.sliding-log-max-limit's default (the library has no settings).
   local SLIDING_LOG_MAX = 100000
 
@@ -1656,8 +1653,8 @@ local function build()
   -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
   local function all_body(keys, args)
     local n = #keys
-    -- Redis checks RL.ALL's arity (-6) before the module runs.
-    if 2 + n + #args < 6 then wrong_arity('rl.all') end
+    -- Redis checks RL.ALL's arity (-5: one key's POLICY name) before the module runs.
+    if 2 + n + #args < 5 then wrong_arity('rl.all') end
     if n < 1 or n > MAX_LAYERS then bad_integer('numkeys', 1, MAX_LAYERS) end
     if #args < 1 then
       fail(MSG.all_shape)

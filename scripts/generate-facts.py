@@ -265,6 +265,8 @@ def lua_str(s: str) -> str:
 
 
 def lua(facts: dict) -> str:
+    # Each line here is a local of the library's `build`, and Lua refuses a function with over
+    # 200 (FUNCTION LOAD fails): only the bounds the library reads (it holds no policies).
     b = facts["bounds"]
     out = [
         f"  -- {NOTICE}",
@@ -279,9 +281,6 @@ def lua(facts: dict) -> str:
         f"  local MAX_DURATION_MS = {b['max_duration_ms'] // DAY_MS} * {DAY_MS}",
         f"  local MAX_LAYERS = {b['max_layers']}",
         f"  local MAX_LEASE_ID = {b['max_lease_id']}",
-        f"  local MAX_POLICY_NAME = {b['max_policy_name']}",
-        f"  local MAX_POLICY_LINE = {b['max_policy_line']}",
-        f"  local MAX_POLICY_FILE = {b['max_policy_file']}",
         "  -- rl.sliding-log-max-limit's default (the library has no settings).",
         f"  local SLIDING_LOG_MAX = {facts['settings']['sliding-log-max-limit']['default']}",
         "",

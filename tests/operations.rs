@@ -137,8 +137,9 @@ fn the_command_table_describes_every_command(flavor: Flavor) {
         ("rl.sliding", -4),
         ("rl.slidinglog", -4),
         ("rl.fixed", -4),
-        ("rl.all", -6),
+        ("rl.all", -5),
         ("rl.acquire", -5),
+        ("rl.limit", -3),
         ("rl.release", 3),
         ("cl.throttle", -5),
     ] {

@@ -10,9 +10,6 @@
   local MAX_DURATION_MS = 3650 * 86400000
   local MAX_LAYERS = 64
   local MAX_LEASE_ID = 256
-  local MAX_POLICY_NAME = 64
-  local MAX_POLICY_LINE = 1024
-  local MAX_POLICY_FILE = 16777216
   -- rl.sliding-log-max-limit's default (the library has no settings).
   local SLIDING_LOG_MAX = 100000
 

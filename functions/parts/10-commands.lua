@@ -174,8 +174,8 @@
   -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
   local function all_body(keys, args)
     local n = #keys
-    -- Redis checks RL.ALL's arity (-6) before the module runs.
-    if 2 + n + #args < 6 then wrong_arity('rl.all') end
+    -- Redis checks RL.ALL's arity (-5: one key's POLICY name) before the module runs.
+    if 2 + n + #args < 5 then wrong_arity('rl.all') end
     if n < 1 or n > MAX_LAYERS then bad_integer('numkeys', 1, MAX_LAYERS) end
     if #args < 1 then
       fail(MSG.all_shape)

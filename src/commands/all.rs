@@ -220,7 +220,7 @@ fn doc() -> Doc {
     Doc {
         summary: c"Several limiters decided as one: writes only if every layer admits",
         complexity: c"O(K) for K layers, plus each layer's own cost",
-        arity: -6,
+        arity: -5,
         args: vec![
             integer(c"numkeys"),
             many(key()),

@@ -49,7 +49,7 @@ const HOW: Spend = Spend {
 handler!(command, LABEL, run);
 
 fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
-    // The server checks the arity (-4) first; this is the library's check too.
+    // The server checks the arity (-4: `POLICY key name`) first.
     if argv.len() < 4 {
         return Err(RlError::WrongArity("rl.peek"));
     }
@@ -89,6 +89,10 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
             false => Decision::reply,
         };
         return spend_one_as(key, claim, now, HOW, reply);
+    }
+    // Every other form is `ALGO key` and at least two parameters (arity -5).
+    if argv.len() < 5 {
+        return Err(RlError::WrongArity("rl.peek"));
     }
     if algo.eq_ignore_ascii_case(b"ACQUIRE") {
         // Exactly `key limit timeout lease_id`: RL.PEEK takes no option of
