@@ -298,9 +298,13 @@ server_tests! {
         let _: () = run(c, "CONFIG RESETSTAT");
         rl(c, "RL.LIMIT b pro");
         assert_eq!(lines(c)[0], "rl_policy_pro:calls=1,admitted=0,denied=1,shadow_denied=0,errors=0");
+        // RL.PEEK POLICY is the policy's call; an RL.ALL clause is RL.ALL's, no policy's.
+        rl(c, "RL.PEEK POLICY b pro");
+        let _: redis::Value = run(c, "RL.ALL 2 b e POLICY pro FIXED 1 1h");
+        assert_eq!(lines(c)[0], "rl_policy_pro:calls=2,admitted=0,denied=2,shadow_denied=0,errors=0");
         // Redefining keeps a policy's counters; deleting drops its line; a new one starts at zero.
         ok(c, "RL.POLICY SET pro FIXED 5 1h");
-        assert_eq!(lines(c)[0], "rl_policy_pro:calls=1,admitted=0,denied=1,shadow_denied=0,errors=0");
+        assert_eq!(lines(c)[0], "rl_policy_pro:calls=2,admitted=0,denied=2,shadow_denied=0,errors=0");
         let _: i64 = run(c, "RL.POLICY DEL pro");
         ok(c, "RL.POLICY SET pro FIXED 5 1h");
         assert_eq!(lines(c)[0], "rl_policy_pro:calls=0,admitted=0,denied=0,shadow_denied=0,errors=0");
