@@ -298,6 +298,42 @@ fn find(name: &[u8], caps: Caps, counted: bool) -> Result<Definition, RlError> {
     })
 }
 
+/// A policy as a waiting call holds it: by name and id, so a policy deleted
+/// (and perhaps made again under its name) is one it no longer finds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyRef {
+    pub name: String,
+    pub id: u32,
+}
+
+/// The held policy `name`, as a waiting call holds it (`RL.LIMIT … BLOCK`).
+pub fn reference(name: &[u8]) -> Result<PolicyRef, RlError> {
+    let name = policy_name(name)?;
+    let id = POLICIES.with_borrow(|p| p.get(name).map(|policy| policy.id));
+    let id = id.ok_or_else(|| RlError::NoSuchPolicy(name.to_owned()))?;
+    Ok(PolicyRef {
+        name: name.to_owned(),
+        id,
+    })
+}
+
+/// The policy `by` names as it is now, under `caps` (a waiter decides by its
+/// policy as it is when woken); `ERR no such policy` once it was deleted.
+pub fn current(by: &PolicyRef, caps: Caps) -> Result<Definition, RlError> {
+    let gone = || RlError::NoSuchPolicy(by.name.clone());
+    POLICIES.with_borrow(|policies| {
+        let policy = policies
+            .get(&by.name)
+            .filter(|p| p.id == by.id)
+            .ok_or_else(gone)?;
+        if policy.caps == caps {
+            return Ok(policy.definition);
+        }
+        let words: Vec<&[u8]> = policy.text.split(' ').map(str::as_bytes).collect();
+        parse_definition(&words, caps)
+    })
+}
+
 /// Every policy's name and counters' id, sorted by name (`INFO rl_policies`).
 pub fn counted() -> Vec<(String, u32)> {
     POLICIES.with(|p| match p.try_borrow() {

@@ -188,7 +188,7 @@ server_tests! {
             ("RL.POLICY SET q FIXED 3", "ERR wrong number of arguments for 'rl.policy|set' command"),
             ("RL.POLICY SET q{x} FIXED 3 1h", "ERR a policy name is 1 to 64 of A-Z, a-z, 0-9 and _ . : -"),
             ("RL.LIMIT k nope", "ERR no such policy 'nope'"),
-            ("RL.LIMIT k p BLOCK 100", "ERR unknown option 'BLOCK' for 'rl.limit' (expected COST, REFUND or PEEK)"),
+            ("RL.LIMIT k p WAIT 100", "ERR unknown option 'WAIT' for 'rl.limit' (expected COST, REFUND, PEEK or BLOCK)"),
             ("RL.LIMIT k p COST 1 REFUND 1", "ERR COST and REFUND cannot be used together"),
             ("RL.LIMIT k p COST -1", "ERR COST must be an integer from 0 to 1000000000000"),
         ];

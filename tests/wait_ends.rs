@@ -130,6 +130,19 @@ server_tests! {
         });
     }
 
+    fn waits_ended_by_deleting_their_policy_leave_nothing(flavor) {
+        let s = server(flavor, &[]);
+        leaves_nothing(&s, |s, c| {
+            let _: () = run(c, "FLUSHALL");
+            let _: () = run(c, "RL.POLICY SET day FIXED 300 1d");
+            // The policy's key is the key its command writes: EXHAUST's.
+            assert_eq!(rl(c, EXHAUST)[0], 1);
+            let raws = waiters(s, c, "RL.LIMIT k day BLOCK 0", N);
+            assert_eq!(run::<i64>(c, "RL.POLICY DEL day"), 1);
+            replies(raws, |r| r.error() == Some("ERR no such policy 'day'"));
+        });
+    }
+
     fn waits_ended_by_a_role_change_leave_nothing(flavor) {
         let s = server(flavor, &[]);
         // A port nothing listens on: the server stays a replica that never syncs.

@@ -1,8 +1,10 @@
-//! `RL.LIMIT key policy [COST n | REFUND n] [PEEK]`: decides exactly as the
-//! policy's own command with the same options on the same key (its state,
-//! replies, replication and bounds). A `SHADOW` policy answers a denial as
-//! `allowed 1`, `remaining 0`, with the enforced `retry_after_ms` and
-//! `reset_after_ms`; it decides and writes as enforced.
+//! `RL.LIMIT key policy [COST n | REFUND n] [PEEK] [BLOCK ms]`: decides
+//! exactly as the policy's own command with the same options on the same key
+//! (its state, replies, replication, waits and bounds). A `SHADOW` policy
+//! answers a denial as `allowed 1`, `remaining 0`, with the enforced
+//! `retry_after_ms` and `reset_after_ms`; it decides and writes as enforced,
+//! and never waits. A call that waits holds its policy by name
+//! ([`Claim::Policy`]): woken, it decides by the policy as it is then.
 
 use super::command::{Command, Keys};
 use super::frame::spend_one_as;
@@ -42,22 +44,30 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     // The policy first: a call's errors past it are counted as the policy's.
     let definition = policy::lookup_counted(argv[2].bytes(), config::caps())?;
     let options = with_bytes(&argv[3..], parse_limit_options)?;
+    // A shadow policy never waits (its denials admit).
+    let block = options.block.filter(|_| !definition.shadow);
     let request = Request {
         limiter: definition.limiter,
         cost: options.cost,
         refund: options.refund,
         peek: options.peek,
-        block: None,
+        block,
     };
     let now = clock::now_ns();
     let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(LABEL))?;
     let how = Spend {
         peek: request.peek,
-        block: None,
+        block,
     };
-    let claim = Claim::Limiter {
-        kind: definition.kind,
-        request,
+    let claim = match block {
+        Some(_) => Claim::Policy {
+            by: policy::reference(argv[2].bytes())?,
+            request,
+        },
+        None => Claim::Limiter {
+            kind: definition.kind,
+            request,
+        },
     };
     let reply = match definition.shadow {
         true => shadowed,
@@ -91,6 +101,7 @@ fn doc() -> Doc {
                 vec![option(c"COST", c"cost"), option(c"REFUND", c"refund")],
             ),
             flag(c"PEEK", c"peek"),
+            option(c"BLOCK", c"ms"),
         ],
     }
 }

@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config;
 use crate::error::RlError;
-use crate::policy;
 use crate::reply::Reply;
 use crate::server::handler::{handler, Handler};
 use crate::server::{with_bytes, Arg, Ctx};
+use crate::{policy, wait};
 
 /// The container command the subcommands hang from.
 pub const CONTAINER: &CStr = c"rl.policy";
@@ -97,6 +97,7 @@ handler!(set, "RL.POLICY", |ctx: Ctx, argv: &[Arg]| {
     with_bytes(&argv[3..], |words| {
         policy::set(argv[2].bytes(), words, config::caps())
     })?;
+    wait::policies_changed(ctx);
     Ok(Reply::Ok)
 });
 
@@ -105,7 +106,9 @@ handler!(del, "RL.POLICY", |ctx: Ctx, argv: &[Arg]| {
         return Err(RlError::WrongArity("rl.policy|del"));
     };
     may_change(ctx, "rl.policy|del")?;
-    Ok(Reply::Integer(policy::delete(name.bytes())?.into()))
+    let deleted = policy::delete(name.bytes())?;
+    wait::policies_changed(ctx);
+    Ok(Reply::Integer(deleted.into()))
 });
 
 handler!(get, "RL.POLICY", |_: Ctx, argv: &[Arg]| {
@@ -135,6 +138,7 @@ handler!(load, "RL.POLICY", |ctx: Ctx, argv: &[Arg]| {
     }
     may_change(ctx, "rl.policy|load")?;
     policy::load()?;
+    wait::policies_changed(ctx);
     Ok(Reply::Ok)
 });
 

@@ -8,8 +8,10 @@ pub mod limiter;
 
 use crate::algorithm::lease::{Lease, LeaseWrite};
 use crate::algorithm::Outcome;
+use crate::config;
 use crate::error::RlError;
 use crate::grammar::{Kind, Request};
+use crate::policy::{self, PolicyRef};
 use crate::store::Key;
 
 /// What a call, or a waiter, asks of its key.
@@ -19,6 +21,10 @@ pub enum Claim {
     Limiter { kind: Kind, request: Request },
     /// A lease: `member` is the stored (prefixed) lease id.
     Acquire { lease: Lease, member: Vec<u8> },
+    /// `RL.LIMIT … BLOCK`: a named policy, read again at every decision (so a
+    /// waiter decides by its policy as it is when woken). `request` holds the
+    /// call's options; its limiter is the policy's, replaced at each reading.
+    Policy { by: PolicyRef, request: Request },
 }
 
 /// The write of an admitted claim (or a refund).
@@ -33,28 +39,39 @@ impl Claim {
         match self {
             Claim::Limiter { kind, .. } => kind.label(),
             Claim::Acquire { .. } => "RL.ACQUIRE",
+            Claim::Policy { .. } => "RL.LIMIT",
         }
     }
 
     /// The units the claim spends if admitted (`REFUND` spends none).
     pub fn cost(&self) -> u64 {
         match self {
-            Claim::Limiter { request, .. } if request.refund => 0,
-            Claim::Limiter { request, .. } => request.cost,
+            Claim::Limiter { request, .. } | Claim::Policy { request, .. } if request.refund => 0,
+            Claim::Limiter { request, .. } | Claim::Policy { request, .. } => request.cost,
             Claim::Acquire { .. } => 1,
         }
     }
 
     /// True if the claim gives capacity back (`REFUND`): waiters may now fit.
     pub fn refunds(&self) -> bool {
-        matches!(self, Claim::Limiter { request, .. } if request.refund)
+        matches!(self, Claim::Limiter { request, .. } | Claim::Policy { request, .. } if request.refund)
+    }
+
+    /// The named policy's id, for a claim made by one (`INFO rl_policies`).
+    pub fn policy_id(&self) -> Option<u32> {
+        match self {
+            Claim::Policy { by, .. } => Some(by.id),
+            _ => None,
+        }
     }
 
     /// True if the claim takes capacity (cost above 0, no `REFUND`, not a
     /// renewal of a held lease): it must queue behind waiters.
     pub fn spends(&self, key: &Key, now: u64) -> Result<bool, RlError> {
         match self {
-            Claim::Limiter { request, .. } => Ok(request.cost > 0 && !request.refund),
+            Claim::Limiter { request, .. } | Claim::Policy { request, .. } => {
+                Ok(request.cost > 0 && !request.refund)
+            }
             Claim::Acquire { member, .. } => Ok(!lease::is_held(key, member, now)?),
         }
     }
@@ -69,6 +86,14 @@ impl Claim {
             Claim::Acquire { lease: l, member } => {
                 lease::decide_acquire(key, l, member, now)?.map_write(ClaimWrite::Lease)
             }
+            Claim::Policy { by, request } => {
+                let definition = policy::current(by, config::caps())?;
+                let request = Request {
+                    limiter: definition.limiter,
+                    ..*request
+                };
+                limiter::decide(key, definition.kind, &request, now)?.map_write(ClaimWrite::Limiter)
+            }
         })
     }
 
@@ -77,6 +102,13 @@ impl Claim {
         match self {
             Claim::Limiter { kind, request } => Some(Claim::Limiter {
                 kind: *kind,
+                request: Request {
+                    cost: 0,
+                    ..*request
+                },
+            }),
+            Claim::Policy { by, request } => Some(Claim::Policy {
+                by: by.clone(),
                 request: Request {
                     cost: 0,
                     ..*request
@@ -93,7 +125,7 @@ impl Claim {
             (Claim::Acquire { member, .. }, ClaimWrite::Lease(w)) => {
                 lease::commit_acquire(key, member, w)
             }
-            (Claim::Limiter { .. }, ClaimWrite::Lease(_)) => {}
+            (Claim::Limiter { .. } | Claim::Policy { .. }, ClaimWrite::Lease(_)) => {}
         }
     }
 }

@@ -3,6 +3,7 @@
 //! without `COST`), `RL.LIMIT`'s options after the policy's name, and the
 //! `[COST n]` of a `POLICY` clause and of `RL.PEEK POLICY`.
 
+use super::block::parse_block;
 use super::form::{parse_form, Form};
 use super::limiter::Limiter;
 use super::scalars::{parse_count_from, set_once};
@@ -11,6 +12,7 @@ use crate::bounds::MAX_COST;
 use crate::config::Caps;
 use crate::error::{sanitize, RlError};
 use crate::facts::{messages, MAX_POLICY_NAME};
+use crate::units::Millis;
 
 /// A policy's definition, parsed: its algorithm with valid parameters, and
 /// whether it is shadowed.
@@ -83,11 +85,13 @@ pub struct LimitOptions {
     pub cost: u64,
     pub refund: bool,
     pub peek: bool,
+    /// `BLOCK ms`, if given.
+    pub block: Option<Millis>,
 }
 
-/// Parses `[COST n | REFUND n] [PEEK]`, left to right.
+/// Parses `[COST n | REFUND n] [PEEK] [BLOCK ms]`, left to right.
 pub fn parse_limit_options(options: &[&[u8]]) -> Result<LimitOptions, RlError> {
-    let (mut cost, mut refund, mut peek) = (None, None, false);
+    let (mut cost, mut refund, mut peek, mut block) = (None, None, false, None);
     let mut rest = options.iter();
     while let Some(&option) = rest.next() {
         if option.eq_ignore_ascii_case(b"COST") {
@@ -103,11 +107,13 @@ pub fn parse_limit_options(options: &[&[u8]]) -> Result<LimitOptions, RlError> {
                 return Err(RlError::RepeatedOption("PEEK"));
             }
             peek = true;
+        } else if option.eq_ignore_ascii_case(b"BLOCK") {
+            set_once(&mut block, "BLOCK", rest.next(), parse_block)?;
         } else {
             return Err(RlError::UnknownOption {
                 option: sanitize(option),
                 command: "rl.limit",
-                expected: "COST, REFUND or PEEK",
+                expected: "COST, REFUND, PEEK or BLOCK",
             });
         }
     }
@@ -118,6 +124,7 @@ pub fn parse_limit_options(options: &[&[u8]]) -> Result<LimitOptions, RlError> {
         cost: refund.or(cost).unwrap_or(1),
         refund: refund.is_some(),
         peek,
+        block,
     })
 }
 
@@ -204,15 +211,23 @@ mod tests {
     }
 
     #[test]
-    fn limit_options_are_the_limiters_without_block() {
-        let o = parse_limit_options(&words("COST 3 PEEK")).unwrap();
-        assert_eq!((o.cost, o.refund, o.peek), (3, false, true));
-        assert_eq!(parse_limit_options(&[]).unwrap().cost, 1);
+    fn limit_options_are_the_limiters() {
+        let o = parse_limit_options(&words("COST 3 PEEK BLOCK 10")).unwrap();
         assert_eq!(
-            parse_limit_options(&words("BLOCK 10"))
+            (o.cost, o.refund, o.peek, o.block),
+            (3, false, true, Some(Millis(10)))
+        );
+        assert_eq!(parse_limit_options(&[]).unwrap().cost, 1);
+        assert_eq!(parse_limit_options(&[]).unwrap().block, None);
+        assert_eq!(
+            parse_limit_options(&words("BURST 10"))
                 .unwrap_err()
                 .to_string(),
-            "ERR unknown option 'BLOCK' for 'rl.limit' (expected COST, REFUND or PEEK)"
+            "ERR unknown option 'BURST' for 'rl.limit' (expected COST, REFUND, PEEK or BLOCK)"
+        );
+        assert_eq!(
+            parse_limit_options(&words("BLOCK 1 BLOCK 2")),
+            Err(RlError::RepeatedOption("BLOCK"))
         );
         assert_eq!(
             parse_limit_options(&words("COST 1 REFUND 1")),

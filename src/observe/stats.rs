@@ -160,12 +160,21 @@ pub fn blocked(label: &str) -> Token {
     let mut state = state();
     let token = state.next_token;
     state.next_token = token.wrapping_add(1);
+    // The call is answered later: its policy (if any) goes with its reply.
+    let policy = state.policy.take();
     if counts_at_block() {
         if let Some(i) = index(label) {
             if state.ledger.recent() >= MAX_RECENT {
                 settle(&mut state);
             }
-            state.ledger.record(i, Outcome::Blocked(token));
+            match policy {
+                Some((id, shadow)) => {
+                    state
+                        .ledger
+                        .record_policy(i, Outcome::Blocked(token), id, shadow)
+                }
+                None => state.ledger.record(i, Outcome::Blocked(token)),
+            }
         }
     }
     token

@@ -246,6 +246,8 @@ pub struct Finished {
     pub allowed: bool,
     pub cost: u64,
     pub token: Token,
+    /// The named policy the call decided by (`RL.LIMIT … BLOCK`), if any.
+    pub policy: Option<u32>,
 }
 
 impl Finished {
@@ -256,6 +258,10 @@ impl Finished {
             stats::decision(self.allowed, self.cost);
         }
         stats::waited(self.token);
+        if let Some(id) = self.policy {
+            // A shadow policy never waits.
+            stats::by_policy(id, false);
+        }
         stats::call(self.label, self.reply.is_err());
     }
 }

@@ -14,6 +14,12 @@ use crate::server::{Ctx, Finished};
 /// releasing its handle; the reply goes out when the server calls back.
 pub fn finish(w: &Waiter, ending: Ending) {
     observe::wait_ended();
+    unblock(w, ending);
+}
+
+/// [`finish`] for a waiter [`queue::take`](super::queue::take) took out (it
+/// counted the wait's end).
+pub fn unblock(w: &Waiter, ending: Ending) {
     let (reply, allowed) = match ending {
         Ending::Admitted(d) => (Ok(d.reply()), d.allowed),
         Ending::Denied(d) => (Ok(d.reply()), false),
@@ -25,6 +31,7 @@ pub fn finish(w: &Waiter, ending: Ending) {
         allowed,
         cost: w.claim.cost(),
         token: w.token,
+        policy: w.claim.policy_id(),
     }));
 }
 

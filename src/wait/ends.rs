@@ -50,6 +50,7 @@ pub fn timed_out(ctx: Ctx, bc: Blocked) -> Option<Finished> {
         allowed: false,
         cost: w.claim.cost(),
         token: w.token,
+        policy: w.claim.policy_id(),
         reply: result.map(|d| d.reply()).map_err(|e| e.to_string()),
     })
 }

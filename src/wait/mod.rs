@@ -18,6 +18,7 @@
 mod ending;
 mod ends;
 mod policy;
+mod policy_change;
 mod queue;
 mod timers;
 
@@ -36,6 +37,7 @@ use timers::schedule;
 
 pub use ending::end_all;
 pub use ends::{key_event, left, timed_out, wake_databases};
+pub use policy_change::policies_changed;
 pub use timers::{on_timer, wake};
 
 /// True if some client waits anywhere (one thread-local load).

@@ -190,6 +190,17 @@ pub fn every_end(s: &Server, c: &mut redis::Connection, n: usize) {
         let _: Value = run(c, action);
         replies(raws, action, Reply::admitted);
     }
+    // Waits by a named policy: a change re-decides them (still denied), and
+    // deleting the policy ends them, head and the rest, nothing spent.
+    let _: () = run(c, "FLUSHALL");
+    assert_eq!(rl(c, &exhaust)[0], 1);
+    let _: () = run(c, &format!("RL.POLICY SET day FIXED {n} 1d"));
+    let raws = waiters(s, c, "RL.LIMIT e day BLOCK 0", n);
+    let _: () = run(c, &format!("RL.POLICY SET day FIXED {n} 2d"));
+    let _: i64 = run(c, "RL.POLICY DEL day");
+    replies(raws, "RL.POLICY DEL", |r| {
+        r.error() == Some("ERR no such policy 'day'")
+    });
     // Own timeouts.
     let _: () = run(c, "FLUSHALL");
     assert_eq!(rl(c, &exhaust)[0], 1);
