@@ -685,6 +685,7 @@ local function build()
     throttle_zero_rate = 'ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate',
     policy_algorithm = 'ERR RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
     policy_line_long = 'ERR a line is longer than 1024 bytes',
+    policy_long = "ERR a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes",
     policy_file_large = 'ERR larger than 16777216 bytes',
     policy_twice = 'ERR a policy of this name is on an earlier line',
     throttle_burst = 'ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',

@@ -295,6 +295,7 @@ pub mod messages {
     pub const THROTTLE_ZERO_RATE: &str = "count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate";
     pub const POLICY_ALGORITHM: &str = "RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED";
     pub const POLICY_LINE_LONG: &str = "a line is longer than 1024 bytes";
+    pub const POLICY_LONG: &str = "a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes";
     pub const POLICY_FILE_LARGE: &str = "larger than 16777216 bytes";
     pub const POLICY_TWICE: &str = "a policy of this name is on an earlier line";
     pub const THROTTLE_BURST: &str = "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days";

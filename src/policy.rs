@@ -69,6 +69,11 @@ pub fn set(name: &[u8], words: &[&[u8]], caps: Caps) -> Result<(), RlError> {
 /// A policy from its name and definition's words.
 fn parse<'a>(name: &'a [u8], words: &[&[u8]], caps: Caps) -> Result<(&'a str, Policy), RlError> {
     let name = policy_name(name)?;
+    // Its line as `GET`, `LIST` and `SAVE` give it: what a policy file may hold.
+    let line = name.len() + words.iter().map(|w| 1 + w.len()).sum::<usize>();
+    if line > MAX_POLICY_LINE {
+        return Err(RlError::Syntax(messages::POLICY_LONG));
+    }
     let definition = parse_definition(words, caps)?;
     let text = canonical(words);
     Ok((

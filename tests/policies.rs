@@ -198,6 +198,16 @@ server_tests! {
         let long = "n".repeat(65);
         assert!(rl_err(c, &format!("RL.POLICY SET {long} FIXED 3 1h")).starts_with("ERR a policy name"));
         assert!(rl_err(c, "RL.POLICY SET q NOPE 1 1s").starts_with("ERR RL.POLICY SET expects an algorithm after the name: GCRA,"));
+        // A definition is bounded as a policy file's line is: a count padded with
+        // zeros up to 1,024 bytes of line is held, one byte more is refused.
+        let padded = |line_len: usize| format!("{}1", "0".repeat(line_len - "q FIXED  1h".len() - 1));
+        ok(c, &format!("RL.POLICY SET q FIXED {} 1h", padded(1024)));
+        assert_eq!(run::<String>(c, "RL.POLICY GET q").len(), 1024);
+        assert_eq!(run::<i64>(c, "RL.POLICY DEL q"), 1);
+        assert_eq!(
+            rl_err(c, &format!("RL.POLICY SET q FIXED {} 1h", padded(1025))),
+            "ERR a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes"
+        );
         assert_eq!(run::<Vec<String>>(c, "RL.POLICY LIST"), ["p FIXED 3 1h"]);
         assert_eq!(run::<i64>(c, "DBSIZE"), 0);
         // The wrong type, as the command says it.

@@ -119,6 +119,7 @@ export const MESSAGES = {
   throttle_zero_rate: "count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate",
   policy_algorithm: "RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED",
   policy_line_long: "a line is longer than 1024 bytes",
+  policy_long: "a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes",
   policy_file_large: "larger than 16777216 bytes",
   policy_twice: "a policy of this name is on an earlier line",
   throttle_burst: "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days",
