@@ -13,6 +13,11 @@ REPLACE < functions/rl.lua`) and call
   FCALL cl_throttle 1 key max_burst count period [quantity]
   FCALL_RO rl_peek 1 key ALGO params [COST n]      (flag no-writes: replicas too)
   FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id
+  FCALL rl_limit 1 key policy [COST n | REFUND n] [PEEK] [BLOCK ms]
+  FCALL_RO rl_peek 1 key POLICY policy [COST n]
+  FCALL_RO rl_policy 0 LIST | GET policy | DIGEST
+    (named policies: written into this file by scripts/library-policies.py; rl_all
+    takes POLICY policy [COST n] clauses)
 
 BLOCK is accepted and decides at once: a script cannot wait.
 
@@ -39,6 +44,11 @@ Invariants:
 - The library's heap stays small (Redis's garbage-collection steps walk all of it on
   every 50th call): at most 512 parsed requests and 64 parsed states are kept.
 ]]
+
+-- The named policies this library decides by (FCALL rl_limit, rl_peek's POLICY,
+-- rl_all's POLICY clauses, rl_policy): a policy file's lines, written in here by
+-- scripts/library-policies.py (the one line below, replaced whole); none as built.
+local POLICY_SOURCE, POLICY_LINES = nil, {}
 
 -- Redis loads a library with only `redis` in scope (no string, math or table),
 -- so everything is built on the first call, inside `build`.
@@ -628,6 +638,9 @@ local function build()
   local MAX_LEASE_ID = 256
   -- rl.sliding-log-max-limit's default (the library has no settings).
   local SLIDING_LOG_MAX = 100000
+  -- The named policies' bounds (rl.max-policies: its default); 09-policies.lua adds
+  -- the policies' functions to this table.
+  local POLICY = { max_name = 64, max_count = 1000 }
 
   -- Each duration unit in milliseconds, by its upper-case suffix ('' is a bare integer's).
   local UNIT_MS = { [''] = 1000, ['MS'] = 1, ['S'] = 1000, ['M'] = 60000, ['H'] = 3600000, ['D'] = 86400000 }
@@ -756,7 +769,8 @@ local function build()
   local RATE_PARAM = { GCRA = 1, TOKENBUCKET = 2, LEAKY = 2 }
 
   -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
-  -- 'clause' (an RL.ALL clause: COST and BURST only) or 'peek' (rl_peek).
+  -- 'clause' (an RL.ALL clause: COST and BURST only), 'peek' (rl_peek) or 'policy'
+  -- (a policy's definition: BURST only; never cached).
   local parse
   function parse(kind, args, first, last, form)
     local names = kind.params
@@ -765,7 +779,8 @@ local function build()
       if form == 'clause' then
         fail(ERR.clause_arity(kind.name))
       end
-      wrong_arity(form == 'peek' and 'rl.peek' or kind.command)
+      wrong_arity(form == 'peek' and 'rl.peek' or form == 'policy' and 'rl.policy|set'
+        or kind.command)
     end
     local command = form == 'command'
     local req = { kind = kind, peek = form == 'peek' }
@@ -780,7 +795,7 @@ local function build()
     while i <= last do
       local option = args[i]
       local up = upper(option)
-      if up == 'COST' then
+      if up == 'COST' and form ~= 'policy' then
         cost = count_from('COST', once(cost, 'COST'), 0, MAX_COST)
       elseif command and up == 'REFUND' then
         refund = count_from('REFUND', once(refund, 'REFUND'), 0, MAX_COST)
@@ -798,14 +813,17 @@ local function build()
         if form == 'command' then
           expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, PEEK or BLOCK'
             or 'COST, REFUND, PEEK or BLOCK'
+        elseif form == 'policy' then
+          expected = kind.name == 'GCRA' and 'BURST or SHADOW' or 'SHADOW'
         else -- an RL.ALL clause, or rl_peek: BURST and COST only
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
         end
         if form == 'clause' then
           fail(ERR.unknown_clause_option(sanitize(option), kind.name, expected))
         end
-        fail(ERR.unknown_option(sanitize(option), form == 'peek' and 'rl.peek' or kind.command,
-          expected))
+        local command_name = form == 'peek' and 'rl.peek' or form == 'policy' and 'rl.policy|set'
+          or kind.command
+        fail(ERR.unknown_option(sanitize(option), command_name, expected))
       end
       i = i + 1
     end
@@ -1456,6 +1474,160 @@ local function build()
 
   KINDS.SLIDING.prepare = prepare_sliding
   --------------------------------------------------------------------------------
+  -- Named policies (src/policy.rs, src/grammar/policy.rs): the policy file's lines
+  -- written into this library (POLICY_LINES, by scripts/library-policies.py), read
+  -- as the module reads its policy file, all or nothing: one bad line and no
+  -- policy is held, every call by a policy answering that line's error. The
+  -- commands that decide by them are in the next section.
+  --------------------------------------------------------------------------------
+
+  do -- (its helpers are this block's: `build` holds at most 200 locals)
+    -- A policy's name: 1 to max_name of A-Z a-z 0-9 _ . : -.
+    local function policy_name(name)
+      if #name < 1 or #name > POLICY.max_name or find(name, '[^%w_.:-]') then
+        fail(ERR.policy_name(POLICY.max_name))
+      end
+      return name
+    end
+
+    -- One definition (the words after the name): its kind, its words without SHADOW
+    -- (what the kind's command takes after the key), whether it is a shadow, and its
+    -- line as RL.POLICY LIST gives it.
+    local function policy_definition(name, words)
+      local kind = words[1] and KINDS[upper(words[1])]
+      if not kind then fail(MSG.policy_algorithm) end
+      local np, shadow, rest, text = #kind.params, false, {}, { name, kind.name }
+      for i = 2, #words do
+        local word, up = words[i], upper(words[i])
+        if i > 1 + np and up == 'SHADOW' then
+          if shadow then fail(ERR.repeated_option('SHADOW')) end
+          shadow = true
+        else
+          rest[#rest + 1] = word
+        end
+        text[#text + 1] = (up == 'BURST' or up == 'SHADOW') and up or word
+      end
+      uncached_parse(kind, rest, 1, #rest, 'policy')
+      return { kind = kind, words = rest, shadow = shadow, line = concat(text, ' ') }
+    end
+
+    -- Reads POLICY_LINES into POLICY.held (by name) and POLICY.list (sorted lines),
+    -- or sets POLICY.broken to the first bad line's error.
+    function POLICY.load()
+      local held, list, count = {}, {}, 0
+      for n, line in ipairs(POLICY_LINES) do
+        local ok, err = pcall(function()
+          line = gsub(line, '\r$', '')
+          local words = {}
+          for word in string.gmatch(line, '[^ \t\n\f\r]+') do words[#words + 1] = word end
+          if not words[1] or sub(words[1], 1, 1) == '#' then return end
+          local name = policy_name(table.remove(words, 1))
+          local definition = policy_definition(name, words)
+          if held[name] then fail(MSG.policy_twice) end
+          if count >= POLICY.max_count then fail(ERR.too_many_policies(POLICY.max_count)) end
+          held[name], count = definition, count + 1
+          list[#list + 1] = definition.line
+        end)
+        if not ok then
+          local problem = type(err) == 'table' and err.rl or tostring(err)
+          POLICY.broken = ERR.policy_file_line(POLICY_SOURCE or 'POLICY_LINES', n,
+            (gsub(problem, '^ERR ', '')))
+          return
+        end
+      end
+      table.sort(list)
+      POLICY.held, POLICY.list = held, list
+    end
+
+    -- The held policy `name`.
+    function POLICY.find(name)
+      if POLICY.broken then fail(POLICY.broken) end
+      local definition = POLICY.held[policy_name(name)]
+      if not definition then fail(ERR.no_such_policy(name)) end
+      return definition
+    end
+
+    -- `[COST n]` in args[first..last], checked as the module checks it, each bad
+    -- option word given to `unknown`: the words to add to the definition's.
+    function POLICY.cost_only(args, first, last, unknown)
+      local cost
+      local i = first
+      while i <= last do
+        if upper(args[i]) ~= 'COST' then unknown(sanitize(args[i])) end
+        if cost ~= nil then fail(ERR.repeated_option('COST')) end
+        if i + 1 > last then fail(ERR.missing_value('COST')) end
+        cost = args[i + 1]
+        count_from('COST', cost, 0, MAX_COST)
+        i = i + 2
+      end
+      return cost and { 'COST', cost } or {}
+    end
+
+    -- RL.LIMIT's `[COST n | REFUND n] [PEEK] [BLOCK ms]` in args[first..last],
+    -- checked as the module checks them (grammar/policy.rs parse_limit_options).
+    function POLICY.limit_options(args, first, last)
+      local seen = {}
+      local i = first
+      while i <= last do
+        local up = upper(args[i])
+        if up == 'PEEK' then
+          if seen.PEEK then fail(ERR.repeated_option('PEEK')) end
+          seen.PEEK, i = true, i + 1
+        elseif up == 'COST' or up == 'REFUND' or up == 'BLOCK' then
+          if seen[up] then fail(ERR.repeated_option(up)) end
+          if i + 1 > last then fail(ERR.missing_value(up)) end
+          if up == 'BLOCK' then
+            count_from(up, args[i + 1], 0, MAX_DURATION_MS)
+          else
+            count_from(up, args[i + 1], 0, MAX_COST)
+          end
+          seen[up], i = true, i + 2
+        else
+          fail(ERR.unknown_option(sanitize(args[i]), 'rl.limit', 'COST, REFUND, PEEK or BLOCK'))
+        end
+      end
+      if seen.COST and seen.REFUND then fail(ERR.cost_with_refund) end
+    end
+
+    -- The arguments the definition's command takes after the key: its words, then
+    -- `more` (or args[first..last]).
+    function POLICY.arguments(definition, more, first, last)
+      local out = {}
+      for i, word in ipairs(definition.words) do out[i] = word end
+      for i = first or 1, last or #more do out[#out + 1] = more[i] end
+      return out
+    end
+
+    -- A shadow policy's reply: a denial answered as admitted with nothing left, its
+    -- waits as enforcement gives them (commands/limit.rs shadowed).
+    function POLICY.shadowed(r)
+      if r[1] == 0 then r[1], r[3] = 1, 0 end
+      return r
+    end
+
+    -- FCALL_RO rl_policy 0 LIST | GET name | DIGEST: RL.POLICY's read-only
+    -- subcommands, the same lines and digest (nodes of either kind holding the same
+    -- policies digest alike).
+    function POLICY.command(keys, args)
+      if #keys ~= 0 then fail('ERR rl_policy takes no key: FCALL_RO rl_policy 0 LIST') end
+      if POLICY.broken then fail(POLICY.broken) end
+      local what = upper(args[1] or '')
+      if what == 'LIST' and #args == 1 then return POLICY.list end
+      if what == 'DIGEST' and #args == 1 then
+        local text = {}
+        for i, line in ipairs(POLICY.list) do text[i] = line .. '\n' end
+        return redis.sha1hex(concat(text))
+      end
+      if what == 'GET' and #args == 2 then
+        local definition = POLICY.held[policy_name(args[2])]
+        return definition and definition.line or false
+      end
+      fail("ERR rl_policy takes LIST, GET name or DIGEST")
+    end
+
+    POLICY.load()
+  end
+  --------------------------------------------------------------------------------
   -- Replies.
   --------------------------------------------------------------------------------
 
@@ -1634,9 +1806,23 @@ local function build()
 
   -- FCALL_RO rl_peek 1 key ALGO params [COST n]: RL.<ALGO> ... PEEK, never writing.
   -- FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id: RL.ACQUIRE ... PEEK.
-  local function peek_body(keys, args)
+  local peek_body
+  function peek_body(keys, args)
     local key = one_key('rl_peek', keys)
-    -- RL.PEEK's arity (-5): ALGO key and at least two parameters.
+    -- RL.PEEK's arity (-4): POLICY key name.
+    if #args < 2 then wrong_arity('rl.peek') end
+    if upper(args[1]) == 'POLICY' then
+      -- POLICY key name [COST n]: as RL.LIMIT key name [COST n] PEEK (commands/peek.rs).
+      local definition = POLICY.find(args[2])
+      local cost = POLICY.cost_only(args, 3, #args, function(option)
+        fail(ERR.unknown_option(option, 'rl.peek', 'COST'))
+      end)
+      local spelt = POLICY.arguments(definition, cost)
+      table.insert(spelt, 1, definition.kind.name)
+      local r = peek_body(keys, spelt)
+      return definition.shadow and POLICY.shadowed(r) or r
+    end
+    -- Every other form: ALGO key and at least two parameters (arity -5).
     if #args < 3 then wrong_arity('rl.peek') end
     if upper(args[1]) == 'ACQUIRE' then
       -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (commands/peek.rs).
@@ -1662,18 +1848,40 @@ local function build()
     end
     local last, peek = #args, false
     if upper(args[last]) == 'PEEK' then last, peek = last - 1, true end
+    -- A clause starts at an algorithm's word or at POLICY, whose next argument is
+    -- a name (which may be an algorithm's word: it starts nothing).
     local starts = {}
-    for i = 1, last do
-      if KINDS[upper(args[i])] then starts[#starts + 1] = i end
+    local at = 1
+    while at <= last do
+      local up = upper(args[at])
+      if up == 'POLICY' then
+        starts[#starts + 1] = at
+        at = at + 1
+      elseif KINDS[up] then
+        starts[#starts + 1] = at
+      end
+      at = at + 1
     end
     if starts[1] ~= 1 then
       fail(MSG.all_algorithm)
     end
     if #starts ~= n then fail(MSG.all_clauses) end
-    local reqs = {}
-    for i, start in ipairs(starts) do
-      local stop = (starts[i + 1] or last + 1) - 1
-      reqs[i] = parse(KINDS[upper(args[start])], args, start + 1, stop, 'clause')
+    local reqs, shadow = {}, {}
+    for c, start in ipairs(starts) do
+      local stop = (starts[c + 1] or last + 1) - 1
+      if upper(args[start]) == 'POLICY' then
+        -- POLICY name [COST n]: the policy's algorithm, the clause's cost.
+        if stop < start + 1 then fail(ERR.clause_arity('POLICY')) end
+        local definition = POLICY.find(args[start + 1])
+        local cost = POLICY.cost_only(args, start + 2, stop, function(option)
+          fail(ERR.unknown_clause_option(option, 'POLICY', 'COST'))
+        end)
+        local spelt = POLICY.arguments(definition, cost)
+        reqs[c] = parse(definition.kind, spelt, 1, #spelt, 'clause')
+        shadow[c] = definition.shadow
+      else
+        reqs[c] = parse(KINDS[upper(args[start])], args, start + 1, stop, 'clause')
+      end
     end
     for i = 2, n do
       for j = 1, i - 1 do
@@ -1682,9 +1890,10 @@ local function build()
     end
     local s, ns = clock()
     local layers, writes, all_admit = {}, {}, true
+    -- A shadow policy's layer passes whatever it decides (its denial writes nothing).
     for i = 1, n do
       layers[i], writes[i] = decide(keys[i], reqs[i], s, ns)
-      all_admit = all_admit and layers[i].allowed
+      all_admit = all_admit and (layers[i].allowed or shadow[i] or false)
     end
     if all_admit and not peek then
       for i = 1, n do
@@ -1708,7 +1917,7 @@ local function build()
     local binding, wait
     for i = 1, n do
       local l = layers[i]
-      if not l.allowed and wait ~= NEVER then
+      if not l.allowed and not shadow[i] and wait ~= NEVER then
         if not l.retry then
           binding, wait = i, NEVER
         elseif not wait or cmp(l.retry, wait) > 0 then
@@ -1717,18 +1926,37 @@ local function build()
       end
     end
     if not binding then
+      -- (a shadow's denial: answered with none left)
+      local function left(l) return l.allowed and l.remaining or 0 end
       binding = 1
       for i = 2, n do
-        if layers[i].remaining < layers[binding].remaining then binding = i end
+        if left(layers[i]) < left(layers[binding]) then binding = i end
       end
     end
     local out, all = {}, {}
-    for i = 1, n do all[i] = reply(layers[i]) end
+    for i = 1, n do
+      all[i] = reply(layers[i])
+      if shadow[i] then POLICY.shadowed(all[i]) end
+    end
     for j = 1, 5 do out[j] = all[binding][j] end
     out[6] = all
     return out
   end
 
+  -- FCALL rl_limit 1 key policy [COST n | REFUND n] [PEEK] [BLOCK ms]: as the
+  -- policy's command with the same options on the same key (commands/limit.rs).
+  POLICY.bodies = {}
+  function POLICY.limit(keys, args)
+    local key = one_key('rl_limit', keys)
+    if #args < 1 then wrong_arity('rl.limit') end
+    local definition = POLICY.find(args[1])
+    POLICY.limit_options(args, 2, #args)
+    local kind = definition.kind
+    local body = POLICY.bodies[kind.name] or decision_command(kind, kind.fcall)
+    POLICY.bodies[kind.name] = body
+    local r = body({ key }, POLICY.arguments(definition, args, 2, #args))
+    return definition.shadow and POLICY.shadowed(r) or r
+  end
   --------------------------------------------------------------------------------
   -- CL.THROTTLE key max_burst count period [quantity]: redis-cell's GCRA (cell.rs,
   -- commands/throttle.rs), its reply in seconds and its state: the bare TAT in ns.
@@ -2514,6 +2742,8 @@ local function build()
     decision = decision_command,
     kinds = KINDS,
     all = { all_body, 'RL.ALL' },
+    limit = { POLICY.limit, 'RL.LIMIT' },
+    policy = { POLICY.command, 'RL.POLICY' },
     peek = { peek_body, 'RL.PEEK' },
     throttle = { throttle_body, 'CL.THROTTLE' },
     acquire = { acquire_body, 'RL.ACQUIRE' },
@@ -2559,8 +2789,10 @@ redis.register_function('rl_sliding', handler('decision', { 'SLIDING', 'rl_slidi
 redis.register_function('rl_slidinglog', handler('decision', { 'SLIDINGLOG', 'rl_slidinglog' }))
 redis.register_function('rl_fixed', handler('decision', { 'FIXED', 'rl_fixed' }))
 redis.register_function('rl_all', handler('all'))
+redis.register_function('rl_limit', handler('limit'))
 redis.register_function('cl_throttle', handler('throttle'))
 redis.register_function('rl_acquire', handler('acquire'))
 -- RL.RELEASE is registered without deny-oom (it only frees): so is rl_release.
 redis.register_function { function_name = 'rl_release', callback = handler('release'), flags = { 'allow-oom' } }
 redis.register_function { function_name = 'rl_peek', callback = handler('peek'), flags = { 'no-writes' } }
+redis.register_function { function_name = 'rl_policy', callback = handler('policy'), flags = { 'no-writes' } }

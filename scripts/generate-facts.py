@@ -283,6 +283,10 @@ def lua(facts: dict) -> str:
         f"  local MAX_LEASE_ID = {b['max_lease_id']}",
         "  -- rl.sliding-log-max-limit's default (the library has no settings).",
         f"  local SLIDING_LOG_MAX = {facts['settings']['sliding-log-max-limit']['default']}",
+        "  -- The named policies' bounds (rl.max-policies: its default); 09-policies.lua adds",
+        "  -- the policies' functions to this table.",
+        f"  local POLICY = {{ max_name = {b['max_policy_name']}, "
+        f"max_count = {facts['settings']['max-policies']['default']} }}",
         "",
         "  -- Each duration unit in milliseconds, by its upper-case suffix ('' is a bare integer's).",
         "  local UNIT_MS = { "

@@ -13,6 +13,11 @@ REPLACE < functions/rl.lua`) and call
   FCALL cl_throttle 1 key max_burst count period [quantity]
   FCALL_RO rl_peek 1 key ALGO params [COST n]      (flag no-writes: replicas too)
   FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id
+  FCALL rl_limit 1 key policy [COST n | REFUND n] [PEEK] [BLOCK ms]
+  FCALL_RO rl_peek 1 key POLICY policy [COST n]
+  FCALL_RO rl_policy 0 LIST | GET policy | DIGEST
+    (named policies: written into this file by scripts/library-policies.py; rl_all
+    takes POLICY policy [COST n] clauses)
 
 BLOCK is accepted and decides at once: a script cannot wait.
 
@@ -39,6 +44,11 @@ Invariants:
 - The library's heap stays small (Redis's garbage-collection steps walk all of it on
   every 50th call): at most 512 parsed requests and 64 parsed states are kept.
 ]]
+
+-- The named policies this library decides by (FCALL rl_limit, rl_peek's POLICY,
+-- rl_all's POLICY clauses, rl_policy): a policy file's lines, written in here by
+-- scripts/library-policies.py (the one line below, replaced whole); none as built.
+local POLICY_SOURCE, POLICY_LINES = nil, {}
 
 -- Redis loads a library with only `redis` in scope (no string, math or table),
 -- so everything is built on the first call, inside `build`.

@@ -12,6 +12,9 @@
   local MAX_LEASE_ID = 256
   -- rl.sliding-log-max-limit's default (the library has no settings).
   local SLIDING_LOG_MAX = 100000
+  -- The named policies' bounds (rl.max-policies: its default); 09-policies.lua adds
+  -- the policies' functions to this table.
+  local POLICY = { max_name = 64, max_count = 1000 }
 
   -- Each duration unit in milliseconds, by its upper-case suffix ('' is a bare integer's).
   local UNIT_MS = { [''] = 1000, ['MS'] = 1, ['S'] = 1000, ['M'] = 60000, ['H'] = 3600000, ['D'] = 86400000 }

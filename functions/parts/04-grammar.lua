@@ -64,7 +64,8 @@
   local RATE_PARAM = { GCRA = 1, TOKENBUCKET = 2, LEAKY = 2 }
 
   -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
-  -- 'clause' (an RL.ALL clause: COST and BURST only) or 'peek' (rl_peek).
+  -- 'clause' (an RL.ALL clause: COST and BURST only), 'peek' (rl_peek) or 'policy'
+  -- (a policy's definition: BURST only; never cached).
   local parse
   function parse(kind, args, first, last, form)
     local names = kind.params
@@ -73,7 +74,8 @@
       if form == 'clause' then
         fail(ERR.clause_arity(kind.name))
       end
-      wrong_arity(form == 'peek' and 'rl.peek' or kind.command)
+      wrong_arity(form == 'peek' and 'rl.peek' or form == 'policy' and 'rl.policy|set'
+        or kind.command)
     end
     local command = form == 'command'
     local req = { kind = kind, peek = form == 'peek' }
@@ -88,7 +90,7 @@
     while i <= last do
       local option = args[i]
       local up = upper(option)
-      if up == 'COST' then
+      if up == 'COST' and form ~= 'policy' then
         cost = count_from('COST', once(cost, 'COST'), 0, MAX_COST)
       elseif command and up == 'REFUND' then
         refund = count_from('REFUND', once(refund, 'REFUND'), 0, MAX_COST)
@@ -106,14 +108,17 @@
         if form == 'command' then
           expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, PEEK or BLOCK'
             or 'COST, REFUND, PEEK or BLOCK'
+        elseif form == 'policy' then
+          expected = kind.name == 'GCRA' and 'BURST or SHADOW' or 'SHADOW'
         else -- an RL.ALL clause, or rl_peek: BURST and COST only
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
         end
         if form == 'clause' then
           fail(ERR.unknown_clause_option(sanitize(option), kind.name, expected))
         end
-        fail(ERR.unknown_option(sanitize(option), form == 'peek' and 'rl.peek' or kind.command,
-          expected))
+        local command_name = form == 'peek' and 'rl.peek' or form == 'policy' and 'rl.policy|set'
+          or kind.command
+        fail(ERR.unknown_option(sanitize(option), command_name, expected))
       end
       i = i + 1
     end

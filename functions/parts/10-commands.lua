@@ -154,9 +154,23 @@
 
   -- FCALL_RO rl_peek 1 key ALGO params [COST n]: RL.<ALGO> ... PEEK, never writing.
   -- FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id: RL.ACQUIRE ... PEEK.
-  local function peek_body(keys, args)
+  local peek_body
+  function peek_body(keys, args)
     local key = one_key('rl_peek', keys)
-    -- RL.PEEK's arity (-5): ALGO key and at least two parameters.
+    -- RL.PEEK's arity (-4): POLICY key name.
+    if #args < 2 then wrong_arity('rl.peek') end
+    if upper(args[1]) == 'POLICY' then
+      -- POLICY key name [COST n]: as RL.LIMIT key name [COST n] PEEK (commands/peek.rs).
+      local definition = POLICY.find(args[2])
+      local cost = POLICY.cost_only(args, 3, #args, function(option)
+        fail(ERR.unknown_option(option, 'rl.peek', 'COST'))
+      end)
+      local spelt = POLICY.arguments(definition, cost)
+      table.insert(spelt, 1, definition.kind.name)
+      local r = peek_body(keys, spelt)
+      return definition.shadow and POLICY.shadowed(r) or r
+    end
+    -- Every other form: ALGO key and at least two parameters (arity -5).
     if #args < 3 then wrong_arity('rl.peek') end
     if upper(args[1]) == 'ACQUIRE' then
       -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (commands/peek.rs).
@@ -182,18 +196,40 @@
     end
     local last, peek = #args, false
     if upper(args[last]) == 'PEEK' then last, peek = last - 1, true end
+    -- A clause starts at an algorithm's word or at POLICY, whose next argument is
+    -- a name (which may be an algorithm's word: it starts nothing).
     local starts = {}
-    for i = 1, last do
-      if KINDS[upper(args[i])] then starts[#starts + 1] = i end
+    local at = 1
+    while at <= last do
+      local up = upper(args[at])
+      if up == 'POLICY' then
+        starts[#starts + 1] = at
+        at = at + 1
+      elseif KINDS[up] then
+        starts[#starts + 1] = at
+      end
+      at = at + 1
     end
     if starts[1] ~= 1 then
       fail(MSG.all_algorithm)
     end
     if #starts ~= n then fail(MSG.all_clauses) end
-    local reqs = {}
-    for i, start in ipairs(starts) do
-      local stop = (starts[i + 1] or last + 1) - 1
-      reqs[i] = parse(KINDS[upper(args[start])], args, start + 1, stop, 'clause')
+    local reqs, shadow = {}, {}
+    for c, start in ipairs(starts) do
+      local stop = (starts[c + 1] or last + 1) - 1
+      if upper(args[start]) == 'POLICY' then
+        -- POLICY name [COST n]: the policy's algorithm, the clause's cost.
+        if stop < start + 1 then fail(ERR.clause_arity('POLICY')) end
+        local definition = POLICY.find(args[start + 1])
+        local cost = POLICY.cost_only(args, start + 2, stop, function(option)
+          fail(ERR.unknown_clause_option(option, 'POLICY', 'COST'))
+        end)
+        local spelt = POLICY.arguments(definition, cost)
+        reqs[c] = parse(definition.kind, spelt, 1, #spelt, 'clause')
+        shadow[c] = definition.shadow
+      else
+        reqs[c] = parse(KINDS[upper(args[start])], args, start + 1, stop, 'clause')
+      end
     end
     for i = 2, n do
       for j = 1, i - 1 do
@@ -202,9 +238,10 @@
     end
     local s, ns = clock()
     local layers, writes, all_admit = {}, {}, true
+    -- A shadow policy's layer passes whatever it decides (its denial writes nothing).
     for i = 1, n do
       layers[i], writes[i] = decide(keys[i], reqs[i], s, ns)
-      all_admit = all_admit and layers[i].allowed
+      all_admit = all_admit and (layers[i].allowed or shadow[i] or false)
     end
     if all_admit and not peek then
       for i = 1, n do
@@ -228,7 +265,7 @@
     local binding, wait
     for i = 1, n do
       local l = layers[i]
-      if not l.allowed and wait ~= NEVER then
+      if not l.allowed and not shadow[i] and wait ~= NEVER then
         if not l.retry then
           binding, wait = i, NEVER
         elseif not wait or cmp(l.retry, wait) > 0 then
@@ -237,15 +274,34 @@
       end
     end
     if not binding then
+      -- (a shadow's denial: answered with none left)
+      local function left(l) return l.allowed and l.remaining or 0 end
       binding = 1
       for i = 2, n do
-        if layers[i].remaining < layers[binding].remaining then binding = i end
+        if left(layers[i]) < left(layers[binding]) then binding = i end
       end
     end
     local out, all = {}, {}
-    for i = 1, n do all[i] = reply(layers[i]) end
+    for i = 1, n do
+      all[i] = reply(layers[i])
+      if shadow[i] then POLICY.shadowed(all[i]) end
+    end
     for j = 1, 5 do out[j] = all[binding][j] end
     out[6] = all
     return out
   end
 
+  -- FCALL rl_limit 1 key policy [COST n | REFUND n] [PEEK] [BLOCK ms]: as the
+  -- policy's command with the same options on the same key (commands/limit.rs).
+  POLICY.bodies = {}
+  function POLICY.limit(keys, args)
+    local key = one_key('rl_limit', keys)
+    if #args < 1 then wrong_arity('rl.limit') end
+    local definition = POLICY.find(args[1])
+    POLICY.limit_options(args, 2, #args)
+    local kind = definition.kind
+    local body = POLICY.bodies[kind.name] or decision_command(kind, kind.fcall)
+    POLICY.bodies[kind.name] = body
+    local r = body({ key }, POLICY.arguments(definition, args, 2, #args))
+    return definition.shadow and POLICY.shadowed(r) or r
+  end

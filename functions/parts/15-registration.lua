@@ -3,6 +3,8 @@
     decision = decision_command,
     kinds = KINDS,
     all = { all_body, 'RL.ALL' },
+    limit = { POLICY.limit, 'RL.LIMIT' },
+    policy = { POLICY.command, 'RL.POLICY' },
     peek = { peek_body, 'RL.PEEK' },
     throttle = { throttle_body, 'CL.THROTTLE' },
     acquire = { acquire_body, 'RL.ACQUIRE' },
@@ -48,8 +50,10 @@ redis.register_function('rl_sliding', handler('decision', { 'SLIDING', 'rl_slidi
 redis.register_function('rl_slidinglog', handler('decision', { 'SLIDINGLOG', 'rl_slidinglog' }))
 redis.register_function('rl_fixed', handler('decision', { 'FIXED', 'rl_fixed' }))
 redis.register_function('rl_all', handler('all'))
+redis.register_function('rl_limit', handler('limit'))
 redis.register_function('cl_throttle', handler('throttle'))
 redis.register_function('rl_acquire', handler('acquire'))
 -- RL.RELEASE is registered without deny-oom (it only frees): so is rl_release.
 redis.register_function { function_name = 'rl_release', callback = handler('release'), flags = { 'allow-oom' } }
 redis.register_function { function_name = 'rl_peek', callback = handler('peek'), flags = { 'no-writes' } }
+redis.register_function { function_name = 'rl_policy', callback = handler('policy'), flags = { 'no-writes' } }

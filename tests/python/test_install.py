@@ -106,6 +106,8 @@ def test_install_steps_run_as_written(body, tmp_path):
 # The library's install steps (docs/managed-redis.md) talk to the servers the docs name: a
 # Redis on 127.0.0.1:6379 and a cluster whose first master is 127.0.0.1:7000 (make cluster's).
 LIBRARY = [b for d in DOCS for b in blocks(d) if b.kind == "install" and b.argument == "library"]
+WITH_POLICIES = [b for d in DOCS for b in blocks(d)
+                 if b.kind == "install" and b.argument == "library-policies"]
 CLUSTER_PORTS = (7000, 7001, 7002)
 
 
@@ -159,3 +161,23 @@ def test_the_library_loads_as_the_docs_say(tmp_path):
         for port in (6379, *CLUSTER_PORTS):
             listed = redis.Redis(port=port).execute_command("FUNCTION", "LIST", "LIBRARYNAME", "rl")
             assert len(listed) == 1, f"{block.where}: the library is not on port {port}"
+
+
+def test_the_library_takes_policies_as_the_docs_say(tmp_path):
+    assert len(WITH_POLICIES) == 1, [b.where for b in WITH_POLICIES]
+    block = WITH_POLICIES[0]
+    copy = tmp_path / "rl"
+    copy.mkdir()
+    fresh_clone(copy)
+    with servers_the_docs_name(tmp_path):
+        run = subprocess.run(["bash", "-e", "-c", block.body], cwd=copy, capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, f"{block.where}: {run.stdout}\n{run.stderr}"
+        assert run.stdout.splitlines()[0] == "rl", f"{block.where} says it prints rl: {run.stdout}"
+        r = redis.Redis(port=6379, decode_responses=True)
+        assert r.execute_command("FCALL_RO", "rl_policy", 0, "LIST") == [
+            "free SLIDING 100 1m", "pro GCRA 50 1s BURST 100"]
+        assert r.execute_command("FCALL", "rl_limit", 1, "user:1", "free")[:3] == [1, 100, 99]
+        digest = run.stdout.splitlines()[1]
+        assert digest == r.execute_command("FCALL_RO", "rl_policy", 0, "DIGEST"), run.stdout
+

@@ -1,0 +1,154 @@
+  --------------------------------------------------------------------------------
+  -- Named policies (src/policy.rs, src/grammar/policy.rs): the policy file's lines
+  -- written into this library (POLICY_LINES, by scripts/library-policies.py), read
+  -- as the module reads its policy file, all or nothing: one bad line and no
+  -- policy is held, every call by a policy answering that line's error. The
+  -- commands that decide by them are in the next section.
+  --------------------------------------------------------------------------------
+
+  do -- (its helpers are this block's: `build` holds at most 200 locals)
+    -- A policy's name: 1 to max_name of A-Z a-z 0-9 _ . : -.
+    local function policy_name(name)
+      if #name < 1 or #name > POLICY.max_name or find(name, '[^%w_.:-]') then
+        fail(ERR.policy_name(POLICY.max_name))
+      end
+      return name
+    end
+
+    -- One definition (the words after the name): its kind, its words without SHADOW
+    -- (what the kind's command takes after the key), whether it is a shadow, and its
+    -- line as RL.POLICY LIST gives it.
+    local function policy_definition(name, words)
+      local kind = words[1] and KINDS[upper(words[1])]
+      if not kind then fail(MSG.policy_algorithm) end
+      local np, shadow, rest, text = #kind.params, false, {}, { name, kind.name }
+      for i = 2, #words do
+        local word, up = words[i], upper(words[i])
+        if i > 1 + np and up == 'SHADOW' then
+          if shadow then fail(ERR.repeated_option('SHADOW')) end
+          shadow = true
+        else
+          rest[#rest + 1] = word
+        end
+        text[#text + 1] = (up == 'BURST' or up == 'SHADOW') and up or word
+      end
+      uncached_parse(kind, rest, 1, #rest, 'policy')
+      return { kind = kind, words = rest, shadow = shadow, line = concat(text, ' ') }
+    end
+
+    -- Reads POLICY_LINES into POLICY.held (by name) and POLICY.list (sorted lines),
+    -- or sets POLICY.broken to the first bad line's error.
+    function POLICY.load()
+      local held, list, count = {}, {}, 0
+      for n, line in ipairs(POLICY_LINES) do
+        local ok, err = pcall(function()
+          line = gsub(line, '\r$', '')
+          local words = {}
+          for word in string.gmatch(line, '[^ \t\n\f\r]+') do words[#words + 1] = word end
+          if not words[1] or sub(words[1], 1, 1) == '#' then return end
+          local name = policy_name(table.remove(words, 1))
+          local definition = policy_definition(name, words)
+          if held[name] then fail(MSG.policy_twice) end
+          if count >= POLICY.max_count then fail(ERR.too_many_policies(POLICY.max_count)) end
+          held[name], count = definition, count + 1
+          list[#list + 1] = definition.line
+        end)
+        if not ok then
+          local problem = type(err) == 'table' and err.rl or tostring(err)
+          POLICY.broken = ERR.policy_file_line(POLICY_SOURCE or 'POLICY_LINES', n,
+            (gsub(problem, '^ERR ', '')))
+          return
+        end
+      end
+      table.sort(list)
+      POLICY.held, POLICY.list = held, list
+    end
+
+    -- The held policy `name`.
+    function POLICY.find(name)
+      if POLICY.broken then fail(POLICY.broken) end
+      local definition = POLICY.held[policy_name(name)]
+      if not definition then fail(ERR.no_such_policy(name)) end
+      return definition
+    end
+
+    -- `[COST n]` in args[first..last], checked as the module checks it, each bad
+    -- option word given to `unknown`: the words to add to the definition's.
+    function POLICY.cost_only(args, first, last, unknown)
+      local cost
+      local i = first
+      while i <= last do
+        if upper(args[i]) ~= 'COST' then unknown(sanitize(args[i])) end
+        if cost ~= nil then fail(ERR.repeated_option('COST')) end
+        if i + 1 > last then fail(ERR.missing_value('COST')) end
+        cost = args[i + 1]
+        count_from('COST', cost, 0, MAX_COST)
+        i = i + 2
+      end
+      return cost and { 'COST', cost } or {}
+    end
+
+    -- RL.LIMIT's `[COST n | REFUND n] [PEEK] [BLOCK ms]` in args[first..last],
+    -- checked as the module checks them (grammar/policy.rs parse_limit_options).
+    function POLICY.limit_options(args, first, last)
+      local seen = {}
+      local i = first
+      while i <= last do
+        local up = upper(args[i])
+        if up == 'PEEK' then
+          if seen.PEEK then fail(ERR.repeated_option('PEEK')) end
+          seen.PEEK, i = true, i + 1
+        elseif up == 'COST' or up == 'REFUND' or up == 'BLOCK' then
+          if seen[up] then fail(ERR.repeated_option(up)) end
+          if i + 1 > last then fail(ERR.missing_value(up)) end
+          if up == 'BLOCK' then
+            count_from(up, args[i + 1], 0, MAX_DURATION_MS)
+          else
+            count_from(up, args[i + 1], 0, MAX_COST)
+          end
+          seen[up], i = true, i + 2
+        else
+          fail(ERR.unknown_option(sanitize(args[i]), 'rl.limit', 'COST, REFUND, PEEK or BLOCK'))
+        end
+      end
+      if seen.COST and seen.REFUND then fail(ERR.cost_with_refund) end
+    end
+
+    -- The arguments the definition's command takes after the key: its words, then
+    -- `more` (or args[first..last]).
+    function POLICY.arguments(definition, more, first, last)
+      local out = {}
+      for i, word in ipairs(definition.words) do out[i] = word end
+      for i = first or 1, last or #more do out[#out + 1] = more[i] end
+      return out
+    end
+
+    -- A shadow policy's reply: a denial answered as admitted with nothing left, its
+    -- waits as enforcement gives them (commands/limit.rs shadowed).
+    function POLICY.shadowed(r)
+      if r[1] == 0 then r[1], r[3] = 1, 0 end
+      return r
+    end
+
+    -- FCALL_RO rl_policy 0 LIST | GET name | DIGEST: RL.POLICY's read-only
+    -- subcommands, the same lines and digest (nodes of either kind holding the same
+    -- policies digest alike).
+    function POLICY.command(keys, args)
+      if #keys ~= 0 then fail('ERR rl_policy takes no key: FCALL_RO rl_policy 0 LIST') end
+      if POLICY.broken then fail(POLICY.broken) end
+      local what = upper(args[1] or '')
+      if what == 'LIST' and #args == 1 then return POLICY.list end
+      if what == 'DIGEST' and #args == 1 then
+        local text = {}
+        for i, line in ipairs(POLICY.list) do text[i] = line .. '\n' end
+        return redis.sha1hex(concat(text))
+      end
+      if what == 'GET' and #args == 2 then
+        local definition = POLICY.held[policy_name(args[2])]
+        return definition and definition.line or false
+      end
+      fail("ERR rl_policy takes LIST, GET name or DIGEST")
+    end
+
+    POLICY.load()
+  end
