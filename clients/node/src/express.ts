@@ -284,7 +284,11 @@ export function rateLimitLayers(o: LayersOptions) {
       }
       if (passes) {
         const at = binding.allowed ? layers.findIndex((d) => d.shadowed) : index;
-        if (at >= 0) report({ layer: names[at], key: clauses[at][0], decision: layers[at] }, req);
+        try {
+          if (at >= 0) report({ layer: names[at], key: clauses[at][0], decision: layers[at] }, req);
+        } catch (err) {
+          return next(err); // the report's own failure fails the request, as any error here
+        }
         return next();
       }
       const body = JSON.stringify({ error: "rate limited", layer: binding.policy?.name ?? names[index] });

@@ -7,8 +7,9 @@
  * without it) it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`) and calls
  * again, once; where it cannot (the load refused, no Functions) it rejects with a
  * LibraryUnavailableError, and so it does for a call naming a server policy where the
- * library has no named policies (no function `rl_limit`: the call's failure is its cause). Any other error is the command's own, as its case (errors.ts:
- * ConfigurationError, ForeignKeyError, ServerUnavailableError) or as the driver gave it.
+ * library has no named policies (no function `rl_limit`: the call's failure is its cause).
+ * Any other error is the command's own, as its case (errors.ts: ConfigurationError,
+ * ForeignKeyError, ServerUnavailableError) or as the driver gave it.
  *
  * Wherever a policy is taken, a string names a policy defined on the server (`RL.POLICY
  * SET`): `limit(key, "free")` is `RL.LIMIT key free`.
@@ -16,8 +17,8 @@
  * Every method returns a promise, and an argument it cannot send (a key or lease id that is
  * not a string, a count that is not an integer, a policy that is neither a policy object nor
  * a string) rejects it with a TypeError (a RangeError for `all([])` and for a string that
- * cannot be a policy's name) before anything is sent, each also a ConfigurationError: ioredis would
- * send `null` as "", one bucket shared by every such call.
+ * cannot be a policy's name) before anything is sent, each also a ConfigurationError:
+ * ioredis would send `null` as "", one bucket shared by every such call.
  */
 import * as commands from "./commands.js";
 import type { Command, DecideOptions, Layer } from "./commands.js";

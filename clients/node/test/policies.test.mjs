@@ -448,6 +448,20 @@ for (const server of servers.filter((s) => s.withModule)) {
       });
       assert.equal(Number(await c.sendCommand(["EXISTS", "unknown:client:gold"])), 0);
     });
+
+    test("a report that throws fails the request, as any error of the middleware", async () => {
+      await set("web-one", "FIXED", "1", "1h", "SHADOW");
+      const mw = rateLimitLayers({
+        limiter, prefix: "throws",
+        layers: [{ name: "client", identify: header("x-client"), policy: "web-one" }],
+        onShadowDenied: () => { throw new Error("the log is full"); },
+      });
+      await served(mw, async (url) => {
+        assert.equal((await hit(url, "acme")).status, 200);
+        const r = await hit(url, "acme");
+        assert.deepEqual([r.status, r.body], [500, "the log is full"]);
+      });
+    });
   });
 }
 
