@@ -18,11 +18,12 @@ const whole = (name: keyof typeof ERROR_PATTERNS): RegExp => new RegExp(`^(?:${E
 /** `literal`, whole and as it is written. */
 const exactly = (literal: string): RegExp => new RegExp("^" + literal.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + "$");
 
-/** The module's refusals of an argument (facts/rl.toml's errors that name one), and the
+/** The module's refusals of an argument (facts/rl.toml's errors that name one, a policy's
+ * name the server does not hold among them), and the
  * `syntax` error's fixed texts (its `messages`: RL.ALL's and RL.PEEK's shape, lease ids). */
 const ARGUMENT: RegExp[] = [
   ...(["wrong_arity", "bad_integer", "bad_duration", "unknown_option", "unknown_clause_option", "repeated_option",
-    "missing_value", "rate_too_high", "cost_with_refund", "clause_arity"] as const).map(whole),
+    "missing_value", "rate_too_high", "cost_with_refund", "clause_arity", "no_such_policy", "policy_name"] as const).map(whole),
   ...Object.values(MESSAGES).map(exactly),
 ];
 

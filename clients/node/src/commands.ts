@@ -4,11 +4,16 @@
  * is `FCALL rl_<algo> 1 key params`, `RL.ALL numkeys keys clauses` is `FCALL rl_all numkeys
  * keys clauses`, `RL.PEEK ALGO key params` is `FCALL_RO rl_peek 1 key ALGO params`. Nothing
  * here talks to a server.
+ *
+ * A policy named by a string is the server's: `RL.LIMIT key name [COST n | REFUND n] [PEEK]
+ * [BLOCK ms]` (`FCALL rl_limit 1 key name [COST n | REFUND n] [PEEK]`), `RL.PEEK POLICY key
+ * name [COST n]` (`FCALL_RO rl_peek 1 key POLICY name [COST n]`), and `POLICY name [COST n]`
+ * clauses in `RL.ALL` (and `rl_all`).
  */
 import { type AllDecision, type Backend, Decision } from "./decision.js";
 import { refused } from "./errors.js";
 import { KINDS } from "./facts.js";
-import { type Duration, type Policy, countArg, durationArg } from "./policy.js";
+import { type Duration, type PolicyOrName, countArg, durationArg, policyOrName } from "./policy.js";
 
 export interface Command<T> {
   readonly module: readonly string[];
@@ -16,6 +21,8 @@ export interface Command<T> {
   readonly keys: readonly string[];
   readonly rest: readonly string[];
   readonly readOnly: boolean;
+  /** Names a server policy (RL.LIMIT, RL.PEEK POLICY, a POLICY clause). */
+  readonly named: boolean;
   decode(reply: unknown, backend: Backend): T;
 }
 
@@ -44,42 +51,58 @@ function options(o: DecideOptions & { refund?: number }): string[] {
   return out;
 }
 
-/** `RL.<ALGO> key params [COST n | REFUND n] [PEEK] [BLOCK ms]`. */
-export function decide(key: string, policy: Policy, o: DecideOptions & { refund?: number } = {}): Command<Decision> {
+/** `RL.<ALGO> key params [COST n | REFUND n] [PEEK] [BLOCK ms]`, or for a name `RL.LIMIT key
+ * name [...]` (the library's `rl_limit` without `BLOCK`: a script decides at once). */
+export function decide(key: string, p: PolicyOrName, o: DecideOptions & { refund?: number } = {}): Command<Decision> {
+  const policy = policyOrName(p);
+  const decode = (reply: unknown, backend: Backend) => Decision.fromReply(reply, backend, policy);
+  if (typeof policy === "string") {
+    const rest = [policy, ...options(o)];
+    return {
+      module: ["RL.LIMIT", key, ...rest], fn: "rl_limit", keys: [key], rest: [policy, ...options({ ...o, blockMs: undefined })],
+      readOnly: false, named: true, decode,
+    };
+  }
   const rest = [...policy.params, ...options(o)];
   return {
     module: [`RL.${policy.algo}`, key, ...rest], fn: KINDS[policy.algo].fcall, keys: [key], rest,
-    readOnly: false, decode: (reply, backend) => Decision.fromReply(reply, backend, policy),
+    readOnly: false, named: false, decode,
   };
 }
 
-/** `RL.PEEK ALGO key params [COST n]`: read-only. */
-export function peek(key: string, policy: Policy, cost = 1): Command<Decision> {
-  const tail = [...policy.params, ...options({ cost })];
+/** `RL.PEEK ALGO key params [COST n]`, or for a name `RL.PEEK POLICY key name [COST n]`: read-only. */
+export function peek(key: string, p: PolicyOrName, cost = 1): Command<Decision> {
+  const policy = policyOrName(p);
+  const [word, params]: [string, readonly string[]] = typeof policy === "string" ? ["POLICY", [policy]] : [policy.algo, policy.params];
+  const tail = [...params, ...options({ cost })];
   return {
-    module: ["RL.PEEK", policy.algo, key, ...tail], fn: "rl_peek", keys: [key], rest: [policy.algo, ...tail],
-    readOnly: true, decode: (reply, backend) => Decision.fromReply(reply, backend, policy),
+    module: ["RL.PEEK", word, key, ...tail], fn: "rl_peek", keys: [key], rest: [word, ...tail],
+    readOnly: true, named: typeof policy === "string", decode: (reply, backend) => Decision.fromReply(reply, backend, policy),
   };
 }
 
-/** One layer of `all`: its key, its policy and, optionally, its cost. */
-export type Layer = readonly [key: string, policy: Policy, cost?: number];
+/** One layer of `all`: its key, its policy (or a server policy's name) and, optionally, its cost. */
+export type Layer = readonly [key: string, policy: PolicyOrName, cost?: number];
 
 /** `RL.ALL numkeys key... ALGO params [COST n] ... [PEEK]`: every layer or none. */
 export function allOf(layers: readonly Layer[], peekOnly: boolean): Command<AllDecision> {
   if (layers.length === 0) throw refused(RangeError, "all() needs at least one [key, policy] layer");
   const keys = layers.map((l) => l[0]);
+  const policies = layers.map((l) => policyOrName(l[1]));
   const rest: string[] = [];
-  for (const [, policy, cost] of layers) {
-    rest.push(policy.algo, ...policy.params);
+  layers.forEach(([, , cost], i) => {
+    const p = policies[i];
+    if (typeof p === "string") rest.push("POLICY", p);
+    else rest.push(p.algo, ...p.params);
     if (cost !== undefined && cost !== 1) rest.push("COST", countArg(cost, "cost"));
-  }
+  });
   if (peekOnly) rest.push("PEEK");
   return {
     module: ["RL.ALL", String(keys.length), ...keys, ...rest], fn: "rl_all", keys, rest, readOnly: false,
+    named: policies.some((p) => typeof p === "string"),
     decode(reply, backend) {
       const r = reply as unknown[];
-      const per = (r[5] as unknown[]).map((x, i) => Decision.fromReply(x, backend, layers[i][1]));
+      const per = (r[5] as unknown[]).map((x, i) => Decision.fromReply(x, backend, policies[i]));
       const head = r.slice(0, 5).map(Number).join(" ");
       const index = (r[5] as unknown[][]).findIndex((x) => x.map(Number).join(" ") === head);
       return { allowed: per[index].allowed, binding: per[index], layers: per, index };
@@ -92,7 +115,7 @@ export function acquire(key: string, limit: number, timeout: Duration, leaseId: 
   o: { peek?: boolean; blockMs?: number } = {}): Command<Decision> {
   const rest = [countArg(limit, "limit"), durationArg(timeout), leaseId, ...options(o)];
   return {
-    module: ["RL.ACQUIRE", key, ...rest], fn: "rl_acquire", keys: [key], rest, readOnly: false,
+    module: ["RL.ACQUIRE", key, ...rest], fn: "rl_acquire", keys: [key], rest, readOnly: false, named: false,
     decode: (reply, backend) => Decision.fromReply(reply, backend),
   };
 }
@@ -100,7 +123,7 @@ export function acquire(key: string, limit: number, timeout: Duration, leaseId: 
 /** `RL.RELEASE key lease_id`: true if the lease was held. */
 export function release(key: string, leaseId: string): Command<boolean> {
   return {
-    module: ["RL.RELEASE", key, leaseId], fn: "rl_release", keys: [key], rest: [leaseId], readOnly: false,
+    module: ["RL.RELEASE", key, leaseId], fn: "rl_release", keys: [key], rest: [leaseId], readOnly: false, named: false,
     decode: (reply) => Number(reply) === 1,
   };
 }

@@ -4,8 +4,13 @@
  * are milliseconds divided by 1,000 and rounded up, so a client that waits them is never
  * early; `Retry-After` is sent on a denial only, and never for a request that can never be
  * admitted (`retryAfterMs === -1`).
+ *
+ * A decision by a server policy's name knows the name, not the quota and window: its
+ * `RateLimit-Policy` is `"<name>";q=<limit>`, the reply's limit (the burst or capacity for a
+ * rate), without `w`. A `SHADOW` policy's denial is answered admitted, with nothing left
+ * and a non-zero `retry_after_ms`: `shadowed`.
  */
-import { type Policy, windowSeconds } from "./policy.js";
+import { type Policy, type PolicyOrName, windowSeconds } from "./policy.js";
 
 /** Which server side answered: the rl module's commands, or the Functions library. */
 export type Backend = "module" | "library";
@@ -13,6 +18,11 @@ export type Backend = "module" | "library";
 export const ceilSeconds = (ms: number): number => Math.ceil(ms / 1000);
 
 export class Decision {
+  /** The policy decided, for the IETF fields (undefined for leases and server policies). */
+  readonly policy?: Policy;
+  /** The server policy decided, by name (`RL.LIMIT`, `RL.PEEK POLICY`, a `POLICY` clause). */
+  readonly policyName?: string;
+
   constructor(
     readonly allowed: boolean,
     readonly limit: number,
@@ -23,13 +33,25 @@ export class Decision {
     /** ms until the limiter is idle again; 0 when idle. */
     readonly resetAfterMs: number,
     readonly backend: Backend,
-    /** The policy decided, for the IETF fields (undefined for leases). */
-    readonly policy?: Policy,
-  ) {}
+    /** The policy decided: a policy object, or a server policy's name. */
+    policy?: PolicyOrName,
+  ) {
+    if (typeof policy === "string") this.policyName = policy;
+    else this.policy = policy;
+  }
 
-  static fromReply(reply: unknown, backend: Backend, policy?: Policy): Decision {
+  static fromReply(reply: unknown, backend: Backend, policy?: PolicyOrName): Decision {
     const [allowed, limit, remaining, retry, reset] = (reply as unknown[]).slice(0, 5).map(Number);
     return new Decision(allowed === 1, limit, remaining, retry, reset, backend, policy);
+  }
+
+  /** A server `SHADOW` policy's denial, answered as admitted: allowed, nothing remaining, and
+   * a non-zero `retryAfterMs` (when enforced, the request would wait that long, or never be
+   * admitted: -1). Only a decision by a policy's name can be one. A named LEAKY policy's
+   * admission that fills its queue to the brim reads the same (its `retryAfterMs` is the
+   * delay before performing it): shadow other algorithms. */
+  get shadowed(): boolean {
+    return this.policyName !== undefined && this.allowed && this.remaining === 0 && this.retryAfterMs !== 0;
   }
 
   /** `Retry-After` in seconds on a denial; undefined when allowed or never admissible. */
@@ -55,13 +77,15 @@ export class Decision {
   }
 
   /** The IETF draft's `RateLimit-Policy` and `RateLimit` fields (and `Retry-After` on a
-   * denial), for the policy named `name` (default: the policy's name, else "default"). A
-   * lease's decision has no policy: `RateLimit` alone. */
+   * denial), for the policy named `name` (default: the policy's name, or the server
+   * policy's, else "default"). A server policy's is `q=<limit>` without `w` (its window is
+   * the server's). A lease's decision has no policy: `RateLimit` alone. */
   ietfHeaders(name?: string): Record<string, string> {
-    const label = name || this.policy?.name || "default";
+    const label = name || this.policy?.name || this.policyName || "default";
     const out: Record<string, string> = {};
     const w = this.policy ? windowSeconds(this.policy) : undefined;
     if (this.policy && w !== undefined) out["RateLimit-Policy"] = `"${label}";q=${this.policy.quota};w=${w}`;
+    else if (this.policyName !== undefined) out["RateLimit-Policy"] = `"${label}";q=${this.limit}`;
     out["RateLimit"] = `"${label}";r=${this.remaining};t=${this.resetAfter}`;
     if (this.retryAfter !== undefined) out["Retry-After"] = String(this.retryAfter);
     return out;

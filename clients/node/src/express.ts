@@ -10,13 +10,22 @@
  * (errors.ts): ServerUnavailableError, ConfigurationError (a policy the server refuses),
  * ForeignKeyError, LibraryUnavailableError.
  *
+ * A layer's policy may be a server policy's name (`RL.POLICY SET`): its clause is `POLICY
+ * name`, its IETF policy that name, `q` the reply's limit, no `w`.
+ *
+ * Would-be denials: with `shadow: true` a request the layers deny is let through (`next()`),
+ * with the decision's headers less `Retry-After`, nothing spent; a layer whose server
+ * policy is `SHADOW` lets it through by itself (its decision is `shadowed`). Either is
+ * reported, once per request, to `onShadowDenied` (default: one `console.warn` line).
+ *
  * On Redis Cluster, `tag` names the layer whose identity (escaped) is every key's hash tag,
  * so the keys of one request share a slot; `clientIp` keys an IPv6 client by its /56.
  */
 import type { Layer as Clause } from "./commands.js";
+import type { Decision } from "./decision.js";
 import { refused } from "./errors.js";
 import type { Limiter } from "./limiter.js";
-import { type Policy, named } from "./policy.js";
+import { type PolicyOrName, named, policyOrName } from "./policy.js";
 
 /** What the middleware reads of a request (Express's, or Node's with `path` added). */
 export interface RequestLike {
@@ -43,8 +52,19 @@ export interface LayerSpec {
   /** Names the layer in keys, headers and the denial's body. */
   name: string;
   identify: Identify;
-  /** The layer's policy, or a function of the request returning one (undefined: skip). */
-  policy: Policy | ((req: RequestLike) => Policy | undefined);
+  /** The layer's policy (a policy object, or a server policy's name), or a function of the
+   * request returning one (undefined: skip). */
+  policy: PolicyOrName | ((req: RequestLike) => PolicyOrName | undefined);
+}
+
+/** A request the layers would have refused, let through (`shadow: true`, or a layer's
+ * `SHADOW` server policy). */
+export interface ShadowDenial {
+  /** The layer that would deny it: the denying one, else the first shadowed. */
+  readonly layer: string;
+  readonly key: string;
+  /** That layer's decision (`retryAfterMs`: the wait enforcing would ask, -1 for never). */
+  readonly decision: Decision;
 }
 
 export interface LayersOptions {
@@ -57,6 +77,19 @@ export interface LayersOptions {
    * layer the client cannot choose (its address): that layer then counts every request of
    * the address, and the others count per address. */
   tag?: string;
+  /** Decide, set the headers and report would-be denials, but refuse nothing: a denied
+   * request goes on (`next()`), without `Retry-After`, having spent nothing. Default false. */
+  shadow?: boolean;
+  /** Called once per request let through that the layers would have refused (`shadow`, or a
+   * `SHADOW` server policy). Default: `console.warn` of one line naming the layer, the key and
+   * the retry. */
+  onShadowDenied?: (denial: ShadowDenial, req: RequestLike) => void;
+}
+
+/** The default `onShadowDenied`: one line per would-be denial. */
+export function warnShadowDenied({ layer, key, decision }: ShadowDenial): void {
+  const retry = decision.retryAfterMs < 0 ? "never admissible" : `retry after ${decision.retryAfterMs} ms`;
+  console.warn(`rl: shadow: would deny layer ${layer} key ${key}: ${retry}`);
 }
 
 /** The hash tag of a request whose tagged layer gives no identity. No escaped identity
@@ -211,32 +244,54 @@ export function rateLimitLayers(o: LayersOptions) {
     // A brace in the prefix would come before the tag's and end up as the hash tag.
     if (/[{}]/.test(prefix)) throw refused(RangeError, `rateLimitLayers: with a tag, the prefix must not contain braces: ${prefix}`);
   }
+  // A policy given as it is (not as a function) is checked now: a bad name throws here.
+  for (const layer of o.layers) if (typeof layer.policy !== "function") policyOrName(layer.policy);
+  const shadow = o.shadow ?? false;
+  if (typeof shadow !== "boolean") throw refused(TypeError, `rateLimitLayers: shadow is true or false, not ${String(shadow)}`);
+  const report = o.onShadowDenied ?? warnShadowDenied;
+  if (typeof report !== "function") throw refused(TypeError, "rateLimitLayers: onShadowDenied must be a function");
 
-  const applying = (req: RequestLike): Clause[] => {
+  /** The layers applying to `req`: their clauses, and each one's layer name. */
+  const applying = (req: RequestLike): { clauses: Clause[]; names: string[] } => {
     const identities = o.layers.map((layer) => layer.identify(req));
     let base = prefix;
     if (at >= 0) {
       const t = identities[at];
       base = `${prefix}:{${t === undefined || t === "" ? NO_TAG : escapeTag(String(t))}}`;
     }
-    const out: Clause[] = [];
+    const clauses: Clause[] = [];
+    const names: string[] = [];
     o.layers.forEach((layer, i) => {
       if (identities[i] === undefined) return;
       const p = typeof layer.policy === "function" ? layer.policy(req) : layer.policy;
-      if (p) out.push([`${base}:${layer.name}:${identities[i]}`, named(p, p.name || layer.name)]);
+      if (!p) return;
+      // A server policy is named by its own name in the IETF fields; an object by its own, else the layer's.
+      clauses.push([`${base}:${layer.name}:${identities[i]}`, typeof p === "string" ? p : named(p, p.name || layer.name)]);
+      names.push(layer.name);
     });
-    return out;
+    return { clauses, names };
   };
 
   return (req: RequestLike, res: ResponseLike, next: (err?: unknown) => void): void => {
-    const layers = applying(req);
-    if (layers.length === 0) return next();
-    o.limiter.all(layers).then(({ binding }) => {
-      if (!binding.allowed || !outerBindsMore(res, binding.remaining)) {
-        for (const [name, value] of Object.entries(binding.allHeaders())) res.setHeader(name, value);
+    const { clauses, names } = applying(req);
+    if (clauses.length === 0) return next();
+    o.limiter.all(clauses).then(({ binding, layers, index }) => {
+      const passes = binding.allowed || shadow;
+      if (!passes || !outerBindsMore(res, binding.remaining)) {
+        for (const [name, value] of Object.entries(binding.allHeaders())) {
+          if (!(passes && name === "Retry-After")) res.setHeader(name, value);
+        }
       }
-      if (binding.allowed) return next();
-      const body = JSON.stringify({ error: "rate limited", layer: binding.policy?.name ?? "" });
+      if (passes) {
+        const at = binding.allowed ? layers.findIndex((d) => d.shadowed) : index;
+        try {
+          if (at >= 0) report({ layer: names[at], key: clauses[at][0], decision: layers[at] }, req);
+        } catch (err) {
+          return next(err); // the report's own failure fails the request, as any error here
+        }
+        return next();
+      }
+      const body = JSON.stringify({ error: "rate limited", layer: binding.policy?.name ?? names[index] });
       res.statusCode = 429;
       res.setHeader("Content-Type", "application/json");
       res.end(body);

@@ -5,6 +5,7 @@
  *   const limiter = new Limiter(client);
  *   const d = await limiter.gcra("user:42", 10, "1s", { burst: 5 });
  *   d.allowed, d.remaining, d.headers()
+ *   await limiter.limit("user:42", "free");   // the server's policy "free" (RL.POLICY SET)
  *
  * Errors (errors.ts): every case a caller handles is an `RlError`: ConfigurationError,
  * ServerUnavailableError, LibraryUnavailableError, ForeignKeyError, the driver's error kept
@@ -19,8 +20,8 @@ export { Decision, type AllDecision, type Backend } from "./decision.js";
 export type { DecideOptions, Layer } from "./commands.js";
 export type { SendCommand } from "./transport.js";
 export * as policy from "./policy.js";
-export type { Duration, Policy } from "./policy.js";
-export { NO_TAG, clientIp, clientSubnet, escapeTag, header, ipKey, path, rateLimitLayers } from "./express.js";
-export type { Identify, LayerSpec, LayersOptions, RequestLike, ResponseLike } from "./express.js";
+export type { Duration, Policy, PolicyOrName } from "./policy.js";
+export { NO_TAG, clientIp, clientSubnet, escapeTag, header, ipKey, path, rateLimitLayers, warnShadowDenied } from "./express.js";
+export type { Identify, LayerSpec, LayersOptions, RequestLike, ResponseLike, ShadowDenial } from "./express.js";
 export { RlStore, type RlStoreOptions, type RlStoreInit, type RlStoreInfo } from "./express-store.js";
 export type { SendCommandFn, SendCommandClusterFn } from "./stock.js";

@@ -6,22 +6,28 @@
  * missing (`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server
  * without it) it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`) and calls
  * again, once; where it cannot (the load refused, no Functions) it rejects with a
- * LibraryUnavailableError. Any other error is the command's own, as its case (errors.ts:
- * ConfigurationError, ForeignKeyError, ServerUnavailableError) or as the driver gave it.
+ * LibraryUnavailableError, and so it does for a call naming a server policy where the
+ * library has no named policies (no function `rl_limit`: the call's failure is its cause).
+ * Any other error is the command's own, as its case (errors.ts: ConfigurationError,
+ * ForeignKeyError, ServerUnavailableError) or as the driver gave it.
+ *
+ * Wherever a policy is taken, a string names a policy defined on the server (`RL.POLICY
+ * SET`): `limit(key, "free")` is `RL.LIMIT key free`.
  *
  * Every method returns a promise, and an argument it cannot send (a key or lease id that is
- * not a string, a count that is not an integer) rejects it with a TypeError (a RangeError
- * for `all([])`) before anything is sent, each also a ConfigurationError: ioredis would
- * send `null` as "", one bucket shared by every such call.
+ * not a string, a count that is not an integer, a policy that is neither a policy object nor
+ * a string) rejects it with a TypeError (a RangeError for `all([])` and for a string that
+ * cannot be a policy's name) before anything is sent, each also a ConfigurationError:
+ * ioredis would send `null` as "", one bucket shared by every such call.
  */
 import * as commands from "./commands.js";
 import type { Command, DecideOptions, Layer } from "./commands.js";
 import type { AllDecision, Backend, Decision } from "./decision.js";
 import { LIBRARY_SOURCE } from "./library.js";
 import * as policy from "./policy.js";
-import type { Duration, Policy } from "./policy.js";
+import type { Duration, PolicyOrName } from "./policy.js";
 import { functionMissing, isReplyError, libraryUnavailable, unknownCommand } from "./classify.js";
-import { NOT_LOADED, NO_FUNCTIONS, refused } from "./errors.js";
+import { LibraryUnavailableError, NOT_LOADED, NO_FUNCTIONS, NO_POLICIES, RlError, ServerUnavailableError, refused } from "./errors.js";
 import { type Transport, transportOf } from "./transport.js";
 
 type Named = DecideOptions & { name?: string };
@@ -64,15 +70,31 @@ export class Limiter {
       reply = await this.transport.send(args, key, cmd.readOnly);
     } catch (err) {
       if (unknownCommand(err)) throw libraryUnavailable(err, NO_FUNCTIONS); // no FCALL
-      if (!functionMissing(err)) throw err;
+      if (!functionMissing(err)) throw await this.withoutPolicies(cmd, err);
       await this.transport.loadLibrary(LIBRARY_SOURCE, key); // a LibraryUnavailableError if refused
       try {
         reply = await this.transport.send(args, key, cmd.readOnly);
       } catch (again) {
-        throw functionMissing(again) ? libraryUnavailable(again, NOT_LOADED) : again; // loaded, and gone again
+        // loaded, and gone again (or, for a policy's name, a library without rl_limit)
+        throw await this.withoutPolicies(cmd, functionMissing(again) ? libraryUnavailable(again, NOT_LOADED) : again);
       }
     }
     return cmd.decode(reply, "library");
+  }
+
+  /** `err`, a library call's failure; for a call naming a server policy on a library without
+   * named policies (it refuses `POLICY` clauses as syntax, and has no `rl_limit`), a
+   * LibraryUnavailableError saying so. `FCALL_RO rl_limit 0` asks, writing nothing. */
+  private async withoutPolicies(cmd: Command<unknown>, err: unknown): Promise<unknown> {
+    if (!cmd.named || err instanceof ServerUnavailableError) return err;
+    try {
+      await this.transport.send(["FCALL_RO", "rl_limit", "0"], cmd.keys[0], true);
+    } catch (probe) {
+      if (!functionMissing(probe)) return err;
+      const why = err instanceof RlError && err.cause !== undefined ? err.cause : err;
+      return new LibraryUnavailableError(`${NO_POLICIES}: ${why instanceof Error ? why.message : String(why)}`, { cause: why });
+    }
+    return err;
   }
 
   /** `FUNCTION LOAD REPLACE` this package's `functions/rl.lua` (on every master of a
@@ -81,9 +103,17 @@ export class Limiter {
     return this.transport.loadLibrary(LIBRARY_SOURCE);
   }
 
-  /** `RL.<ALGO> key params [COST n] [PEEK] [BLOCK ms]` for any policy. */
-  async decide(key: string, p: Policy, o: DecideOptions = {}): Promise<Decision> {
+  /** `RL.<ALGO> key params [COST n] [PEEK] [BLOCK ms]` for any policy; for a server
+   * policy's name, `RL.LIMIT key name [COST n] [PEEK] [BLOCK ms]`. */
+  async decide(key: string, p: PolicyOrName, o: DecideOptions = {}): Promise<Decision> {
     return this.run(commands.decide(text(key, "key"), p, o));
+  }
+
+  /** `RL.LIMIT key name [COST n] [PEEK] [BLOCK ms]`: decides by the policy the server holds
+   * under `name` (`RL.POLICY SET`), exactly as its own command would. A policy object is
+   * decided as `decide` does. */
+  async limit(key: string, p: PolicyOrName, o: DecideOptions = {}): Promise<Decision> {
+    return this.decide(key, p, o);
   }
 
   /** `RL.GCRA key limit period [BURST burst]`. */
@@ -116,17 +146,21 @@ export class Limiter {
     return this.decide(key, policy.fixed(limit, window, o), o);
   }
 
-  /** `RL.<ALGO> key params REFUND n`: give `n` units back (always admitted). */
-  async refund(key: string, p: Policy, n: number): Promise<Decision> {
+  /** `RL.<ALGO> key params REFUND n` (`RL.LIMIT key name REFUND n`): give `n` units back
+   * (always admitted). */
+  async refund(key: string, p: PolicyOrName, n: number): Promise<Decision> {
     return this.run(commands.decide(text(key, "key"), p, { refund: n }));
   }
 
-  /** `RL.PEEK ALGO key params [COST n]`: what the call would decide, writing nothing. */
-  async peek(key: string, p: Policy, o: { cost?: number } = {}): Promise<Decision> {
+  /** `RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): what the call
+   * would decide, writing nothing. */
+  async peek(key: string, p: PolicyOrName, o: { cost?: number } = {}): Promise<Decision> {
     return this.run(commands.peek(text(key, "key"), p, o.cost));
   }
 
-  /** `RL.ALL`: every [key, policy, cost?] layer admits, and is spent, or none is. */
+  /** `RL.ALL`: every [key, policy, cost?] layer admits, and is spent, or none is. A layer's
+   * policy may be a server policy's name (a `POLICY name` clause); a `SHADOW` one denies
+   * nothing, and its would-be denial is its decision's `shadowed`. */
   async all(layers: readonly Layer[], o: { peek?: boolean } = {}): Promise<AllDecision> {
     if (!Array.isArray(layers)) throw refused(TypeError, "all() takes an array of [key, policy, cost?] layers");
     layers.forEach((l, i) => text(l?.[0], `layer ${i}'s key`));

@@ -5,6 +5,10 @@
  * (docs/commands.md, "The IETF RateLimit fields"): for the windows `q` is the limit and `w`
  * the window; for a rate (GCRA's limit, the token bucket's refill, the leaky bucket's leak)
  * `q` is that count and `w` its period, in whole seconds.
+ *
+ * Wherever a policy is taken, a string is the name of a policy defined on the server
+ * (`RL.POLICY SET name ALGO params [SHADOW]`, docs/commands.md, "Named policies"): the call
+ * is then `RL.LIMIT key name`, `RL.PEEK POLICY key name` or an `RL.ALL` clause `POLICY name`.
  */
 import { refused } from "./errors.js";
 import * as facts from "./facts.js";
@@ -23,6 +27,37 @@ export interface Policy {
   readonly window: Duration;
   /** The name the IETF fields give it ("" for none). */
   readonly name: string;
+}
+
+/** A policy object, or the name of a policy defined on the server. */
+export type PolicyOrName = Policy | string;
+
+/** A server policy's name: 1 to `max_policy_name` (facts/rl.toml) of A-Z a-z 0-9 _ . : - */
+const POLICY_NAME = new RegExp(`^[A-Za-z0-9_.:-]{1,${facts.MAX_POLICY_NAME}}$`);
+/** The server's own text for a bad name, without its `ERR `. */
+const POLICY_NAME_RULE = facts.ERRORS.policy_name.replace(/^ERR /, "").replace("{max}", String(facts.MAX_POLICY_NAME));
+
+/** `name`, if it is a policy name the server takes: a TypeError for anything but a
+ * string, a RangeError for a string that cannot be a name (both ConfigurationErrors). */
+export function policyName(name: unknown): string {
+  if (typeof name !== "string") {
+    throw refused(TypeError, `a policy is a policy object or a policy's name, not ${name === null ? "null" : typeof name}`);
+  }
+  if (!POLICY_NAME.test(name)) {
+    const shown = name.length > facts.MAX_POLICY_NAME ? `${name.length} characters` : JSON.stringify(name);
+    throw refused(RangeError, `${POLICY_NAME_RULE}, not ${shown}`);
+  }
+  return name;
+}
+
+/** `p` checked: a policy object as this module makes them, or a server policy's name. */
+export function policyOrName(p: unknown): PolicyOrName {
+  if (typeof p === "string" || p === null || typeof p !== "object") return policyName(p);
+  const { algo, params } = p as Partial<Policy>;
+  if (typeof algo !== "string" || !Array.isArray(params)) {
+    throw refused(TypeError, "a policy is a policy object (policy.gcra(...), policy.fixed(...), ...) or a policy's name");
+  }
+  return p as Policy;
 }
 
 /** Digits and an optional unit (facts/rl.toml's `durations`), longest units tried first. */

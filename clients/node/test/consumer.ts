@@ -27,6 +27,32 @@ export async function check(limiter: Limiter): Promise<string> {
   return `${d.remaining} ${all.binding.retryAfterMs} ${released} ${d.headers()["X-RateLimit-Limit"]}`;
 }
 
+// Named policies: a server policy's name wherever a policy is taken, and the middleware's
+// shadow switch.
+import { type PolicyOrName, type ShadowDenial, header } from "redis-rl";
+
+export async function byName(limiter: Limiter): Promise<boolean> {
+  const d: Decision = await limiter.limit("user:42", "free", { cost: 2, blockMs: 100 });
+  const p: PolicyOrName = "pro";
+  const peeked = await limiter.peek("user:42", p, { cost: 3 });
+  const all = await limiter.all([["{a}:1", "free"], ["{a}:2", policy.fixed(5, "1m"), 2]]);
+  const name: string | undefined = d.policyName;
+  // @ts-expect-error a policy is a policy object or a name
+  await limiter.limit("k", 42);
+  // @ts-expect-error shadowed is read, not written
+  d.shadowed = true;
+  return d.shadowed && peeked.allowed && all.layers[0].shadowed && name !== undefined;
+}
+
+const report = (denial: ShadowDenial, req: { path?: string }) => console.log(denial.layer, denial.key, denial.decision.retryAfterMs, req.path);
+express().use(rateLimitLayers({
+  limiter: new Limiter(async (args: string[]) => args), shadow: true, onShadowDenied: report,
+  layers: [{ name: "user", identify: header("x-user"), policy: "free" },
+    { name: "plan", identify: header("x-plan"), policy: (req) => (req.path === "/x" ? "pro" : policy.fixed(5, "1m")) }],
+}));
+// @ts-expect-error shadow is true or false
+rateLimitLayers({ limiter: new Limiter(async (args: string[]) => args), shadow: "yes", layers: [ipLayer] });
+
 // The framework adapters: RlStore is an express-rate-limit Store, RateLimiterRl resolves
 // rate-limiter-flexible's RateLimiterRes fields.
 import type { Store } from "express-rate-limit";

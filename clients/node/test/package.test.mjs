@@ -1,6 +1,7 @@
 // The package as installed: its CommonJS and ES module builds, its type declarations (a
 // TypeScript consumer compiles against them), the library it ships, and the examples
-// (quoted whole in the docs), which print what their comments say.
+// (quoted whole in the docs), which print what their comments say (an example with a line
+// starting "// Needs the rl module" on the servers with the module only).
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
@@ -50,8 +51,10 @@ const printed = (path) =>
     return m ? [m[1]] : [];
   });
 
+const needsModule = (path) => /^\/\/ Needs the rl module/m.test(readFileSync(path, "utf8"));
+
 for (const name of readdirSync(EXAMPLES).filter((f) => f.endsWith(".mjs") && printed(join(EXAMPLES, f)).length)) {
-  for (const server of servers) {
+  for (const server of servers.filter((s) => s.withModule || !needsModule(join(EXAMPLES, name)))) {
     test(`examples/${name} prints what it shows on ${server.label}`, () => {
       server.reset();
       const out = execFileSync(process.execPath, [join(EXAMPLES, name)], {
