@@ -107,10 +107,14 @@ def test_a_shadow_policy_admits_its_denial_as_shadowed(limiter, define, module_s
         0].remaining == 98
 
 
-def test_a_spelt_out_policy_is_never_shadowed(limiter):
-    # A leaky bucket's admission carries its delay in retry_after_ms, with nothing left.
+def test_a_leaky_buckets_delayed_admission_is_not_shadowed(limiter, define):
+    # A leaky bucket's admission carries its delay in retry_after_ms: by name with room
+    # left, and spelt out (never shadowed) with nothing left.
+    name = define("LEAKY 5 1 1s")
+    d = [limiter.limit("queue", name) for _ in range(2)][1]
+    assert d.allowed and d.remaining == 3 and d.retry_after_ms > 0 and not d.shadowed
     leaky = policy.leaky(2, 1, "1s")
-    d = [limiter.decide("queue", leaky) for _ in range(2)][1]
+    d = [limiter.decide("spelt", leaky) for _ in range(2)][1]
     assert d.allowed and d.remaining == 0 and d.retry_after_ms > 0 and not d.shadowed
 
 
