@@ -196,6 +196,41 @@ def server(request, servers) -> Server:
     return s
 
 
+#: The servers with the module: what only the module has (named policies, RL.POLICY).
+MODULE_BACKENDS = [b for b in BACKENDS if b[1]]
+
+
+@pytest.fixture(params=MODULE_BACKENDS, ids=backend_id)
+def module_server(request, servers) -> Server:
+    """Each server with the module in turn (Redis 7.0, Valkey 9.1), emptied of keys. Its
+    policies (RL.POLICY) are the module's memory, which FLUSHALL leaves: `define` them."""
+    s = servers(*request.param)
+    c = redis.Redis(port=s.port)
+    c.flushall()
+    c.close()
+    return s
+
+
+@pytest.fixture
+def define(module_server):
+    """`define("FIXED 3 1m SHADOW")`: RL.POLICY SET of a policy of a new name on
+    `module_server`, returning its name (`define(..., name="free")` for a chosen one); every
+    policy defined is deleted after the test."""
+    c = redis.Redis(port=module_server.port)
+    made: list[str] = []
+
+    def define(definition: str, name: str | None = None) -> str:
+        name = name or f"t-{os.urandom(6).hex()}"
+        c.execute_command("RL.POLICY", "SET", name, *definition.split())
+        made.append(name)
+        return name
+
+    yield define
+    for name in made:
+        c.execute_command("RL.POLICY", "DEL", name)
+    c.close()
+
+
 @pytest.fixture
 def client(server):
     c = redis.Redis.from_url(server.url)

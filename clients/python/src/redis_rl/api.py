@@ -8,30 +8,45 @@ from typing import Any, Generic, TypeVar, Union
 
 from . import commands, policy
 from .commands import Command
-from .policy import Duration, Policy
+from .policy import Duration, PolicyOrName
 
 D = TypeVar("D")  # Decision, or an awaitable of one
 A = TypeVar("A")  # AllDecision, or an awaitable of one
 B = TypeVar("B")  # bool, or an awaitable of one
 
-Layer = Union[tuple[str, Policy], tuple[str, Policy, int]]
+#: One layer of `all`: (key, policy) or (key, policy, cost); a policy may be a server-side name.
+Layer = Union[tuple[str, PolicyOrName], tuple[str, PolicyOrName, int]]
 
 
 class Api(Generic[D, A, B]):
     """One method per command. `cost` is the request's weight (`COST n`), `peek` decides
     without writing, `block_ms` waits inside the server until admitted or that many ms pass
     (0: no limit; the library decides at once). Keep the client's socket timeout above
-    `block_ms`."""
+    `block_ms`.
+
+    Wherever a method takes a `policy` it also takes the name of a policy defined on the
+    server (`RL.POLICY SET free SLIDING 100 1m`; a `str`, checked as the server checks names):
+    `RL.LIMIT key free`, `RL.PEEK POLICY key free`, an `RL.ALL` clause `POLICY free`."""
 
     def _run(self, cmd: Command) -> Any:
         raise NotImplementedError
 
     def decide(
-        self, key: str, policy: Policy, *, cost: int = 1, peek: bool = False,
+        self, key: str, policy: PolicyOrName, *, cost: int = 1, peek: bool = False,
         block_ms: int | None = None,
     ) -> D:
-        """`RL.<ALGO> key params [COST n] [PEEK] [BLOCK ms]` for any policy."""
+        """`RL.<ALGO> key params [COST n] [PEEK] [BLOCK ms]` for any policy, or `RL.LIMIT key
+        name [COST n] [PEEK] [BLOCK ms]` for a policy's name."""
         return self._run(commands.decide(key, policy, cost, None, peek, block_ms))
+
+    def limit(
+        self, key: str, policy: PolicyOrName, *, cost: int = 1, peek: bool = False,
+        block_ms: int | None = None,
+    ) -> D:
+        """`RL.LIMIT key name [COST n] [PEEK] [BLOCK ms]`: the request decided by the policy
+        the server holds under `policy` (`limiter.limit("user:42", "free")`); the same as
+        `decide`, which a Policy may be given too."""
+        return self.decide(key, policy, cost=cost, peek=peek, block_ms=block_ms)
 
     def gcra(
         self, key: str, limit: int, period: Duration, *, burst: int | None = None,
@@ -81,17 +96,20 @@ class Api(Generic[D, A, B]):
         return self.decide(key, policy.fixed(limit, window, name), cost=cost, peek=peek,
                            block_ms=block_ms)
 
-    def refund(self, key: str, policy: Policy, n: int) -> D:
-        """`RL.<ALGO> key params REFUND n`: give `n` units back (always admitted)."""
+    def refund(self, key: str, policy: PolicyOrName, n: int) -> D:
+        """`RL.<ALGO> key params REFUND n` (`RL.LIMIT key name REFUND n`): give `n` units back
+        (always admitted)."""
         return self._run(commands.decide(key, policy, 1, n, False, None))
 
-    def peek(self, key: str, policy: Policy, *, cost: int = 1) -> D:
-        """`RL.PEEK ALGO key params [COST n]`: what the call would decide, writing nothing
-        (a read-only command: it runs on replicas and for read-only ACL users)."""
+    def peek(self, key: str, policy: PolicyOrName, *, cost: int = 1) -> D:
+        """`RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): what the
+        call would decide, writing nothing (a read-only command: it runs on replicas and for
+        read-only ACL users)."""
         return self._run(commands.peek(key, policy, cost))
 
     def all(self, layers: Sequence[Layer], *, peek: bool = False) -> A:
-        """`RL.ALL`: every (key, policy[, cost]) layer admits, and is spent, or none is."""
+        """`RL.ALL`: every (key, policy[, cost]) layer admits, and is spent, or none is. A
+        layer whose policy is a `SHADOW` one on the server denies nothing."""
         return self._run(commands.all_of(layers, peek))
 
     def acquire(

@@ -7,14 +7,22 @@ unless the request can never be admitted, and a JSON body naming the layer. Noth
 spent unless every layer admits. An error from the server is raised to the ASGI server as any
 exception is, so the request fails (a 500): it is never let through unchecked. It is the
 limiter's (errors.py): ServerUnavailableError, ConfigurationError (a layer's policy the server
-refuses), ForeignKeyError, LibraryUnavailableError. A configuration refused here (no layers,
-a tag naming none of them) is a ConfigurationError, a ValueError (a TypeError for a type).
+refuses, a policy's name it does not hold), ForeignKeyError, LibraryUnavailableError. A
+configuration refused here (no layers, a tag naming none of them, a bad policy name) is a
+ConfigurationError, a ValueError (a TypeError for a type).
+
+A layer's policy may be a Policy or the name of a policy on the server (`"free"`: an
+`RL.ALL` clause `POLICY free`). A request that would have been refused but is let through is
+logged, one warning on the `redis_rl.asgi` logger per such request: under `shadow=True`
+(every denial is let through, with its headers but no `Retry-After`), and wherever a layer's
+`SHADOW` policy on the server denied what the other layers admitted.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 from collections.abc import Awaitable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Callable, Union
@@ -22,7 +30,7 @@ from typing import Any, Callable, Union
 from .aio import AsyncLimiter
 from .decision import Decision
 from .errors import refused
-from .policy import Policy
+from .policy import Policy, PolicyOrName, policy_arg
 
 __all__ = ["ASGIApp", "Identify", "Layer", "RateLimitMiddleware", "client_ip", "client_subnet",
            "header", "ip_key", "path"]
@@ -33,6 +41,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+#: Where the middleware logs the requests it lets through that would have been refused.
+logger = logging.getLogger(__name__)
+
 #: A request's identity for a layer (an IP, an API key, an endpoint), or None to skip it.
 Identify = Callable[[Scope], Union[str, None]]
 
@@ -40,14 +51,15 @@ Identify = Callable[[Scope], Union[str, None]]
 @dataclass(frozen=True)
 class Layer:
     """One limit: `identify(scope)` names whose limit it is (None: the layer does not apply
-    to this request), `policy` is its Policy, or a function of the scope returning one (or
-    None to skip), e.g. the policy of the caller's plan. Its key is
-    `<prefix>:<name>:<identity>`, or `<prefix>:{<tag>}:<name>:<identity>` with a tag. An
-    identity may be any text, braces included."""
+    to this request), `policy` is its Policy or the name of a policy on the server (a str),
+    or a function of the scope returning either (or None to skip), e.g. the policy of the
+    caller's plan. Its key is `<prefix>:<name>:<identity>`, or
+    `<prefix>:{<tag>}:<name>:<identity>` with a tag. An identity may be any text, braces
+    included."""
 
     name: str
     identify: Identify
-    policy: Policy | Callable[[Scope], Policy | None]
+    policy: PolicyOrName | Callable[[Scope], PolicyOrName | None]
 
 
 def _check_bits(ipv6_bits: int) -> None:
@@ -129,10 +141,14 @@ class RateLimitMiddleware:
     the request, `<prefix>:{<tag>}:<name>:<identity>`, so `RL.ALL` can take them. The
     tagged layer then counts by its own identity alone, every other layer per (tag
     identity, its identity): tag the layer the client cannot choose, the address. A request
-    no layer applies to passes without a call."""
+    no layer applies to passes without a call.
+
+    `shadow=True` rehearses the limits: each request is decided and spent as usual and
+    carries its headers, but a denial is let through (without `Retry-After`) and logged
+    instead of answered 429."""
 
     def __init__(self, app: ASGIApp, limiter: AsyncLimiter, layers: list[Layer],
-                 prefix: str = "rl", tag: str | None = None) -> None:
+                 prefix: str = "rl", tag: str | None = None, shadow: bool = False) -> None:
         if not layers:
             raise refused("RateLimitMiddleware needs at least one Layer")
         names = [layer.name for layer in layers]
@@ -147,10 +163,17 @@ class RateLimitMiddleware:
         if tag is not None and ("{" in prefix or "}" in prefix):
             raise refused(f"with a tag, the prefix holds no brace (the tag is the keys' "
                           f"hash tag): {prefix!r}")
+        if not isinstance(shadow, bool):
+            raise refused(f"shadow is a bool: {shadow!r}", wrong_type=True)
+        for layer in layers:
+            if not callable(layer.policy):
+                policy_arg(layer.policy)  # a Policy, or a name the server could hold
         self.app, self.limiter, self.layers = app, limiter, layers
-        self.prefix, self.tag = prefix, tag
+        self.prefix, self.tag, self.shadow = prefix, tag, shadow
 
-    def _applying(self, scope: Scope) -> list[tuple[str, Policy]]:
+    def _applying(self, scope: Scope) -> list[tuple[str, str, PolicyOrName]]:
+        """(layer name, key, policy) of each layer that applies to the request; a Policy
+        named after its layer unless it has a name of its own."""
         identities = {layer.name: layer.identify(scope) for layer in self.layers}
         base = self.prefix
         if self.tag is not None:
@@ -161,8 +184,10 @@ class RateLimitMiddleware:
             if identity is None:
                 continue
             p = layer.policy(scope) if callable(layer.policy) else layer.policy
+            if isinstance(p, Policy):
+                p = p.named(p.name or layer.name)
             if p is not None:
-                out.append((f"{base}:{layer.name}:{identity}", p.named(p.name or layer.name)))
+                out.append((layer.name, f"{base}:{layer.name}:{identity}", p))
         return out
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -173,12 +198,18 @@ class RateLimitMiddleware:
         if not layers:
             await self.app(scope, receive, send)
             return
-        decision = (await self.limiter.all(layers)).binding
-        headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
-                   for k, v in decision.all_headers().items()]
-        if not decision.allowed:
-            await _too_many(send, decision, headers)
+        result = await self.limiter.all([(key, p) for _, key, p in layers])
+        decision = result.binding
+        if not decision.allowed and not self.shadow:
+            await _too_many(send, _encoded(decision.all_headers()),
+                            _label(decision, layers[result.index][0]))
             return
+        refused_by = result.index if not decision.allowed else next(iter(result.shadowed), None)
+        if refused_by is not None:
+            name, key, _ = layers[refused_by]
+            _log_would_deny(scope, result.layers[refused_by], name, key)
+        headers = _encoded({k: v for k, v in decision.all_headers().items()
+                            if k != "Retry-After"})
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -190,8 +221,28 @@ class RateLimitMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
-async def _too_many(send: Send, decision: Decision, headers: list[tuple[bytes, bytes]]) -> None:
-    layer = decision.policy.name if decision.policy else ""
+def _encoded(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+
+
+def _label(decision: Decision, layer: str) -> str:
+    """The name a response gives a layer: its Policy's name (the layer's unless the Policy
+    has its own), or for a policy named on the server, the layer's."""
+    return decision.policy.name if isinstance(decision.policy, Policy) else layer
+
+
+def _log_would_deny(scope: Scope, decision: Decision, name: str, key: str) -> None:
+    """One warning for a request let through that layer `name` (its `decision`, on `key`)
+    would have refused: denied under `shadow=True`, or by the layer's SHADOW policy."""
+    why = f"SHADOW policy '{decision.policy}'" if decision.shadowed else "shadow=True"
+    logger.warning(
+        "rate limit would deny %s %s: layer %s, key %s, retry after %d ms (%s)",
+        scope.get("method", ""), scope.get("path", ""), name, key, decision.retry_after_ms,
+        why, extra={"rl_layer": name, "rl_key": key, "rl_policy": decision.policy_name,
+                    "rl_retry_after_ms": decision.retry_after_ms, "rl_shadow": why})
+
+
+async def _too_many(send: Send, headers: list[tuple[bytes, bytes]], layer: str) -> None:
     body = json.dumps({"error": "rate limited", "layer": layer}).encode()
     await send({"type": "http.response.start", "status": 429, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

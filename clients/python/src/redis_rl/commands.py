@@ -3,7 +3,9 @@
 The two backends take the same words after the key (docs/managed-redis.md): `RL.<ALGO> key
 params` is `FCALL rl_<algo> 1 key params`, `RL.ALL numkeys keys clauses` is `FCALL rl_all
 numkeys keys clauses`, `RL.PEEK ALGO key params` is `FCALL_RO rl_peek 1 key ALGO params`.
-Nothing here talks to a server.
+A policy named on the server (a `str`) is `RL.LIMIT key name [options]` (`FCALL rl_limit 1
+key name [options]`), `RL.PEEK POLICY key name [COST n]` (`FCALL_RO rl_peek 1 key POLICY name
+[COST n]`) and the `RL.ALL` clause `POLICY name [COST n]`. Nothing here talks to a server.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, Callable
 from ._facts import KINDS
 from .decision import AllDecision, Decision
 from .errors import refused
-from .policy import Duration, Policy, count_arg, duration_arg
+from .policy import Duration, PolicyOrName, count_arg, duration_arg, policy_arg
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class Command:
     rest: tuple[Any, ...]
     decode: Callable[[Any, str], Any]
     read_only: bool = False
+    #: It names a policy on the server (RL.LIMIT, RL.PEEK POLICY, a POLICY clause).
+    named: bool = False
 
     def library(self) -> tuple[Any, ...]:
         fcall = "FCALL_RO" if self.read_only else "FCALL"
@@ -54,48 +58,71 @@ def _options(cost: int, refund: int | None, peek: bool, block_ms: int | None) ->
     return out
 
 
+def _clause(policy: PolicyOrName) -> list[str]:
+    """What follows the key (or the keys, in `RL.ALL`) for `policy`: `ALGO params`, or
+    `POLICY name`."""
+    if isinstance(policy, str):
+        return ["POLICY", policy]
+    return [policy.algo, *policy.params]
+
+
 def decide(
     key: str,
-    policy: Policy,
+    policy: PolicyOrName,
     cost: int = 1,
     refund: int | None = None,
     peek: bool = False,
     block_ms: int | None = None,
 ) -> Command:
-    """`RL.<ALGO> key params [COST n | REFUND n] [PEEK] [BLOCK ms]`."""
-    rest = (*policy.params, *_options(cost, refund, peek, block_ms))
+    """`RL.<ALGO> key params [COST n | REFUND n] [PEEK] [BLOCK ms]`, or for a policy's name
+    `RL.LIMIT key name [COST n | REFUND n] [PEEK] [BLOCK ms]`."""
+    policy = policy_arg(policy)
+    options = _options(cost, refund, peek, block_ms)
+    if isinstance(policy, str):
+        module: tuple[Any, ...] = ("RL.LIMIT", key, policy, *options)
+        function, rest = "rl_limit", (policy, *options)
+    else:
+        rest = (*policy.params, *options)
+        module, function = (f"RL.{policy.algo}", key, *rest), KINDS[policy.algo].fcall
     return Command(
-        module=(f"RL.{policy.algo}", key, *rest),
-        function=KINDS[policy.algo].fcall,
+        module=module,
+        function=function,
         keys=(key,),
         rest=rest,
         decode=lambda reply, backend: Decision.from_reply(reply, backend, policy),
+        named=isinstance(policy, str),
     )
 
 
-def peek(key: str, policy: Policy, cost: int = 1) -> Command:
-    """`RL.PEEK ALGO key params [COST n]`: read-only, for replicas and read-only users."""
-    rest = (policy.algo, *policy.params, *_options(cost, None, False, None))
+def peek(key: str, policy: PolicyOrName, cost: int = 1) -> Command:
+    """`RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]` for a policy's
+    name): read-only, for replicas and read-only users."""
+    policy = policy_arg(policy)
+    word, *params = _clause(policy)
+    rest = (word, *params, *_cost(cost))
     return Command(
-        module=("RL.PEEK", policy.algo, key, *rest[1:]),
+        module=("RL.PEEK", word, key, *rest[1:]),
         function="rl_peek",
         keys=(key,),
         rest=rest,
         decode=lambda reply, backend: Decision.from_reply(reply, backend, policy),
         read_only=True,
+        named=isinstance(policy, str),
     )
 
 
-def all_of(layers: Sequence[tuple[str, Policy] | tuple[str, Policy, int]], peek: bool) -> Command:
-    """`RL.ALL numkeys key... ALGO params [COST n] ... [PEEK]`: every layer or none."""
+def all_of(layers: Sequence[tuple[str, PolicyOrName] | tuple[str, PolicyOrName, int]],
+           peek: bool) -> Command:
+    """`RL.ALL numkeys key... ALGO params [COST n] ... [PEEK]`: every layer or none. A layer's
+    policy may be a name: its clause is `POLICY name [COST n]`."""
     if not layers:
         raise refused("all() needs at least one (key, policy) layer")
     keys = tuple(layer[0] for layer in layers)
-    policies = [layer[1] for layer in layers]
+    policies = [policy_arg(layer[1]) for layer in layers]
     rest: list[Any] = []
-    for layer in layers:
-        policy, cost = layer[1], (layer[2] if len(layer) > 2 else 1)  # type: ignore[misc]
-        rest += [policy.algo, *policy.params, *_cost(cost)]
+    for layer, policy in zip(layers, policies):
+        cost = layer[2] if len(layer) > 2 else 1  # type: ignore[misc]
+        rest += [*_clause(policy), *_cost(cost)]
     if peek:
         rest.append("PEEK")
 
@@ -111,6 +138,7 @@ def all_of(layers: Sequence[tuple[str, Policy] | tuple[str, Policy, int]], peek:
         keys=keys,
         rest=tuple(rest),
         decode=decode,
+        named=any(isinstance(p, str) for p in policies),
     )
 
 

@@ -4,6 +4,12 @@ The headers are those of docs/commands.md ("The shared reply" and "The IETF Rate
 fields"): seconds are milliseconds divided by 1,000 and rounded up, so a client that waits
 them is never early; `Retry-After` is sent on a denial only, and never for a request that
 can never be admitted (`retry_after_ms == -1`).
+
+A decision by a policy named on the server (its `policy` is the name, a `str`) knows the
+reply, not the policy's quota or window: its `RateLimit-Policy` is `"<name>";q=<limit>`, `q`
+the reply's `limit` (a window's limit; a rate's burst or capacity) and no `w`. A `SHADOW`
+policy answers a denial as admitted, with nothing remaining and a non-zero `retry_after_ms`:
+that decision is `shadowed`.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .policy import Policy
+from .policy import PolicyOrName
 
 #: Which server side answered: the `rl` module's commands, or the Functions library.
 MODULE = "module"
@@ -36,13 +42,33 @@ class Decision:
     reset_after_ms: int
     #: MODULE or LIBRARY.
     backend: str
-    #: The policy decided, for the IETF fields (None for leases).
-    policy: Policy | None = None
+    #: The policy decided, for the IETF fields: a Policy, a server-side policy's name (a
+    #: str), or None for leases.
+    policy: PolicyOrName | None = None
 
     @classmethod
-    def from_reply(cls, reply: Sequence[int], backend: str, policy: Policy | None) -> Decision:
+    def from_reply(cls, reply: Sequence[int], backend: str,
+                   policy: PolicyOrName | None) -> Decision:
         allowed, limit, remaining, retry, reset = (int(x) for x in reply[:5])
         return cls(allowed == 1, limit, remaining, retry, reset, backend, policy)
+
+    @property
+    def shadowed(self) -> bool:
+        """A `SHADOW` policy's denial, answered as admitted: a policy named on the server that
+        admitted with nothing remaining and a non-zero `retry_after_ms` (what the enforced
+        policy would have answered: when to retry, -1 for never). Always False for a Policy
+        and a lease, which are never shadowed. (A named `LEAKY` policy's admission that takes
+        the queue's last place reads so too: it is admitted, to be performed after its
+        delay.)"""
+        return (isinstance(self.policy, str) and self.allowed and self.remaining == 0
+                and self.retry_after_ms != 0)
+
+    @property
+    def policy_name(self) -> str:
+        """The policy's name: a Policy's own `name` (may be ""), or the server-side policy's."""
+        if isinstance(self.policy, str):
+            return self.policy
+        return self.policy.name if self.policy is not None else ""
 
     @property
     def retry_after(self) -> int | None:
@@ -70,12 +96,15 @@ class Decision:
     def ietf_headers(self, name: str | None = None) -> dict[str, str]:
         """The IETF draft's `RateLimit-Policy` and `RateLimit` fields (and `Retry-After` on a
         denial), for the policy named `name` (default: the policy's name, else "default").
-        `RateLimit-Policy` needs the policy: a lease decision has only `RateLimit`."""
-        label = name or (self.policy.name if self.policy else "") or "default"
+        `RateLimit-Policy` needs the policy: a lease decision has only `RateLimit`; a
+        server-side policy's is `"<name>";q=<limit>`, without `w` (its window is the
+        server's)."""
+        label = name or self.policy_name or "default"
         out = {}
-        window = self.policy.window_s if self.policy else None
-        if self.policy is not None and window is not None:
-            out["RateLimit-Policy"] = f'"{label}";q={self.policy.quota};w={window}'
+        if isinstance(self.policy, str):
+            out["RateLimit-Policy"] = f'"{label}";q={self.limit}'
+        elif self.policy is not None and self.policy.window_s is not None:
+            out["RateLimit-Policy"] = f'"{label}";q={self.policy.quota};w={self.policy.window_s}'
         out["RateLimit"] = f'"{label}";r={self.remaining};t={self.reset_after}'
         if self.retry_after is not None:
             out["Retry-After"] = str(self.retry_after)
@@ -98,3 +127,9 @@ class AllDecision:
     @property
     def allowed(self) -> bool:
         return self.binding.allowed
+
+    @property
+    def shadowed(self) -> tuple[int, ...]:
+        """The positions in `layers` of the layers whose `SHADOW` policy denied (each layer's
+        `shadowed`): empty when none did. The call was decided by the other layers."""
+        return tuple(i for i, layer in enumerate(self.layers) if layer.shadowed)

@@ -5,6 +5,11 @@ quota and window the IETF `RateLimit-Policy` field reports (docs/commands.md, "T
 RateLimit fields"): for the windows `q` is the limit and `w` the window; for a rate
 (GCRA's limit, the token bucket's refill, the leaky bucket's leak) `q` is that count and
 `w` its period, in whole seconds.
+
+A policy may also be named on the server (`RL.POLICY SET free SLIDING 100 1m`): wherever a
+`Policy` goes, its name (`"free"`, a `str`) may go instead, and the call becomes `RL.LIMIT
+key free`, `RL.PEEK POLICY key free` or an `RL.ALL` clause `POLICY free`. The client then knows
+the name only, not the quota or the window.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Union
 
-from ._facts import DURATION_UNITS_MS
+from ._facts import DURATION_UNITS_MS, ERRORS, MAX_POLICY_NAME
 from .errors import refused
 
 #: A duration: whole seconds (int), a timedelta (sent in ms), or the commands' text
 #: (`"1500ms"`, `"1s"`, `"1m"`, `"24h"`, `"1d"`; a bare integer is seconds).
 Duration = Union[int, str, timedelta]
+
+#: A server-side policy's name (RL.POLICY), as the server takes it.
+_POLICY_NAME = re.compile(rf"\A[A-Za-z0-9_.:-]{{1,{MAX_POLICY_NAME}}}\Z")
 
 #: Digits and an optional unit (facts/rl.toml's `durations`), longest units tried first.
 _DURATION = re.compile(
@@ -60,6 +68,18 @@ def count_arg(n: int, what: str) -> str:
     return str(n)
 
 
+def policy_name_arg(name: str) -> str:
+    """`name` checked as the server checks a policy's name (1 to MAX_POLICY_NAME of
+    `A-Z a-z 0-9 _ . : -`): a ConfigurationError before anything is sent (a TypeError too
+    when it is not a str)."""
+    if not isinstance(name, str):
+        raise refused(f"a policy name is a str: {name!r}", wrong_type=True)
+    if not _POLICY_NAME.match(name):
+        rule = ERRORS["policy_name"][len("ERR "):].format(max=MAX_POLICY_NAME)
+        raise refused(f"{rule}: {name!r}")
+    return name
+
+
 @dataclass(frozen=True)
 class Policy:
     """One limiter's algorithm and parameters. Build one with `gcra`, `token_bucket`,
@@ -80,6 +100,21 @@ class Policy:
     def named(self, name: str) -> Policy:
         """This policy, named `name` in the IETF fields."""
         return Policy(self.algo, self.params, self.quota, self.window, name)
+
+
+#: What a call takes as its policy: a `Policy`, or the name of a policy on the server.
+PolicyOrName = Union[Policy, str]
+
+
+def policy_arg(p: PolicyOrName) -> PolicyOrName:
+    """`p` checked: a Policy as it is, a name by `policy_name_arg`; anything else is a
+    TypeError (and a ConfigurationError)."""
+    if isinstance(p, Policy):
+        return p
+    if isinstance(p, str):
+        return policy_name_arg(p)
+    raise refused(f"a policy is a redis_rl.Policy or a policy's name (a str): {p!r}",
+                  wrong_type=True)
 
 
 def gcra(limit: int, period: Duration, burst: int | None = None, name: str = "") -> Policy:
