@@ -279,6 +279,21 @@ server_tests! {
         }
     }
 
+    fn a_leaky_shadow_admission_that_fills_the_queue_reads_as_a_denial_and_counts_as_admitted(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        ok(c, "RL.POLICY SET q LEAKY 2 1 1h SHADOW");
+        assert_eq!(rl(c, "RL.LIMIT k q")[..4], [1, 2, 1, 0]);
+        // Admitted, to be performed after the one queued ahead: the queue's last place.
+        let filled = rl(c, "RL.LIMIT k q");
+        assert!(filled[..3] == [1, 2, 0] && filled[3] > 0, "{filled:?}");
+        // Denied, answered as admitted: the same reply (its wait is the same hour).
+        let shadowed = rl(c, "RL.LIMIT k q");
+        same_reply(&shadowed, &filled, "a shadowed denial and the admission before it");
+        let text: String = run(c, "INFO rl_policies");
+        assert!(text.contains("rl_policy_q:calls=3,admitted=2,denied=0,shadow_denied=1,errors=0"), "{text}");
+    }
+
     fn info_rl_policies_counts_each_policy_and_resetstat_clears_it(flavor) {
         let s = Server::start(flavor);
         let c = &mut s.conn();
