@@ -1,7 +1,7 @@
 // Express layers naming the server's policies, rehearsed: with `shadow: true` the middleware
 // decides as usual and sets the headers, but lets a would-be denial through (nothing spent)
 // and reports it to onShadowDenied (by default one console.warn line per request).
-// Needs the rl module: the Functions library has no named policies yet.
+// Needs the rl module, for RL.POLICY SET (the Functions library has its policies written in).
 import express from "express";
 import { createClient } from "redis";
 import { Limiter, header, rateLimitLayers } from "redis-rl";

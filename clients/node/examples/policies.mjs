@@ -1,7 +1,7 @@
 // Limits defined on the server by name, and called by name: an administrator defines them
 // once (RL.POLICY SET, or the module's policy file), every service names them.
-// Needs the rl module: the Functions library has no named policies yet (a call naming one
-// rejects with a LibraryUnavailableError there).
+// Needs the rl module, for RL.POLICY SET: without it, the policies are written into the
+// Functions library (docs/managed-redis.md, "Named policies") and called by name the same way.
 import { createClient } from "redis";
 import { ConfigurationError, Limiter, policy } from "redis-rl";
 

@@ -6,9 +6,9 @@
  * here talks to a server.
  *
  * A policy named by a string is the server's: `RL.LIMIT key name [COST n | REFUND n] [PEEK]
- * [BLOCK ms]` (`FCALL rl_limit 1 key name [COST n | REFUND n] [PEEK]`), `RL.PEEK POLICY key
- * name [COST n]` (`FCALL_RO rl_peek 1 key POLICY name [COST n]`), and `POLICY name [COST n]`
- * clauses in `RL.ALL` (and `rl_all`).
+ * [BLOCK ms]` (`FCALL rl_limit 1 key name ...`), `RL.PEEK POLICY key name [COST n]`
+ * (`FCALL_RO rl_peek 1 key POLICY name [COST n]`), and `POLICY name [COST n]` clauses in
+ * `RL.ALL` (and `rl_all`).
  */
 import { type AllDecision, type Backend, Decision } from "./decision.js";
 import { refused } from "./errors.js";
@@ -21,8 +21,6 @@ export interface Command<T> {
   readonly keys: readonly string[];
   readonly rest: readonly string[];
   readonly readOnly: boolean;
-  /** Names a server policy (RL.LIMIT, RL.PEEK POLICY, a POLICY clause). */
-  readonly named: boolean;
   decode(reply: unknown, backend: Backend): T;
 }
 
@@ -52,22 +50,14 @@ function options(o: DecideOptions & { refund?: number }): string[] {
 }
 
 /** `RL.<ALGO> key params [COST n | REFUND n] [PEEK] [BLOCK ms]`, or for a name `RL.LIMIT key
- * name [...]` (the library's `rl_limit` without `BLOCK`: a script decides at once). */
+ * name [...]`. */
 export function decide(key: string, p: PolicyOrName, o: DecideOptions & { refund?: number } = {}): Command<Decision> {
   const policy = policyOrName(p);
   const decode = (reply: unknown, backend: Backend) => Decision.fromReply(reply, backend, policy);
-  if (typeof policy === "string") {
-    const rest = [policy, ...options(o)];
-    return {
-      module: ["RL.LIMIT", key, ...rest], fn: "rl_limit", keys: [key], rest: [policy, ...options({ ...o, blockMs: undefined })],
-      readOnly: false, named: true, decode,
-    };
-  }
-  const rest = [...policy.params, ...options(o)];
-  return {
-    module: [`RL.${policy.algo}`, key, ...rest], fn: KINDS[policy.algo].fcall, keys: [key], rest,
-    readOnly: false, named: false, decode,
-  };
+  const [command, fn, params]: [string, string, readonly string[]] = typeof policy === "string"
+    ? ["RL.LIMIT", "rl_limit", [policy]] : [`RL.${policy.algo}`, KINDS[policy.algo].fcall, policy.params];
+  const rest = [...params, ...options(o)];
+  return { module: [command, key, ...rest], fn, keys: [key], rest, readOnly: false, decode };
 }
 
 /** `RL.PEEK ALGO key params [COST n]`, or for a name `RL.PEEK POLICY key name [COST n]`: read-only. */
@@ -77,7 +67,7 @@ export function peek(key: string, p: PolicyOrName, cost = 1): Command<Decision> 
   const tail = [...params, ...options({ cost })];
   return {
     module: ["RL.PEEK", word, key, ...tail], fn: "rl_peek", keys: [key], rest: [word, ...tail],
-    readOnly: true, named: typeof policy === "string", decode: (reply, backend) => Decision.fromReply(reply, backend, policy),
+    readOnly: true, decode: (reply, backend) => Decision.fromReply(reply, backend, policy),
   };
 }
 
@@ -99,7 +89,6 @@ export function allOf(layers: readonly Layer[], peekOnly: boolean): Command<AllD
   if (peekOnly) rest.push("PEEK");
   return {
     module: ["RL.ALL", String(keys.length), ...keys, ...rest], fn: "rl_all", keys, rest, readOnly: false,
-    named: policies.some((p) => typeof p === "string"),
     decode(reply, backend) {
       const r = reply as unknown[];
       const per = (r[5] as unknown[]).map((x, i) => Decision.fromReply(x, backend, policies[i]));
@@ -115,7 +104,7 @@ export function acquire(key: string, limit: number, timeout: Duration, leaseId: 
   o: { peek?: boolean; blockMs?: number } = {}): Command<Decision> {
   const rest = [countArg(limit, "limit"), durationArg(timeout), leaseId, ...options(o)];
   return {
-    module: ["RL.ACQUIRE", key, ...rest], fn: "rl_acquire", keys: [key], rest, readOnly: false, named: false,
+    module: ["RL.ACQUIRE", key, ...rest], fn: "rl_acquire", keys: [key], rest, readOnly: false,
     decode: (reply, backend) => Decision.fromReply(reply, backend),
   };
 }
@@ -123,7 +112,7 @@ export function acquire(key: string, limit: number, timeout: Duration, leaseId: 
 /** `RL.RELEASE key lease_id`: true if the lease was held. */
 export function release(key: string, leaseId: string): Command<boolean> {
   return {
-    module: ["RL.RELEASE", key, leaseId], fn: "rl_release", keys: [key], rest: [leaseId], readOnly: false, named: false,
+    module: ["RL.RELEASE", key, leaseId], fn: "rl_release", keys: [key], rest: [leaseId], readOnly: false,
     decode: (reply) => Number(reply) === 1,
   };
 }

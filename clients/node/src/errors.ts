@@ -11,8 +11,7 @@
  * - `ServerUnavailableError` (`ERR_RL_SERVER_UNAVAILABLE`): the server cannot be reached
  *   (refused, reset, timed out, the client offline).
  * - `LibraryUnavailableError` (`ERR_RL_LIBRARY_UNAVAILABLE`): the server has no module, and the
- *   Functions library is missing and cannot be loaded, or (for a call naming a server policy)
- *   has no named policies.
+ *   Functions library is missing and cannot be loaded.
  * - `ForeignKeyError` (`ERR_RL_FOREIGN_KEY`): the key holds another Redis type, another
  *   limiter's state, or a value no limiter wrote (`holds`); the key is left as it is.
  *
@@ -60,8 +59,7 @@ export class ServerUnavailableError extends RlError {
 }
 
 /** The module is not loaded and the Functions library is missing and cannot be loaded (an
- * ACL user who may not run `FUNCTION LOAD`, a read-only replica, a server without Functions),
- * or, for a call naming a server policy, the library has no named policies. */
+ * ACL user who may not run `FUNCTION LOAD`, a read-only replica, a server without Functions). */
 export class LibraryUnavailableError extends RlError {
   static override readonly code = "ERR_RL_LIBRARY_UNAVAILABLE";
 }
@@ -86,8 +84,6 @@ export class ForeignKeyError extends RlError {
 export const NOT_LOADABLE = "the rl module is not loaded and the rl library could not be loaded";
 export const NO_FUNCTIONS = "the rl module is not loaded and the server has no Functions (FCALL) for the library";
 export const NOT_LOADED = "the rl library was loaded but the server does not have it";
-/** ... and a call naming a server policy: the library has none (no function `rl_limit`). */
-export const NO_POLICIES = "the rl module is not loaded and the rl library on the server has no named policies (no function rl_limit): name a policy where the module is loaded, or pass a policy object";
 
 /** A check made before sending: `new Kind(message)` (a TypeError or RangeError, as the package
  * threw before) carrying ConfigurationError's code. */

@@ -6,13 +6,12 @@
  * missing (`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server
  * without it) it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`) and calls
  * again, once; where it cannot (the load refused, no Functions) it rejects with a
- * LibraryUnavailableError, and so it does for a call naming a server policy where the
- * library has no named policies (no function `rl_limit`: the call's failure is its cause).
- * Any other error is the command's own, as its case (errors.ts: ConfigurationError,
- * ForeignKeyError, ServerUnavailableError) or as the driver gave it.
+ * LibraryUnavailableError. Any other error is the command's own, as its case (errors.ts:
+ * ConfigurationError, ForeignKeyError, ServerUnavailableError) or as the driver gave it.
  *
  * Wherever a policy is taken, a string names a policy defined on the server (`RL.POLICY
- * SET`): `limit(key, "free")` is `RL.LIMIT key free`.
+ * SET`, or the lines written into the library by scripts/library-policies.py):
+ * `limit(key, "free")` is `RL.LIMIT key free` (`FCALL rl_limit 1 key free`).
  *
  * Every method returns a promise, and an argument it cannot send (a key or lease id that is
  * not a string, a count that is not an integer, a policy that is neither a policy object nor
@@ -27,7 +26,7 @@ import { LIBRARY_SOURCE } from "./library.js";
 import * as policy from "./policy.js";
 import type { Duration, PolicyOrName } from "./policy.js";
 import { functionMissing, isReplyError, libraryUnavailable, unknownCommand } from "./classify.js";
-import { LibraryUnavailableError, NOT_LOADED, NO_FUNCTIONS, NO_POLICIES, RlError, ServerUnavailableError, refused } from "./errors.js";
+import { NOT_LOADED, NO_FUNCTIONS, refused } from "./errors.js";
 import { type Transport, transportOf } from "./transport.js";
 
 type Named = DecideOptions & { name?: string };
@@ -70,31 +69,15 @@ export class Limiter {
       reply = await this.transport.send(args, key, cmd.readOnly);
     } catch (err) {
       if (unknownCommand(err)) throw libraryUnavailable(err, NO_FUNCTIONS); // no FCALL
-      if (!functionMissing(err)) throw await this.withoutPolicies(cmd, err);
+      if (!functionMissing(err)) throw err;
       await this.transport.loadLibrary(LIBRARY_SOURCE, key); // a LibraryUnavailableError if refused
       try {
         reply = await this.transport.send(args, key, cmd.readOnly);
       } catch (again) {
-        // loaded, and gone again (or, for a policy's name, a library without rl_limit)
-        throw await this.withoutPolicies(cmd, functionMissing(again) ? libraryUnavailable(again, NOT_LOADED) : again);
+        throw functionMissing(again) ? libraryUnavailable(again, NOT_LOADED) : again; // loaded, and gone again
       }
     }
     return cmd.decode(reply, "library");
-  }
-
-  /** `err`, a library call's failure; for a call naming a server policy on a library without
-   * named policies (it refuses `POLICY` clauses as syntax, and has no `rl_limit`), a
-   * LibraryUnavailableError saying so. `FCALL_RO rl_limit 0` asks, writing nothing. */
-  private async withoutPolicies(cmd: Command<unknown>, err: unknown): Promise<unknown> {
-    if (!cmd.named || err instanceof ServerUnavailableError) return err;
-    try {
-      await this.transport.send(["FCALL_RO", "rl_limit", "0"], cmd.keys[0], true);
-    } catch (probe) {
-      if (!functionMissing(probe)) return err;
-      const why = err instanceof RlError && err.cause !== undefined ? err.cause : err;
-      return new LibraryUnavailableError(`${NO_POLICIES}: ${why instanceof Error ? why.message : String(why)}`, { cause: why });
-    }
-    return err;
   }
 
   /** `FUNCTION LOAD REPLACE` this package's `functions/rl.lua` (on every master of a
@@ -110,8 +93,8 @@ export class Limiter {
   }
 
   /** `RL.LIMIT key name [COST n] [PEEK] [BLOCK ms]`: decides by the policy the server holds
-   * under `name` (`RL.POLICY SET`), exactly as its own command would. A policy object is
-   * decided as `decide` does. */
+   * under `name` (`RL.POLICY SET`, or written into the library), exactly as its own command
+   * would. A policy object is decided as `decide` does. */
   async limit(key: string, p: PolicyOrName, o: DecideOptions = {}): Promise<Decision> {
     return this.decide(key, p, o);
   }

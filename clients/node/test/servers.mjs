@@ -2,8 +2,8 @@
 // and without it (where the package runs the Functions library), on free ports.
 // Environment: RL_MODULE (default target/release/librl.so of this checkout), RL_REDIS_SERVER
 // (default redis-server), RL_VALKEY_SERVER (default .tools/bin/valkey-server, else on PATH).
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -88,6 +88,19 @@ export class Server {
   async close() {
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The Functions library with the policy file of `lines` written into it, as
+ * docs/managed-redis.md ("Named policies") says: `scripts/library-policies.py FILE`. */
+export function libraryWithPolicies(lines) {
+  const dir = mkdtempSync(join(tmpdir(), "rl-node-policies-"));
+  try {
+    const file = join(dir, "rl-policies.conf");
+    writeFileSync(file, lines.map((line) => `${line}\n`).join(""));
+    return execFileSync("python3", [join(ROOT, "scripts/library-policies.py"), file], { encoding: "utf8" });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
