@@ -73,6 +73,8 @@ def test_a_configuration_the_server_refuses(client, server, call, text):
     err = caught.value
     assert isinstance(err, redis.ResponseError) and text in str(err)
     assert type(cause(err)) is redis.ResponseError and str(cause(err)) == str(err)
+    # redis-py's attributes are set (its __repr__ reads them): repr() names the case.
+    assert repr(err) == repr(cause(err)).replace("ResponseError", "ConfigurationError")
     assert limiter.backend == (redis_rl.MODULE if server.with_module else redis_rl.LIBRARY)
     assert client.dbsize() == 0
 

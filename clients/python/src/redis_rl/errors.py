@@ -73,8 +73,15 @@ def case_class(case: type[RateLimitError], original: type[BaseException]) -> typ
     """The class of `case` that is also an `original` (made once per pair)."""
     if issubclass(case, original):
         return case
+
+    def __init__(self: Exception, *args: Any) -> None:
+        # `original`'s own (redis-py's sets what its __repr__ reads), not ValueError's, which
+        # comes first in a ConfigurationError.
+        original.__init__(self, *args)
+
     return type(case.__name__, (case, original), {"__module__": __name__,
-                                                   "__qualname__": case.__qualname__})
+                                                   "__qualname__": case.__qualname__,
+                                                   "__init__": __init__})
 
 
 def as_case(case: type[RateLimitError], original: type[BaseException], *args: Any) -> Exception:
