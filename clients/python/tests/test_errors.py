@@ -142,6 +142,8 @@ def test_a_library_an_acl_user_may_not_load_is_unavailable(servers, flavor):
         assert "could not be loaded" in str(err) and "function" in str(cause(err)).lower()
         with pytest.raises(redis_rl.LibraryUnavailableError):
             limiter.load_library()
+        with pytest.raises(redis_rl.LibraryUnavailableError, match="could not be loaded"):
+            limiter.limit("k", "free")  # a call by a policy's name alike
         assert admin.dbsize() == 0 and admin.function_list() == []
     finally:
         admin.acl_deluser("noload")
