@@ -5,6 +5,10 @@ server holds the numbers. Define them once on every node (RL.POLICY is administr
     RL.POLICY SET plan-free TOKENBUCKET 60 60 1m
     RL.POLICY SET plan-pro TOKENBUCKET 600 600 1m
 
+Without the module, write them into the library instead: the same lines without `RL.POLICY
+SET` in a policy file, then scripts/library-policies.py and FUNCTION LOAD REPLACE
+(docs/managed-redis.md, "Named policies").
+
 A changed policy applies at each key's next request, with no redeploy. RL_SHADOW=1 rehearses
 the limits: every request is decided and carries its headers, and a would-be 429 is let
 through and logged (a WARNING on logger `redis_rl.asgi`).

@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -196,7 +197,7 @@ def server(request, servers) -> Server:
     return s
 
 
-#: The servers with the module: what only the module has (named policies, RL.POLICY).
+#: The servers with the module: what only the module has (RL.POLICY SET, its memory).
 MODULE_BACKENDS = [b for b in BACKENDS if b[1]]
 
 
@@ -211,24 +212,82 @@ def module_server(request, servers) -> Server:
     return s
 
 
-@pytest.fixture
-def define(module_server):
-    """`define("FIXED 3 1m SHADOW")`: RL.POLICY SET of a policy of a new name on
-    `module_server`, returning its name (`define(..., name="free")` for a chosen one); every
-    policy defined is deleted after the test."""
-    c = redis.Redis(port=module_server.port)
-    made: list[str] = []
+def library_with(lines: list[str], directory: Path) -> str:
+    """The library with these policy lines in it: `python3 scripts/library-policies.py FILE`
+    (docs/managed-redis.md, "Named policies") of a policy file holding them."""
+    path = directory / "rl-policies.conf"
+    path.write_text("".join(f"{line}\n" for line in lines))
+    out = subprocess.run([sys.executable, str(ROOT / "scripts/library-policies.py"), str(path)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
 
-    def define(definition: str, name: str | None = None) -> str:
+
+class Policies:
+    """Named policies on one server: `define("FIXED 3 1m SHADOW")` makes a policy of a new
+    name (`define(..., name="free")` for a chosen one, again to change it) and returns the
+    name. With the module, RL.POLICY SET (and RL.POLICY DEL of each at `close`); without it,
+    the library written with every policy defined so far, loaded with FUNCTION LOAD REPLACE
+    (and FUNCTION FLUSH at `close`)."""
+
+    def __init__(self, server: Server, directory: Path) -> None:
+        self.server, self.directory = server, directory
+        self.client = redis.Redis(port=server.port)
+        self.made: dict[str, str] = {}
+
+    def define(self, definition: str, name: str | None = None) -> str:
         name = name or f"t-{os.urandom(6).hex()}"
-        c.execute_command("RL.POLICY", "SET", name, *definition.split())
-        made.append(name)
+        if self.server.with_module:
+            self.client.execute_command("RL.POLICY", "SET", name, *definition.split())
+        self.made[name] = definition
+        if not self.server.with_module:
+            lines = [f"{n} {d}" for n, d in self.made.items()]
+            self.client.function_load(library_with(lines, self.directory), replace=True)
         return name
 
-    yield define
-    for name in made:
-        c.execute_command("RL.POLICY", "DEL", name)
+    def close(self) -> None:
+        if self.server.with_module:
+            for name in self.made:
+                self.client.execute_command("RL.POLICY", "DEL", name)
+        else:
+            self.client.function_flush()
+        self.client.close()
+
+
+@pytest.fixture(params=BACKENDS, ids=backend_id)
+def policy_server(request, servers) -> Server:
+    """Each server in turn, for named policies: Redis 7.0 and Valkey 9.1 with the module
+    (RL.POLICY SET) and without it (the library written with the policies), emptied of keys
+    (and of the library, without the module): `define` the policies."""
+    s = servers(*request.param)
+    c = redis.Redis(port=s.port)
+    c.flushall()
+    if not s.with_module:
+        c.function_flush()
     c.close()
+    return s
+
+
+@pytest.fixture
+def policies_on(tmp_path):
+    """`policies_on(server)`: a Policies for `server`, closed after the test."""
+    made: list[Policies] = []
+
+    def make(server: Server) -> Policies:
+        made.append(Policies(server, tmp_path / f"p{len(made)}"))
+        made[-1].directory.mkdir()
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.close()
+
+
+@pytest.fixture
+def define(policy_server, policies_on):
+    """`define("FIXED 3 1m SHADOW")`: a policy of a new name on `policy_server` (Policies),
+    gone after the test."""
+    return policies_on(policy_server).define
 
 
 @pytest.fixture

@@ -73,6 +73,8 @@ def test_a_configuration_the_server_refuses(client, server, call, text):
     err = caught.value
     assert isinstance(err, redis.ResponseError) and text in str(err)
     assert type(cause(err)) is redis.ResponseError and str(cause(err)) == str(err)
+    # redis-py's attributes are set (its __repr__ reads them): repr() names the case.
+    assert repr(err) == repr(cause(err)).replace("ResponseError", "ConfigurationError")
     assert limiter.backend == (redis_rl.MODULE if server.with_module else redis_rl.LIBRARY)
     assert client.dbsize() == 0
 
@@ -140,6 +142,8 @@ def test_a_library_an_acl_user_may_not_load_is_unavailable(servers, flavor):
         assert "could not be loaded" in str(err) and "function" in str(cause(err)).lower()
         with pytest.raises(redis_rl.LibraryUnavailableError):
             limiter.load_library()
+        with pytest.raises(redis_rl.LibraryUnavailableError, match="could not be loaded"):
+            limiter.limit("k", "free")  # a call by a policy's name alike
         assert admin.dbsize() == 0 and admin.function_list() == []
     finally:
         admin.acl_deluser("noload")

@@ -5,16 +5,14 @@ then on the limiter calls the library with `FCALL`, and where the library is mis
 (`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server without it)
 it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`: this package's version
 of library `rl`) and calls again, once; where it cannot (the load refused, no Functions) that
-is a LibraryUnavailableError. So is a call by a policy's name (RL.LIMIT, RL.PEEK POLICY, a
-POLICY clause) to a library without named policies (no `rl_limit`, a POLICY clause refused
-as no algorithm), which loading would not mend. Any other error is the command's own, raised
-as its case (classify.py: ConfigurationError, ForeignKeyError, ServerUnavailableError) or as
-it is.
+is a LibraryUnavailableError. Any other error is the command's own, raised as its case
+(classify.py: ConfigurationError, ForeignKeyError, ServerUnavailableError) or as it is: a call
+by a policy's name (`rl_limit`, a `POLICY` clause) is sent as it is, and a library without
+that policy (this package's copy holds none) answers `no such policy`, a ConfigurationError.
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -40,14 +38,6 @@ def library_source() -> str:
         return (Path(__file__).resolve().parents[4] / "functions/rl.lua").read_text(
             encoding="utf-8")
     return shipped.read_text(encoding="utf-8")
-
-
-def library_defines(function: str) -> bool:
-    """Whether this package's library registers `function` (`rl_limit` comes with named
-    policies)."""
-    registered = re.compile(rf"register_function\s*(?:\(\s*|\{{\s*function_name\s*=\s*)"
-                            rf"'{re.escape(function)}'")
-    return registered.search(library_source()) is not None
 
 
 def is_cluster(client: Any) -> bool:

@@ -16,7 +16,6 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._facts import ERROR_PATTERNS, MESSAGES
-from .backend import library_defines
 from .errors import (
     ConfigurationError,
     ForeignKeyError,
@@ -63,24 +62,6 @@ def unknown_command(err: BaseException) -> bool:
 def function_missing(err: BaseException) -> bool:
     """`FCALL` of a function the server does not have: the library is not loaded."""
     return isinstance(err, ResponseError) and "function not found" in str(err).lower()
-
-
-#: What a library without named policies answers a `POLICY` clause (RL.ALL's, RL.PEEK's):
-#: no algorithm where one goes, or too few words for one (`POLICY name` is two).
-_NO_POLICY_WORD = (_whole("wrong_arity"), *(
-    re.compile(rf"\A{re.escape(MESSAGES[name])}\Z")
-    for name in ("all_algorithm", "all_clauses", "peek_algorithm")))
-
-
-def lacks_policies(err: BaseException, function: str) -> bool:
-    """The library cannot answer a call by a policy's name: its function (`rl_limit`) is
-    missing and this package's library has none to load, or a `POLICY` clause is refused as
-    no algorithm (the call's words are right: this package made them)."""
-    if not isinstance(err, ResponseError):
-        return False
-    if function_missing(err):
-        return not library_defines(function)
-    return any(pattern.search(str(err)) for pattern in _NO_POLICY_WORD)
 
 
 def foreign_holds(err: BaseException) -> str | None:

@@ -31,8 +31,6 @@ class Command:
     rest: tuple[Any, ...]
     decode: Callable[[Any, str], Any]
     read_only: bool = False
-    #: It names a policy on the server (RL.LIMIT, RL.PEEK POLICY, a POLICY clause).
-    named: bool = False
 
     def library(self) -> tuple[Any, ...]:
         fcall = "FCALL_RO" if self.read_only else "FCALL"
@@ -90,7 +88,6 @@ def decide(
         keys=(key,),
         rest=rest,
         decode=lambda reply, backend: Decision.from_reply(reply, backend, policy),
-        named=isinstance(policy, str),
     )
 
 
@@ -107,7 +104,6 @@ def peek(key: str, policy: PolicyOrName, cost: int = 1) -> Command:
         rest=rest,
         decode=lambda reply, backend: Decision.from_reply(reply, backend, policy),
         read_only=True,
-        named=isinstance(policy, str),
     )
 
 
@@ -138,7 +134,6 @@ def all_of(layers: Sequence[tuple[str, PolicyOrName] | tuple[str, PolicyOrName, 
         keys=keys,
         rest=tuple(rest),
         decode=decode,
-        named=any(isinstance(p, str) for p in policies),
     )
 
 

@@ -5,8 +5,7 @@
   argument). Refused for its type (a bool where an int goes), it is a TypeError too.
 - `ServerUnavailableError`: the server cannot be reached (refused, reset, timed out).
 - `LibraryUnavailableError`: the server has no module, and the Functions library is missing and
-  cannot be loaded (`FUNCTION LOAD` refused or failing, or no Functions at all), or has not
-  what the call needs (named policies, where the library has none yet).
+  cannot be loaded (`FUNCTION LOAD` refused or failing, or no Functions at all).
 - `ForeignKeyError`: the key holds another Redis type, another limiter's state, or a value no
   limiter wrote (`holds` says which); the key is left as it is.
 
@@ -52,8 +51,7 @@ class ServerUnavailableError(RateLimitError):
 class LibraryUnavailableError(RateLimitError):
     """The module is not loaded and the Functions library is missing and cannot be loaded
     (an ACL user who may not run `FUNCTION LOAD`, a read-only replica, a server without
-    Functions), or cannot answer the call (a policy's name, where the library has no named
-    policies). Also a subclass of the redis-py error the server gave."""
+    Functions). Also a subclass of the redis-py error the server gave."""
 
 
 class ForeignKeyError(RateLimitError):
@@ -73,8 +71,15 @@ def case_class(case: type[RateLimitError], original: type[BaseException]) -> typ
     """The class of `case` that is also an `original` (made once per pair)."""
     if issubclass(case, original):
         return case
+
+    def __init__(self: Exception, *args: Any) -> None:
+        # `original`'s own (redis-py's sets what its __repr__ reads), not ValueError's, which
+        # comes first in a ConfigurationError.
+        original.__init__(self, *args)
+
     return type(case.__name__, (case, original), {"__module__": __name__,
-                                                   "__qualname__": case.__qualname__})
+                                                   "__qualname__": case.__qualname__,
+                                                   "__init__": __init__})
 
 
 def as_case(case: type[RateLimitError], original: type[BaseException], *args: Any) -> Exception:
@@ -98,6 +103,3 @@ def refused(message: str, *, wrong_type: bool = False) -> ConfigurationError:
 NOT_LOADABLE = "the rl module is not loaded and the rl library could not be loaded"
 NO_FUNCTIONS = "the rl module is not loaded and the server has no Functions (FCALL) for the library"
 NOT_LOADED = "the rl library was loaded but the server does not have it"
-NO_POLICIES = ("the rl module is not loaded and the rl library on the server has no named "
-               "policies (RL.LIMIT, RL.PEEK POLICY, RL.ALL's POLICY clauses): load the module "
-               "to decide by a policy's name")

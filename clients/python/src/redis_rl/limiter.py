@@ -9,17 +9,10 @@ from redis.exceptions import RedisError, ResponseError
 
 from .api import Api
 from .backend import CLUSTER_ATTEMPTS, CLUSTER_RETRY, is_cluster, library_source, routed_by_us
-from .classify import (
-    classify,
-    function_missing,
-    lacks_policies,
-    library_unavailable,
-    reraise,
-    unknown_command,
-)
+from .classify import classify, function_missing, library_unavailable, reraise, unknown_command
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
-from .errors import NO_FUNCTIONS, NO_POLICIES, NOT_LOADABLE, NOT_LOADED
+from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
 
 
 class Limiter(Api[Decision, AllDecision, bool]):
@@ -70,16 +63,12 @@ class Limiter(Api[Decision, AllDecision, bool]):
         except ResponseError as err:
             if unknown_command(err):  # no FCALL: a server without Functions
                 reraise(library_unavailable(err, NO_FUNCTIONS), err)
-            if cmd.named and lacks_policies(err, cmd.function):  # loading would not mend it
-                reraise(library_unavailable(err, NO_POLICIES), err)
             if not function_missing(err):
                 raise
             self.load_library()
             try:
                 reply = self._send(cmd.library(), key)
             except ResponseError as again:
-                if cmd.named and lacks_policies(again, cmd.function):
-                    reraise(library_unavailable(again, NO_POLICIES), again)
                 if function_missing(again):  # loaded, and gone again
                     reraise(library_unavailable(again, NOT_LOADED), again)
                 raise
