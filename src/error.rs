@@ -77,13 +77,15 @@ pub enum RlError {
     TooManyPolicies(usize),
     #[error(fmt = errors::no_permission)]
     NoPermission(&'static str),
+    // (boxed texts: every call's `Result` carries an `RlError`, which these
+    // rare variants would otherwise make larger)
     #[error(fmt = errors::policy_file)]
-    PolicyFile { file: String, problem: String },
+    PolicyFile { file: Box<str>, problem: Box<str> },
     #[error(fmt = errors::policy_file_line)]
     PolicyFileLine {
-        file: String,
+        file: Box<str>,
         line: usize,
-        problem: String,
+        problem: Box<str>,
     },
     #[error(fmt = errors::no_policy_file)]
     NoPolicyFile,

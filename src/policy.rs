@@ -121,20 +121,20 @@ pub fn load_at_start() -> Result<(), String> {
 
 /// `RL.POLICY LOAD`: replaces the set by the policy file's, all or nothing.
 pub fn load() -> Result<(), RlError> {
-    let path = config::policy_file().ok_or(RlError::NoPolicyFile)?;
+    let path = config::policy_file().ok_or_else(|| RlError::NoPolicyFile)?;
     let file = path.display().to_string();
     let text = read_bounded(&path).map_err(|problem| RlError::PolicyFile {
-        file: file.clone(),
-        problem,
+        file: file.as_str().into(),
+        problem: problem.into(),
     })?;
     let caps = config::caps();
     let read = POLICIES.with_borrow(|held| {
         let mut read = BTreeMap::new();
         for (i, line) in text.split(|&b| b == b'\n').enumerate() {
             let at_line = |e: RlError| RlError::PolicyFileLine {
-                file: file.clone(),
+                file: file.as_str().into(),
                 line: i + 1,
-                problem: e.to_string().trim_start_matches("ERR ").to_owned(),
+                problem: e.to_string().trim_start_matches("ERR ").into(),
             };
             read_line(held, &mut read, line, caps).map_err(at_line)?;
         }
@@ -200,7 +200,7 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
 /// `RL.POLICY SAVE`: writes `LIST`'s lines to the policy file, through a
 /// temporary file in its folder renamed over it.
 pub fn save() -> Result<(), RlError> {
-    let path = config::policy_file().ok_or(RlError::NoPolicyFile)?;
+    let path = config::policy_file().ok_or_else(|| RlError::NoPolicyFile)?;
     let mut text = String::new();
     for line in list() {
         text.push_str(&line);
@@ -217,8 +217,8 @@ pub fn save() -> Result<(), RlError> {
     written.map_err(|e| {
         let _ = std::fs::remove_file(&temporary);
         RlError::PolicyFile {
-            file: path.display().to_string(),
-            problem: e.to_string(),
+            file: path.display().to_string().into(),
+            problem: e.to_string().into(),
         }
     })?;
     // The rename is durable once the folder is.

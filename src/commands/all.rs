@@ -55,7 +55,7 @@ fn numkeys(argv: &[Arg]) -> Result<usize, RlError> {
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|n| (1..=MAX_LAYERS).contains(n))
-        .ok_or(RlError::BadInteger {
+        .ok_or_else(|| RlError::BadInteger {
             name: "numkeys",
             min: 1,
             max: MAX_LAYERS,
@@ -81,7 +81,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
         .iter()
         .zip(clauses)
         .map(|(&name, clause)| {
-            let key = Key::open(ctx, name).ok_or(RlError::Internal(LABEL))?;
+            let key = Key::open(ctx, name).ok_or_else(|| RlError::Internal(LABEL))?;
             let (kind, request) = (clause.kind, clause.request);
             let mut layer = Layer::new(key, Claim::Limiter { kind, request });
             layer.shadow = clause.shadow;
@@ -167,7 +167,9 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<Clause>, bool), RlEr
 
 /// `POLICY name [COST n]`: the policy's algorithm, the clause's cost.
 fn policy_clause(tokens: &[&[u8]], caps: Caps) -> Result<Clause, RlError> {
-    let (&name, options) = tokens.split_first().ok_or(RlError::ClauseArity("POLICY"))?;
+    let (&name, options) = tokens
+        .split_first()
+        .ok_or_else(|| RlError::ClauseArity("POLICY"))?;
     let definition = policy::lookup(name, caps)?;
     let cost = parse_cost_only(options, |option| RlError::UnknownClauseOption {
         option,

@@ -34,7 +34,7 @@ fn run(_ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
             let ms: i64 = std::str::from_utf8(ms)
                 .ok()
                 .and_then(|s| s.parse().ok())
-                .ok_or(RlError::BadInteger {
+                .ok_or_else(|| RlError::BadInteger {
                     name: "offset_ms",
                     min: 0,
                     max: i64::MAX as u64,
@@ -43,7 +43,7 @@ fn run(_ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
             Ok(Reply::Ok)
         }
         (Some(sub), Some(us)) if sub.eq_ignore_ascii_case(b"CALLDELAY") => {
-            let us = crate::decimal::parse_u64(us).ok_or(RlError::BadInteger {
+            let us = crate::decimal::parse_u64(us).ok_or_else(|| RlError::BadInteger {
                 name: "delay_us",
                 min: 0,
                 max: u64::MAX,

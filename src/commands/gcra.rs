@@ -54,7 +54,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     }
     let args = with_bytes(&argv[2..], parse)?;
     let now = clock::now_ns();
-    let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(LABEL))?;
+    let key = Key::open(ctx, argv[1]).ok_or_else(|| RlError::Internal(LABEL))?;
     if let Some(overflow) = args.overflow((now / 1_000) as i64) {
         // As in `gcra.c`, a key of another type is reported first.
         return Err(match key.held() {

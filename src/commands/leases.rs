@@ -55,7 +55,7 @@ fn run_acquire(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     let request = with_bytes(&argv[2..], |params| parse_acquire(params, config::caps()))?;
     let member = lease_member(argv[4].bytes());
     let now = clock::now_ns();
-    let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(ACQUIRE_LABEL))?;
+    let key = Key::open(ctx, argv[1]).ok_or_else(|| RlError::Internal(ACQUIRE_LABEL))?;
     let claim = Claim::Acquire {
         lease: request.lease,
         member,
@@ -75,7 +75,7 @@ fn run_release(ctx: Ctx, argv: &[Arg]) -> Result<i64, RlError> {
     check_id(id)?;
     let member = lease_member(id);
     let now = clock::now_ns();
-    let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(RELEASE_LABEL))?;
+    let key = Key::open(ctx, argv[1]).ok_or_else(|| RlError::Internal(RELEASE_LABEL))?;
     let released = release_lease(&key, &member, now)?;
     if released.write.is_some() && wait::active() {
         wait::wake_key(&key);

@@ -54,7 +54,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
         block,
     };
     let now = clock::now_ns();
-    let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(LABEL))?;
+    let key = Key::open(ctx, argv[1]).ok_or_else(|| RlError::Internal(LABEL))?;
     let how = Spend {
         peek: request.peek,
         block,

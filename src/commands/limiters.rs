@@ -54,7 +54,7 @@ fn run(ctx: Ctx, argv: &[Arg], kind: Kind) -> Result<Reply, RlError> {
     }
     let request = with_bytes(&argv[2..], |p| grammar::parse(kind, p, config::caps()))?;
     let now = clock::now_ns();
-    let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(kind.label()))?;
+    let key = Key::open(ctx, argv[1]).ok_or_else(|| RlError::Internal(kind.label()))?;
     let how = Spend {
         peek: request.peek,
         block: request.block,

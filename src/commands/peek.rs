@@ -79,7 +79,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
             peek: true,
             block: None,
         };
-        let key = Key::open_read(ctx, name).ok_or(RlError::Internal(LABEL))?;
+        let key = Key::open_read(ctx, name).ok_or_else(|| RlError::Internal(LABEL))?;
         let claim = Claim::Limiter {
             kind: definition.kind,
             request,
@@ -103,7 +103,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
         let request =
             with_bytes(&rest[1..], |p| parse_acquire(p, config::caps())).map_err(arity)?;
         let member = lease_member(rest[3].bytes());
-        let key = Key::open_read(ctx, name).ok_or(RlError::Internal(LABEL))?;
+        let key = Key::open_read(ctx, name).ok_or_else(|| RlError::Internal(LABEL))?;
         let claim = Claim::Acquire {
             lease: request.lease,
             member,
@@ -113,11 +113,11 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     let kind = Kind::ALL
         .into_iter()
         .find(|k| algo.eq_ignore_ascii_case(k.tag_upper().as_bytes()))
-        .ok_or(RlError::Syntax(messages::PEEK_ALGORITHM))?;
+        .ok_or_else(|| RlError::Syntax(messages::PEEK_ALGORITHM))?;
     let request = with_bytes(&rest[1..], |p| {
         grammar::parse_form(kind, p, config::caps(), Form::Peek)
     })?;
-    let key = Key::open_read(ctx, name).ok_or(RlError::Internal(LABEL))?;
+    let key = Key::open_read(ctx, name).ok_or_else(|| RlError::Internal(LABEL))?;
     spend_one(key, Claim::Limiter { kind, request }, now, HOW)
 }
 

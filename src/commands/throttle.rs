@@ -46,13 +46,13 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     }
     let (cell, quantity) = with_bytes(&argv[2..], parse)?;
     let now = clock::now_ns();
-    let key = Key::open(ctx, argv[1]).ok_or(RlError::Internal(LABEL))?;
+    let key = Key::open(ctx, argv[1]).ok_or_else(|| RlError::Internal(LABEL))?;
     let stored = match key.held() {
         Held::Empty => None,
         // The state is a decimal TAT, at most 20 bytes: it must be read.
         Held::ShortString => {
-            let bytes = key.short_string().ok_or(RlError::WrongType)?;
-            Some(parse_u64(bytes).ok_or(RlError::ForeignValue(LABEL))?)
+            let bytes = key.short_string().ok_or_else(|| RlError::WrongType)?;
+            Some(parse_u64(bytes).ok_or_else(|| RlError::ForeignValue(LABEL))?)
         }
         Held::String(_) => return Err(RlError::ForeignValue(LABEL)),
         Held::Zset | Held::Other => return Err(RlError::WrongType),

@@ -60,7 +60,9 @@ fn leases_once<T>(key: &Key, f: &impl Fn(&dyn LeaseView) -> T) -> Result<T, RlEr
     match key.held() {
         Held::Empty => Ok(f(&NoLeases)),
         Held::Zset => {
-            let leases = key.as_leases().ok_or(RlError::ForeignValue("RL.ACQUIRE"))?;
+            let leases = key
+                .as_leases()
+                .ok_or_else(|| RlError::ForeignValue("RL.ACQUIRE"))?;
             Ok(f(&leases))
         }
         Held::String(_) | Held::ShortString | Held::Other => Err(RlError::WrongType),

@@ -32,7 +32,7 @@ pub fn parse_acquire(params: &[&[u8]], caps: Caps) -> Result<Acquire, RlError> {
         parse_count("limit", limit, caps.sliding_log_max.min(MAX_COUNT))?,
         parse_duration("timeout", timeout)?,
     )
-    .ok_or(RlError::BadDuration("timeout"))?;
+    .ok_or_else(|| RlError::BadDuration("timeout"))?;
     check_id(id)?;
     let mut peek = false;
     let mut block = None;

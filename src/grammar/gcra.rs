@@ -53,13 +53,17 @@ pub struct GcraArgs {
 /// to 5 arguments (the caller checks the arity).
 pub fn parse(params: &[&[u8]]) -> Result<GcraArgs, RlError> {
     let max_burst = redis_long(params[0]).filter(|v| *v >= 0);
-    let max_burst = max_burst.ok_or(RlError::Syntax(NOT_POSITIVE))? as u64;
+    let max_burst = max_burst.ok_or_else(|| RlError::Syntax(NOT_POSITIVE))? as u64;
     let tokens_per_period = at_least_one(params[1])?;
     let (period, period_ns) = parse_period(params[2])?;
     let tokens = match params.get(3) {
         None => 1,
         Some(word) if !word.eq_ignore_ascii_case(b"TOKENS") => return Err(RlError::Syntax(SYNTAX)),
-        Some(_) => at_least_one(params.get(4).ok_or(RlError::Syntax(MISSING_TOKENS))?)?,
+        Some(_) => at_least_one(
+            params
+                .get(4)
+                .ok_or_else(|| RlError::Syntax(MISSING_TOKENS))?,
+        )?,
     };
     Ok(GcraArgs {
         max_burst,
@@ -109,11 +113,12 @@ impl GcraArgs {
         if self.period_ns > MAX_DURATION_MS as u128 * NANOS_PER_MS as u128 {
             return Err(RlError::Syntax(PERIOD_TOO_LONG));
         }
-        let gcra =
-            Gcra::new(rate, self.period_ns as u64, max_burst + 1).ok_or(RlError::RateTooHigh {
+        let gcra = Gcra::new(rate, self.period_ns as u64, max_burst + 1).ok_or_else(|| {
+            RlError::RateTooHigh {
                 rate: "tokens_per_period",
                 period: "period",
-            })?;
+            }
+        })?;
         Ok(Request {
             limiter: Limiter::Gcra(gcra),
             cost: tokens,

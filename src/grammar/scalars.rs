@@ -14,7 +14,7 @@ pub fn set_once<T>(
     if slot.is_some() {
         return Err(RlError::RepeatedOption(name));
     }
-    let value = value.ok_or(RlError::MissingValue(name))?;
+    let value = value.ok_or_else(|| RlError::MissingValue(name))?;
     *slot = Some(parse(value)?);
     Ok(())
 }
@@ -31,7 +31,7 @@ pub fn parse_count_from(
 ) -> Result<u64, RlError> {
     parse_digits(bytes)
         .filter(|v| (min..=max).contains(v))
-        .ok_or(RlError::BadInteger { name, min, max })
+        .ok_or_else(|| RlError::BadInteger { name, min, max })
 }
 
 /// A duration in nanoseconds: digits with an optional case-insensitive unit
@@ -46,12 +46,12 @@ pub fn parse_duration(name: &'static str, bytes: &[u8]) -> Result<u64, RlError> 
     let (_, unit_ms) = DURATION_UNITS_MS
         .iter()
         .find(|(suffix, _)| unit.eq_ignore_ascii_case(suffix.as_bytes()))
-        .ok_or(RlError::BadDuration(name))?;
+        .ok_or_else(|| RlError::BadDuration(name))?;
     parse_digits(digits)
         .and_then(|n| n.checked_mul(*unit_ms))
         .filter(|ms| (1..=MAX_DURATION_MS).contains(ms))
         .map(|ms| ms * NANOS_PER_MS)
-        .ok_or(RlError::BadDuration(name))
+        .ok_or_else(|| RlError::BadDuration(name))
 }
 
 /// A non-empty run of ASCII digits that fits a `u64`.

@@ -59,7 +59,8 @@ pub fn guarded(
     label: &'static str,
     body: impl FnOnce() -> Result<Reply, RlError>,
 ) -> c_int {
-    let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or(Err(RlError::Internal(label)));
+    let result =
+        catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| Err(RlError::Internal(label)));
     if let Ok(Reply::Blocked) = result {
         return OK;
     }

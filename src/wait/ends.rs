@@ -41,7 +41,7 @@ pub fn timed_out(ctx: Ctx, bc: Blocked) -> Option<Finished> {
     }))
     .ok()
     .flatten()
-    .unwrap_or(Err(RlError::Internal(label)));
+    .unwrap_or_else(|| Err(RlError::Internal(label)));
     if was_head {
         schedule(ctx, qid, Millis(0));
     }
