@@ -1811,7 +1811,8 @@ local function build()
     local key = one_key('rl_peek', keys)
     -- RL.PEEK's arity (-4): POLICY key name.
     if #args < 2 then wrong_arity('rl.peek') end
-    if upper(args[1]) == 'POLICY' then
+    local algo = upper(args[1])
+    if algo == 'POLICY' then
       -- POLICY key name [COST n]: as RL.LIMIT key name [COST n] PEEK (commands/peek.rs).
       local definition = POLICY.find(args[2])
       local cost = POLICY.cost_only(args, 3, #args, function(option)
@@ -1824,12 +1825,12 @@ local function build()
     end
     -- Every other form: ALGO key and at least two parameters (arity -5).
     if #args < 3 then wrong_arity('rl.peek') end
-    if upper(args[1]) == 'ACQUIRE' then
+    if algo == 'ACQUIRE' then
       -- Exactly limit timeout lease_id: no option of RL.ACQUIRE's (commands/peek.rs).
       if #args ~= 4 then wrong_arity('rl.peek') end
       return peek_acquire(key, args)
     end
-    local kind = KINDS[upper(args[1])]
+    local kind = KINDS[algo]
     if not kind then
       fail(MSG.peek_algorithm)
     end
@@ -1850,15 +1851,16 @@ local function build()
     if upper(args[last]) == 'PEEK' then last, peek = last - 1, true end
     -- A clause starts at an algorithm's word or at POLICY, whose next argument is
     -- a name (which may be an algorithm's word: it starts nothing).
-    local starts = {}
+    -- (each clause's kind, or false for POLICY, kept from the scan: one upper per argument)
+    local starts, kinds = {}, {}
     local at = 1
     while at <= last do
-      local up = upper(args[at])
+      local up, c = upper(args[at]), #starts + 1
       if up == 'POLICY' then
-        starts[#starts + 1] = at
+        starts[c], kinds[c] = at, false
         at = at + 1
       elseif KINDS[up] then
-        starts[#starts + 1] = at
+        starts[c], kinds[c] = at, KINDS[up]
       end
       at = at + 1
     end
@@ -1869,7 +1871,7 @@ local function build()
     local reqs, shadow = {}, {}
     for c, start in ipairs(starts) do
       local stop = (starts[c + 1] or last + 1) - 1
-      if upper(args[start]) == 'POLICY' then
+      if not kinds[c] then
         -- POLICY name [COST n]: the policy's algorithm, the clause's cost.
         if stop < start + 1 then fail(ERR.clause_arity('POLICY')) end
         local definition = POLICY.find(args[start + 1])
@@ -1880,7 +1882,7 @@ local function build()
         reqs[c] = parse(definition.kind, spelt, 1, #spelt, 'clause')
         shadow[c] = definition.shadow
       else
-        reqs[c] = parse(KINDS[upper(args[start])], args, start + 1, stop, 'clause')
+        reqs[c] = parse(kinds[c], args, start + 1, stop, 'clause')
       end
     end
     for i = 2, n do
