@@ -31,6 +31,18 @@ struct Policy {
     caps: Caps,
 }
 
+impl Policy {
+    /// Its definition under `caps`: parsed again if they are not the caps it
+    /// was parsed under, so it decides under the bounds its command would.
+    fn definition_under(&self, caps: Caps) -> Result<Definition, RlError> {
+        if self.caps == caps {
+            return Ok(self.definition);
+        }
+        let words: Vec<&[u8]> = self.text.split(' ').map(str::as_bytes).collect();
+        parse_definition(&words, caps)
+    }
+}
+
 thread_local! {
     /// By name: `LIST` is sorted by name.
     static POLICIES: RefCell<BTreeMap<String, Policy>> = const { RefCell::new(BTreeMap::new()) };
@@ -295,11 +307,7 @@ fn find(name: &[u8], caps: Caps, counted: bool) -> Result<Definition, RlError> {
         if counted {
             stats::by_policy(policy.id, policy.definition.shadow);
         }
-        if policy.caps == caps {
-            return Ok(policy.definition);
-        }
-        let words: Vec<&[u8]> = policy.text.split(' ').map(str::as_bytes).collect();
-        parse_definition(&words, caps)
+        policy.definition_under(caps)
     })
 }
 
@@ -331,11 +339,7 @@ pub fn current(by: &PolicyRef, caps: Caps) -> Result<Definition, RlError> {
             .get(&by.name)
             .filter(|p| p.id == by.id)
             .ok_or_else(gone)?;
-        if policy.caps == caps {
-            return Ok(policy.definition);
-        }
-        let words: Vec<&[u8]> = policy.text.split(' ').map(str::as_bytes).collect();
-        parse_definition(&words, caps)
+        policy.definition_under(caps)
     })
 }
 

@@ -8,7 +8,7 @@
 //! module-less replica and through an AOF restart, byte for byte.
 
 mod common;
-use common::backend::{fcall_args, is_lua_runtime_error, load_library};
+use common::backend::{fcall_args, is_lua_runtime_error, load_library, replies_agree};
 use common::vectors::{self, Scenario};
 use common::*;
 use rand::rngs::StdRng;
@@ -18,44 +18,6 @@ use std::time::Instant;
 
 /// The ACL rules a user needs for the library, as docs/managed-redis.md gives them.
 const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpireat +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrange +zrevrangebyscore";
-
-/// Replies compared: errors must be identical; integers equal, except the time
-/// fields (retry, reset: the last two of each five, in ms or CL.THROTTLE's seconds)
-/// which may differ by the real time between the calls (`slack_ms`), and values
-/// beyond 2^53 (Lua numbers are doubles), which must agree to 1 part in 10^12;
-/// anything else (a string, a nil) equal.
-fn same_reply(a: &Result<Value, String>, b: &Result<Value, String>, slack_ms: i64) -> bool {
-    fn flat(v: &Value, out: &mut Vec<Result<i64, Value>>) {
-        match v {
-            Value::Int(i) => out.push(Ok(*i)),
-            Value::Array(items) => items.iter().for_each(|i| flat(i, out)),
-            other => out.push(Err(other.clone())),
-        }
-    }
-    match (a, b) {
-        (Err(x), Err(y)) => x == y,
-        (Ok(x), Ok(y)) => {
-            let (mut p, mut q) = (vec![], vec![]);
-            flat(x, &mut p);
-            flat(y, &mut q);
-            p.len() == q.len()
-                && p.iter().zip(&q).enumerate().all(|(i, pair)| match pair {
-                    (Ok(u), Ok(v)) => {
-                        let (u, v, big) = (*u, *v, 1i64 << 53);
-                        if u >= big || v >= big {
-                            ((u as f64 - v as f64) / u as f64).abs() < 1e-12
-                        } else if i % 5 >= 3 {
-                            (u - v).abs() <= slack_ms
-                        } else {
-                            u == v
-                        }
-                    }
-                    (x, y) => x == y,
-                })
-        }
-        _ => false,
-    }
-}
 
 /// A stored state with its instants (19+ digit numbers) rounded to the second
 /// (CL.THROTTLE: to the second too); they must match to within the slack.
@@ -121,7 +83,7 @@ fn conform(
                 assert!(!is_lua_runtime_error(e), "{cmd}: {e}");
             }
             assert!(
-                same_reply(&a, &b, slack),
+                replies_agree(&a, &b, slack),
                 "{} {cmd}\n module: {a:?}\n other:  {b:?}",
                 step.place
             );
@@ -389,7 +351,7 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
         }
         // Errors are compared as texts, byte for byte.
         assert!(
-            same_reply(&a, &b, pair.elapsed().as_millis() as i64 + 1),
+            replies_agree(&a, &b, pair.elapsed().as_millis() as i64 + 1),
             "seed {seed} vector {n}: {}\n module: {a:?}\n library: {b:?}",
             shown(&fcall_args(&vl))
         );
@@ -478,7 +440,7 @@ server_tests! {
                 }
                 // A module-written value (the legacy log, the lease) may decide: then
                 // both decide alike, and the key was written by both.
-                assert!(same_reply(&a, &b, 1_000), "{words}\n module: {a:?}\n library: {b:?}");
+                assert!(replies_agree(&a, &b, 1_000), "{words}\n module: {a:?}\n library: {b:?}");
             }
         }
         // Foreign values stay byte-identical; the values the commands recognise

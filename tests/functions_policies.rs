@@ -8,10 +8,10 @@
 //! without the module. A bad line is the same error on both.
 
 mod common;
-use common::backend::{is_lua_runtime_error, Backend};
+use common::backend::{is_lua_runtime_error, replies_agree, Backend};
 use common::*;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const FILE: &str = "\
@@ -25,14 +25,6 @@ log    SLIDINGLOG 3 1h
 trial  FIXED 1 1h SHADOW
 FIXED  FIXED 1 1h\r
 ";
-
-/// A fresh folder for one test's files.
-fn folder(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rl-fn-policies-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// The library with `file`'s policies written in, as the script writes it.
 fn library_with(file: &Path) -> String {
@@ -75,39 +67,16 @@ fn both(m: &mut redis::Connection, l: &mut redis::Connection, call: &str) -> Res
     if let Err(e) = &b {
         assert!(!is_lua_runtime_error(e), "{call}: {e}");
     }
-    assert!(agree(&a, &b), "{call}:\n  module  {a:?}\n  library {b:?}");
+    assert!(
+        replies_agree(&a, &b, 1_000),
+        "{call}:\n  module  {a:?}\n  library {b:?}"
+    );
     a
-}
-
-/// Errors identical; integers equal, the time fields (the last two of each five)
-/// within a second; anything else equal.
-fn agree(a: &Result<Value, String>, b: &Result<Value, String>) -> bool {
-    fn flat(v: &Value, out: &mut Vec<Result<i64, String>>) {
-        match v {
-            Value::Int(i) => out.push(Ok(*i)),
-            Value::Array(items) => items.iter().for_each(|i| flat(i, out)),
-            other => out.push(Err(format!("{other:?}"))),
-        }
-    }
-    match (a, b) {
-        (Err(x), Err(y)) => x == y,
-        (Ok(x), Ok(y)) => {
-            let (mut p, mut q) = (vec![], vec![]);
-            flat(x, &mut p);
-            flat(y, &mut q);
-            p.len() == q.len()
-                && p.iter().zip(&q).enumerate().all(|(i, pair)| match pair {
-                    (Ok(u), Ok(v)) if i % 5 >= 3 => (u - v).abs() <= 1_000,
-                    (x, y) => x == y,
-                })
-        }
-        _ => false,
-    }
 }
 
 server_tests! {
     fn the_library_decides_by_policies_as_the_module(flavor) {
-        let dir = folder(&format!("decide-{flavor:?}"));
+        let dir = temp_folder(&format!("decide-{flavor:?}"));
         let file = dir.join("rl.conf");
         std::fs::write(&file, FILE).unwrap();
         let (module, library) = pair(flavor, &file);
@@ -182,7 +151,7 @@ server_tests! {
     }
 
     fn a_bad_line_is_the_same_error_on_both_and_no_policy_is_held(flavor) {
-        let dir = folder(&format!("bad-{flavor:?}"));
+        let dir = temp_folder(&format!("bad-{flavor:?}"));
         let file = dir.join("rl.conf");
         std::fs::write(&file, FILE).unwrap();
         let (module, library) = pair(flavor, &file);

@@ -6,17 +6,7 @@
 mod common;
 use common::*;
 
-use std::path::PathBuf;
-
 use redis::Value;
-
-/// A fresh folder for one test's policy file.
-fn folder(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rl-policies-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn ok(c: &mut redis::Connection, words: &str) {
     assert_eq!(run::<String>(c, words), "OK", "{words}");
@@ -40,7 +30,7 @@ const FILE: &str =
 
 server_tests! {
     fn the_file_is_read_at_load_and_after_a_restart(flavor) {
-        let dir = folder(&format!("start-{flavor:?}"));
+        let dir = temp_folder(&format!("start-{flavor:?}"));
         let path = dir.join("rl.conf");
         std::fs::write(&path, FILE).unwrap();
         let file = path.to_str().unwrap();
@@ -62,7 +52,7 @@ server_tests! {
     }
 
     fn a_bad_file_refuses_the_load_and_names_its_line(flavor) {
-        let dir = folder(&format!("bad-{flavor:?}"));
+        let dir = temp_folder(&format!("bad-{flavor:?}"));
         let s = Server::start_with(flavor, &["--no-module", "--enable-module-command", "yes"]);
         let cases = [
             ("free FIXED 3 1m\nfree FIXED 4 1m\n", "line 2: a policy of this name is on an earlier line"),
@@ -86,7 +76,7 @@ server_tests! {
     }
 
     fn load_is_all_or_nothing(flavor) {
-        let dir = folder(&format!("load-{flavor:?}"));
+        let dir = temp_folder(&format!("load-{flavor:?}"));
         let path = dir.join("rl.conf");
         std::fs::write(&path, FILE).unwrap();
         let s = Server::start_with(flavor, &["--rl.policy-file", path.to_str().unwrap()]);
@@ -124,7 +114,7 @@ server_tests! {
     }
 
     fn save_writes_the_list_through_a_renamed_temporary_file(flavor) {
-        let dir = folder(&format!("save-{flavor:?}"));
+        let dir = temp_folder(&format!("save-{flavor:?}"));
         let path = dir.join("rl.conf");
         std::fs::write(&path, FILE).unwrap();
         let s = Server::start_with(flavor, &["--rl.policy-file", path.to_str().unwrap()]);
@@ -151,7 +141,7 @@ server_tests! {
     }
 
     fn load_and_save_are_admin(flavor) {
-        let dir = folder(&format!("acl-{flavor:?}"));
+        let dir = temp_folder(&format!("acl-{flavor:?}"));
         let path = dir.join("rl.conf");
         std::fs::write(&path, FILE).unwrap();
         let s = Server::start_with(flavor, &["--rl.policy-file", path.to_str().unwrap()]);

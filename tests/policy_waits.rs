@@ -7,16 +7,6 @@ mod common;
 use common::raw::{waiters, waits, Reply};
 use common::*;
 
-use std::path::PathBuf;
-
-/// A fresh folder for one test's policy file.
-fn folder(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rl-policy-waits-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn ok(c: &mut redis::Connection, words: &str) {
     assert_eq!(run::<String>(c, words), "OK", "{words}");
 }
@@ -121,7 +111,7 @@ server_tests! {
     }
 
     fn a_load_without_the_policy_ends_its_waiters(flavor) {
-        let dir = folder(&format!("load-{flavor:?}"));
+        let dir = temp_folder(&format!("load-{flavor:?}"));
         let path = dir.join("rl.conf");
         std::fs::write(&path, "p FIXED 1 1h\nq FIXED 1 1h\n").unwrap();
         let s = Server::start_with(flavor, &["--rl.policy-file", path.to_str().unwrap()]);

@@ -176,16 +176,9 @@ fn policy_clause(tokens: &[&[u8]], caps: Caps) -> Result<Clause, RlError> {
         clause: "POLICY",
         expected: "COST",
     })?;
-    let request = Request {
-        limiter: definition.limiter,
-        cost,
-        refund: false,
-        peek: false,
-        block: None,
-    };
     Ok(Clause {
         kind: definition.kind,
-        request,
+        request: definition.request(cost),
         shadow: definition.shadow,
     })
 }

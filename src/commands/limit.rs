@@ -47,11 +47,10 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     // A shadow policy never waits (its denials admit).
     let block = options.block.filter(|_| !definition.shadow);
     let request = Request {
-        limiter: definition.limiter,
-        cost: options.cost,
         refund: options.refund,
         peek: options.peek,
         block,
+        ..definition.request(options.cost)
     };
     let now = clock::now_ns();
     let key = Key::open(ctx, argv[1]).ok_or_else(|| RlError::Internal(LABEL))?;

@@ -73,11 +73,8 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
             })
         })?;
         let request = Request {
-            limiter: definition.limiter,
-            cost,
-            refund: false,
             peek: true,
-            block: None,
+            ..definition.request(cost)
         };
         let key = Key::open_read(ctx, name).ok_or_else(|| RlError::Internal(LABEL))?;
         let claim = Claim::Limiter {

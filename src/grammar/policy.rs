@@ -4,7 +4,7 @@
 //! `[COST n]` of a `POLICY` clause and of `RL.PEEK POLICY`.
 
 use super::block::parse_block;
-use super::form::{parse_form, Form};
+use super::form::{parse_form, Form, Request};
 use super::limiter::Limiter;
 use super::scalars::{parse_count_from, set_once};
 use super::Kind;
@@ -21,6 +21,19 @@ pub struct Definition {
     pub kind: Kind,
     pub limiter: Limiter,
     pub shadow: bool,
+}
+
+impl Definition {
+    /// A request of `cost` units by this policy (no `REFUND`, `PEEK` or `BLOCK`).
+    pub fn request(&self, cost: u64) -> Request {
+        Request {
+            limiter: self.limiter,
+            cost,
+            refund: false,
+            peek: false,
+            block: None,
+        }
+    }
 }
 
 /// `name` if it is a valid policy name.

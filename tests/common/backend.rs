@@ -139,3 +139,41 @@ pub fn is_lua_runtime_error(text: &str) -> bool {
         || text.contains(".lua:")
         || text.contains("internal error")
 }
+
+/// Replies compared: errors must be identical; integers equal, except the time
+/// fields (retry, reset: the last two of each five, in ms or CL.THROTTLE's seconds)
+/// which may differ by the real time between the calls (`slack_ms`), and values
+/// beyond 2^53 (Lua numbers are doubles), which must agree to 1 part in 10^12;
+/// anything else (a string, a nil) equal.
+pub fn replies_agree(a: &Result<Value, String>, b: &Result<Value, String>, slack_ms: i64) -> bool {
+    fn flat(v: &Value, out: &mut Vec<Result<i64, Value>>) {
+        match v {
+            Value::Int(i) => out.push(Ok(*i)),
+            Value::Array(items) => items.iter().for_each(|i| flat(i, out)),
+            other => out.push(Err(other.clone())),
+        }
+    }
+    match (a, b) {
+        (Err(x), Err(y)) => x == y,
+        (Ok(x), Ok(y)) => {
+            let (mut p, mut q) = (vec![], vec![]);
+            flat(x, &mut p);
+            flat(y, &mut q);
+            p.len() == q.len()
+                && p.iter().zip(&q).enumerate().all(|(i, pair)| match pair {
+                    (Ok(u), Ok(v)) => {
+                        let (u, v, big) = (*u, *v, 1i64 << 53);
+                        if u >= big || v >= big {
+                            ((u as f64 - v as f64) / u as f64).abs() < 1e-12
+                        } else if i % 5 >= 3 {
+                            (u - v).abs() <= slack_ms
+                        } else {
+                            u == v
+                        }
+                    }
+                    (x, y) => x == y,
+                })
+        }
+        _ => false,
+    }
+}

@@ -42,6 +42,14 @@ impl Flavor {
     }
 }
 
+/// A fresh, empty folder for one test's files (a policy file, a library written from one).
+pub fn temp_folder(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rl-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

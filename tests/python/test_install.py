@@ -147,9 +147,13 @@ def servers_the_docs_name(tmp):
             p.wait()
 
 
-def test_the_library_loads_as_the_docs_say(tmp_path):
-    assert len(LIBRARY) == 1, [b.where for b in LIBRARY]
-    block = LIBRARY[0]
+@contextlib.contextmanager
+def library_block_run(blocks, tmp_path):
+    """The one block of `blocks`, run as written from a fresh copy against the servers the
+    docs name (kept up while the caller checks them); its output lines, checked to start
+    with the `rl` that FUNCTION LOAD prints."""
+    assert len(blocks) == 1, [b.where for b in blocks]
+    block = blocks[0]
     copy = tmp_path / "rl"
     copy.mkdir()
     fresh_clone(copy)
@@ -157,27 +161,22 @@ def test_the_library_loads_as_the_docs_say(tmp_path):
         run = subprocess.run(["bash", "-e", "-c", block.body], cwd=copy, capture_output=True,
                              text=True, timeout=120)
         assert run.returncode == 0, f"{block.where}: {run.stdout}\n{run.stderr}"
-        assert run.stdout.splitlines()[0] == "rl", f"{block.where} says it prints rl: {run.stdout}"
+        lines = run.stdout.splitlines()
+        assert lines[0] == "rl", f"{block.where} says it prints rl: {run.stdout}"
+        yield block, lines
+
+
+def test_the_library_loads_as_the_docs_say(tmp_path):
+    with library_block_run(LIBRARY, tmp_path) as (block, _):
         for port in (6379, *CLUSTER_PORTS):
             listed = redis.Redis(port=port).execute_command("FUNCTION", "LIST", "LIBRARYNAME", "rl")
             assert len(listed) == 1, f"{block.where}: the library is not on port {port}"
 
 
 def test_the_library_takes_policies_as_the_docs_say(tmp_path):
-    assert len(WITH_POLICIES) == 1, [b.where for b in WITH_POLICIES]
-    block = WITH_POLICIES[0]
-    copy = tmp_path / "rl"
-    copy.mkdir()
-    fresh_clone(copy)
-    with servers_the_docs_name(tmp_path):
-        run = subprocess.run(["bash", "-e", "-c", block.body], cwd=copy, capture_output=True,
-                             text=True, timeout=120)
-        assert run.returncode == 0, f"{block.where}: {run.stdout}\n{run.stderr}"
-        assert run.stdout.splitlines()[0] == "rl", f"{block.where} says it prints rl: {run.stdout}"
+    with library_block_run(WITH_POLICIES, tmp_path) as (_, lines):
         r = redis.Redis(port=6379, decode_responses=True)
         assert r.execute_command("FCALL_RO", "rl_policy", 0, "LIST") == [
             "free SLIDING 100 1m", "pro GCRA 50 1s BURST 100"]
         assert r.execute_command("FCALL", "rl_limit", 1, "user:1", "free")[:3] == [1, 100, 99]
-        digest = run.stdout.splitlines()[1]
-        assert digest == r.execute_command("FCALL_RO", "rl_policy", 0, "DIGEST"), run.stdout
-
+        assert lines[1] == r.execute_command("FCALL_RO", "rl_policy", 0, "DIGEST"), lines

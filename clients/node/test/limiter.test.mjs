@@ -4,10 +4,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import Redis from "ioredis";
 import { createClient } from "redis";
 import { Limiter, policy } from "redis-rl";
 
+import { CLIENTS as BOTH_CLIENTS } from "./clients.mjs";
 import { closeAll, startAll } from "./servers.mjs";
 
 const servers = await startAll();
@@ -15,14 +15,7 @@ after(() => closeAll(servers));
 
 /** The three ways to hand the limiter a client, with how to close each. */
 const CLIENTS = {
-  "node-redis": async (url) => {
-    const c = await createClient({ url }).connect();
-    return { client: c, raw: (args) => c.sendCommand(args), close: () => c.close() };
-  },
-  ioredis: async (url) => {
-    const c = new Redis(url);
-    return { client: c, raw: (args) => c.call(args[0], ...args.slice(1)), close: () => c.disconnect() };
-  },
+  ...BOTH_CLIENTS,
   sendCommand: async (url) => {
     const c = await createClient({ url }).connect();
     const send = (args) => c.sendCommand(args);

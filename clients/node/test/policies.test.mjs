@@ -10,13 +10,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import Redis from "ioredis";
 import { createClient } from "redis";
 import {
   ConfigurationError, Decision, Limiter, RlError, header, policy, rateLimitLayers, warnShadowDenied,
 } from "redis-rl";
 
 import { hit, roomInWindow, serve } from "./http.mjs";
+import { CLIENTS } from "./clients.mjs";
 import { closeAll, libraryWithPolicies, startAll } from "./servers.mjs";
 
 const servers = await startAll();
@@ -42,18 +42,6 @@ function definer(server, raw) {
 /** The spelt-out command of `algo` on `server`'s backend: `RL.ALGO key ...` or `FCALL rl_algo 1 key ...`. */
 const spelt = (server, algo, key, ...rest) =>
   (server.withModule ? [`RL.${algo}`, key, ...rest] : ["FCALL", `rl_${algo.toLowerCase()}`, "1", key, ...rest]);
-
-/** node-redis and ioredis, each with a `raw(args)` sending one command line. */
-const CLIENTS = {
-  "node-redis": async (url) => {
-    const c = await createClient({ url }).connect();
-    return { client: c, raw: (args) => c.sendCommand(args), close: () => c.close() };
-  },
-  ioredis: async (url) => {
-    const c = new Redis(url);
-    return { client: c, raw: (args) => c.call(args[0], ...args.slice(1)), close: () => c.disconnect() };
-  },
-};
 
 /** A `sendCommand` function over node-redis recording every command line it sends. */
 async function recording(url) {

@@ -65,6 +65,25 @@ def served_asgi(app):
         sock.close()
 
 
+def app_with(client, layers, **options):
+    """A FastAPI app answering `/` behind one RateLimitMiddleware on `client` (a redis.asyncio
+    client) with `layers` and `options`."""
+    from fastapi import FastAPI
+
+    import redis_rl
+    from redis_rl.asgi import RateLimitMiddleware
+
+    app = FastAPI()
+    app.add_middleware(RateLimitMiddleware, limiter=redis_rl.AsyncLimiter(client),
+                       layers=layers, **options)
+
+    @app.get("/")
+    async def root():
+        return {"ok": True}
+
+    return app
+
+
 @contextlib.contextmanager
 def served(framework: str, storage_uri: str, strategy: str, limit: str = "5/minute"):
     """examples/flask_app.py (framework "flask") or examples/slowapi_app.py ("fastapi"),

@@ -13,26 +13,12 @@ import pytest
 import redis
 import redis.asyncio
 import redis.asyncio.cluster
-from apps import example, served_asgi
-from fastapi import FastAPI
+from apps import app_with, example, served_asgi
 from redis.cluster import RedisCluster, key_slot
 
 import redis_rl
 from redis_rl import policy
 from redis_rl.asgi import Layer, RateLimitMiddleware, client_ip, client_subnet, header, ip_key
-
-
-def app_with(client, layers: list[Layer], **options) -> FastAPI:
-    """A FastAPI app answering `/` behind one RateLimitMiddleware on `client`."""
-    app = FastAPI()
-    app.add_middleware(RateLimitMiddleware, limiter=redis_rl.AsyncLimiter(client),
-                       layers=layers, **options)
-
-    @app.get("/")
-    async def root():
-        return {"ok": True}
-
-    return app
 
 
 @contextlib.contextmanager

@@ -13,8 +13,7 @@ import httpx
 import pytest
 import redis
 import redis.asyncio
-from apps import example, served_asgi
-from fastapi import FastAPI
+from apps import app_with, example, served_asgi
 
 import redis_rl
 from redis_rl import policy
@@ -112,18 +111,6 @@ def test_a_shadow_policys_denial_is_logged_and_denies_nothing(policy_server, pla
     assert all(r.rl_layer == "plan" and r.rl_retry_after_ms > 0 for r in records)
     # The shadow layer denied nothing: the address layer committed every request.
     assert remaining(policy_server, "rl:ip:203.0.113.7", "per-ip") == 1
-
-
-def app_with(client, layers: list[Layer], **options) -> FastAPI:
-    app = FastAPI()
-    app.add_middleware(RateLimitMiddleware, limiter=redis_rl.AsyncLimiter(client),
-                       layers=layers, **options)
-
-    @app.get("/")
-    async def root():
-        return {"ok": True}
-
-    return app
 
 
 def test_a_named_policy_is_checked_when_the_app_starts():
