@@ -46,8 +46,9 @@ Invariants:
 ]]
 
 -- The named policies this library decides by (FCALL rl_limit, rl_peek's POLICY,
--- rl_all's POLICY clauses, rl_policy): a policy file's lines, written in here by
--- scripts/library-policies.py (the one line below, replaced whole); none as built.
+-- rl_all's POLICY clauses, rl_policy): a policy file's lines, each after its number
+-- in the file, written in here by scripts/library-policies.py (the one line below,
+-- replaced whole); none as built.
 local POLICY_SOURCE, POLICY_LINES = nil, {}
 
 -- Redis loads a library with only `redis` in scope (no string, math or table),
@@ -1511,11 +1512,14 @@ local function build()
       return { kind = kind, words = rest, shadow = shadow, line = concat(text, ' ') }
     end
 
-    -- Reads POLICY_LINES into POLICY.held (by name) and POLICY.list (sorted lines),
-    -- or sets POLICY.broken to the first bad line's error.
+    -- Reads POLICY_LINES (each line's number in the file, then the line) into
+    -- POLICY.held (by name) and POLICY.list (sorted lines), or sets POLICY.broken to
+    -- the first bad line's error; then drops the table of lines (the server's garbage
+    -- collector walks the library's heap: tables that decide nothing stay out of it).
     function POLICY.load()
       local held, list, count = {}, {}, 0
-      for n, line in ipairs(POLICY_LINES) do
+      for at = 1, #POLICY_LINES, 2 do
+        local n, line = POLICY_LINES[at], POLICY_LINES[at + 1]
         local ok, err = pcall(function()
           line = gsub(line, '\r$', '')
           local words = {}
@@ -1532,9 +1536,11 @@ local function build()
           local problem = type(err) == 'table' and err.rl or tostring(err)
           POLICY.broken = ERR.policy_file_line(POLICY_SOURCE or 'POLICY_LINES', n,
             (gsub(problem, '^ERR ', '')))
-          return
+          break
         end
       end
+      POLICY_LINES = nil
+      if POLICY.broken then return end
       table.sort(list)
       POLICY.held, POLICY.list = held, list
     end

@@ -6,7 +6,7 @@ this copies functions/rl.lua (or --library PATH) with its one line
 
     local POLICY_SOURCE, POLICY_LINES = nil, {}
 
-replaced by the file's name and lines, and writes the result to standard output (or
+replaced by the file's name and its policy lines (each after its number in the file), and writes the result to standard output (or
 --output PATH). The file is the module's policy-file format (docs/commands.md, "The policy
 file"). This checks what the library cannot report at FUNCTION LOAD: the file's size and
 each line's length (facts/rl.toml's bounds). The library reads the lines as the module reads
@@ -20,6 +20,7 @@ every call by a policy (FCALL_RO rl_policy 0 LIST shows it at once).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -28,9 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 MARKER = "local POLICY_SOURCE, POLICY_LINES = nil, {}\n"
 
 
-def bounds() -> tuple[int, int]:
-    facts = tomllib.loads((ROOT / "facts/rl.toml").read_text())["bounds"]
-    return facts["max_policy_line"], facts["max_policy_file"]
+# A line's words are split as the module splits them (Rust's ASCII whitespace).
+WORDS = re.compile(r"[ \t\n\f\r]+")
+
+
+def bounds() -> tuple[int, int, int]:
+    """The longest line, the largest file, and rl.max-policies' default (the library's)."""
+    facts = tomllib.loads((ROOT / "facts/rl.toml").read_text())
+    b = facts["bounds"]
+    return b["max_policy_line"], b["max_policy_file"], facts["settings"]["max-policies"]["default"]
 
 
 def lua_string(text: str) -> str:
@@ -44,20 +51,24 @@ def lua_string(text: str) -> str:
 
 
 def block(source: str, data: bytes) -> str:
-    max_line, max_file = bounds()
+    max_line, max_file, max_policies = bounds()
     if len(data) > max_file:
         raise SystemExit(f"{source}: larger than {max_file} bytes")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise SystemExit(f"{source}: not UTF-8 text ({e})") from None
-    lines = text.split("\n")
-    for n, line in enumerate(lines, 1):
+    kept: list[tuple[int, str]] = []
+    for n, line in enumerate(text.split("\n"), 1):
         if len(line.encode()) > max_line:
             raise SystemExit(f"{source} line {n}: a line is longer than {max_line} bytes")
-    # Every line is kept, blank and comment lines too, so the library's line numbers
-    # are the file's.
-    items = ", ".join(lua_string(line) for line in lines)
+        words = WORDS.split(line.removesuffix("\r").strip(" \t\n\f\r"))
+        if words[0] and not words[0].startswith("#") and len(kept) <= max_policies:
+            kept.append((n, line))
+    # Blank and comment lines are left out, each line kept after its number in the file:
+    # the library's errors name the file's lines. Past max_policies + 1 lines nothing can
+    # change what the library reads (the next line is either an error or one too many).
+    items = ", ".join(f"{n}, {lua_string(line)}" for n, line in kept)
     return f"local POLICY_SOURCE, POLICY_LINES = {lua_string(source)}, {{ {items} }}\n"
 
 

@@ -8,7 +8,7 @@
 //! without the module. A bad line is the same error on both.
 
 mod common;
-use common::backend::{is_lua_runtime_error, replies_agree, Backend};
+use common::backend::{is_lua_runtime_error, library_source, replies_agree, Backend};
 use common::*;
 
 use std::path::Path;
@@ -156,6 +156,10 @@ server_tests! {
         std::fs::write(&file, FILE).unwrap();
         let (module, library) = pair(flavor, &file);
         let (m, l) = (&mut module.conn(), &mut library.conn());
+        // Comment lines are not written into the library: their numbers still count.
+        let comments = "# a comment\n\n".repeat(20_000);
+        // One policy too many (rl.max-policies' default, 1,000), and lines after it.
+        let too_many: String = (0..1_005).map(|i| format!("ok{i} FIXED 1 1h\n")).collect();
         for bad in [
             "ok FIXED 1 1h\nsecond FIXED 0 1h\n",
             "ok FIXED 1 1h\nok SLIDING 1 1h\n",
@@ -164,11 +168,16 @@ server_tests! {
             "ok NOPE 1 1h\n",
             "ok FIXED 1\n",
             "o{k} FIXED 1 1h\n",
+            &format!("{comments}ok FIXED 1 1h\nsecond FIXED 0 1h\n"),
+            &too_many,
         ] {
             std::fs::write(&file, bad).unwrap();
             let expected = rl_err(m, "RL.POLICY LOAD");
             assert!(expected.starts_with(&format!("ERR policy file {} line ", file.display())), "{expected}");
-            load(l, &library_with(&file));
+            let source = library_with(&file);
+            // What the library holds of the file: its policy lines, at most 1,001 of them.
+            assert!(source.len() < library_source().len() + 40_000, "{} bytes", source.len());
+            load(l, &source);
             for call in ["RL.LIMIT k ok", "RL.PEEK POLICY k ok", "RL.ALL 1 k POLICY ok"] {
                 assert_eq!(Backend::Library.err(l, call), expected, "{bad:?}: {call}");
             }

@@ -4,7 +4,7 @@
 //! policy never waits; `INFO rl_policies` counts the waits as the policy's calls.
 
 mod common;
-use common::raw::{waiters, waits, Reply};
+use common::raw::{wait_for, waiters, waits, Reply};
 use common::*;
 
 fn ok(c: &mut redis::Connection, words: &str) {
@@ -127,6 +127,35 @@ server_tests! {
         let reply = by_q[0].read();
         assert!(matches!(&reply, Reply::Integers(v) if v[..3] == [1, 2, 0]), "{reply:?}");
         assert_eq!(waits(c).0, 0);
+    }
+
+    fn a_wait_by_policy_is_any_wait_in_transactions_scripts_and_client_commands(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        ok(c, "RL.POLICY SET p FIXED 1 1h");
+        rl(c, "RL.LIMIT k p");
+        // Where a client cannot block, BLOCK decides at once, as RL.FIXED's does.
+        let in_multi: Vec<Vec<i64>> = redis::pipe()
+            .atomic()
+            .cmd("RL.LIMIT").arg("k").arg("p").arg("BLOCK").arg(0)
+            .query(c)
+            .unwrap();
+        assert_eq!(in_multi[0][..3], [0, 1, 0]);
+        let in_script: Vec<i64> = redis::cmd("EVAL")
+            .arg("return redis.call('RL.LIMIT', 'k', 'p', 'BLOCK', '0')")
+            .arg(0)
+            .query(c)
+            .unwrap();
+        assert_eq!(in_script[..3], [0, 1, 0]);
+        // CLIENT UNBLOCK: the denial of that instant, nothing spent; CLIENT KILL: gone.
+        let mut unblocked = waiters(&s, c, "RL.LIMIT k p BLOCK 0", 1);
+        assert_eq!(run::<i64>(c, &format!("CLIENT UNBLOCK {}", unblocked[0].id)), 1);
+        assert!(unblocked[0].read().denied());
+        let killed = waiters(&s, c, "RL.LIMIT k p BLOCK 0", 1);
+        let _: i64 = run(c, &format!("CLIENT KILL ID {}", killed[0].id));
+        drop(killed);
+        wait_for("no waiter left", || waits(c).0 == 0);
+        assert!(run::<String>(c, "GET k").ends_with(":1"));
     }
 
     fn a_shadow_policy_never_waits(flavor) {

@@ -46,8 +46,9 @@ Invariants:
 ]]
 
 -- The named policies this library decides by (FCALL rl_limit, rl_peek's POLICY,
--- rl_all's POLICY clauses, rl_policy): a policy file's lines, written in here by
--- scripts/library-policies.py (the one line below, replaced whole); none as built.
+-- rl_all's POLICY clauses, rl_policy): a policy file's lines, each after its number
+-- in the file, written in here by scripts/library-policies.py (the one line below,
+-- replaced whole); none as built.
 local POLICY_SOURCE, POLICY_LINES = nil, {}
 
 -- Redis loads a library with only `redis` in scope (no string, math or table),
