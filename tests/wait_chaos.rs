@@ -158,14 +158,6 @@ fn chaos_run(flavor: Flavor) {
     let replica = master.replica(false);
     let c = &mut master.conn();
     allow_waiters(c, 10_000);
-    // Fill the replication backlog to its size first: its growth is not ours.
-    let _: () = redis::cmd("SET")
-        .arg("fill")
-        .arg(vec![b'x'; 2 << 20])
-        .query(c)
-        .unwrap();
-    let _: i64 = run(c, "DEL fill");
-    let _: i64 = run(c, "WAIT 1 5000");
     // A first round brings the server's pools to their resting size (it keeps
     // up to 8 idle temporary clients, two per blocked client while it waits);
     // the second is measured.
