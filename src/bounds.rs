@@ -9,8 +9,12 @@ use crate::facts;
 /// The largest count parameter (`limit`, `capacity`, `refill`, `leak`, `BURST`,
 /// `max_burst`, `count`).
 pub const MAX_COUNT: u64 = facts::MAX_COUNT;
-/// The largest `COST`, `REFUND` and `quantity`.
+/// The largest `COST`, `REFUND`, `DEBIT` and `quantity`.
 pub const MAX_COST: u64 = facts::MAX_COST;
+/// The most units a key's limiter can owe beyond what it admits at once
+/// (`DEBIT`): a debit past it saturates there.
+pub const MAX_DEBT: u64 = facts::MAX_DEBT;
+const _: () = assert!(MAX_DEBT == crate::algorithm::MAX_DEBT);
 /// The longest duration parameter (`period`, `window`, `timeout`): 3650 days.
 pub const MAX_DURATION_MS: u64 = facts::MAX_DURATION_MS;
 /// The longest `BLOCK`, in milliseconds (as long as the longest duration).

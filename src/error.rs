@@ -45,6 +45,9 @@ pub enum RlError {
     },
     #[error(fmt = errors::cost_with_refund)]
     CostWithRefund,
+    /// `DEBIT` with the option named (`COST`, `REFUND`, `PEEK` or `BLOCK`).
+    #[error(fmt = errors::debit_with)]
+    DebitWith(&'static str),
     #[error(fmt = errors::clause_arity)]
     ClauseArity(&'static str),
     #[error(fmt = errors::syntax)]

@@ -110,6 +110,7 @@ pub(crate) use with_kinds;
 
 pub const MAX_COUNT: u64 = 1_000_000_000_000;
 pub const MAX_COST: u64 = 1_000_000_000_000;
+pub const MAX_DEBT: u64 = 1_000_000_000_000;
 pub const MAX_DURATION_MS: u64 = 3650 * 86_400_000;
 pub const MAX_LAYERS: u64 = 64;
 pub const MAX_LEASE_ID: usize = 256;
@@ -213,6 +214,10 @@ pub mod errors {
 
     pub fn cost_with_refund(f: &mut Formatter<'_>) -> Result {
         f.write_str("ERR COST and REFUND cannot be used together")
+    }
+
+    pub fn debit_with(option: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR DEBIT cannot be used with {option}")
     }
 
     pub fn clause_arity(algo: impl Display, f: &mut Formatter<'_>) -> Result {

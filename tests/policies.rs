@@ -108,7 +108,7 @@ server_tests! {
         for (call, error) in [
             ("RL.PEEK POLICY k0 p0 REFUND 1", "ERR unknown option 'REFUND' for 'rl.peek' (expected COST)"),
             ("RL.PEEK POLICY k0 nope", "ERR no such policy 'nope'"),
-            ("RL.ALL 1 k0 POLICY p0 BURST 2", "ERR unknown option 'BURST' in RL.ALL clause POLICY (expected COST)"),
+            ("RL.ALL 1 k0 POLICY p0 BURST 2", "ERR unknown option 'BURST' in RL.ALL clause POLICY (expected COST, REFUND or DEBIT)"),
             ("RL.ALL 2 a b POLICY nope FIXED 1 1s", "ERR no such policy 'nope'"),
         ] {
             assert_eq!(rl_err(c, call), error, "{call}");
@@ -188,7 +188,7 @@ server_tests! {
             ("RL.POLICY SET q FIXED 3", "ERR wrong number of arguments for 'rl.policy|set' command"),
             ("RL.POLICY SET q{x} FIXED 3 1h", "ERR a policy name is 1 to 64 of A-Z, a-z, 0-9 and _ . : -"),
             ("RL.LIMIT k nope", "ERR no such policy 'nope'"),
-            ("RL.LIMIT k p WAIT 100", "ERR unknown option 'WAIT' for 'rl.limit' (expected COST, REFUND, PEEK or BLOCK)"),
+            ("RL.LIMIT k p WAIT 100", "ERR unknown option 'WAIT' for 'rl.limit' (expected COST, REFUND, DEBIT, PEEK or BLOCK)"),
             ("RL.LIMIT k p COST 1 REFUND 1", "ERR COST and REFUND cannot be used together"),
             ("RL.LIMIT k p COST -1", "ERR COST must be an integer from 0 to 1000000000000"),
         ];

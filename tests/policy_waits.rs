@@ -181,7 +181,7 @@ server_tests! {
             ("RL.LIMIT k p BLOCK", "ERR option BLOCK needs a value"),
             ("RL.LIMIT k p BLOCK 1 BLOCK 1", "ERR option BLOCK given more than once"),
             ("RL.LIMIT k p BLOCK x", "ERR BLOCK must be an integer from 0 to 315360000000"),
-            ("RL.LIMIT k p BURST 1", "ERR unknown option 'BURST' for 'rl.limit' (expected COST, REFUND, PEEK or BLOCK)"),
+            ("RL.LIMIT k p BURST 1", "ERR unknown option 'BURST' for 'rl.limit' (expected COST, REFUND, DEBIT, PEEK or BLOCK)"),
         ] {
             assert_eq!(rl_err(c, call), error, "{call}");
             let spelt = call.replace("RL.LIMIT k p", "RL.FIXED k 1 1h");

@@ -42,6 +42,7 @@
     missing_value = function(option) return fmt('ERR option %s needs a value', option) end,
     rate_too_high = function(rate, period) return fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns', rate, period, period, rate) end,
     cost_with_refund = 'ERR COST and REFUND cannot be used together',
+    debit_with = function(option) return fmt('ERR DEBIT cannot be used with %s', option) end,
     clause_arity = function(algo) return fmt('ERR RL.ALL clause %s has too few parameters', algo) end,
     syntax = function(message) return fmt('ERR %s', message) end,
     wrong_type = 'WRONGTYPE Operation against a key holding the wrong kind of value',

@@ -3,7 +3,7 @@
 
 use std::num::NonZeroU64;
 
-use super::{Decision, Outcome, Wait, WholeMs};
+use super::{Decision, Outcome, Wait, WholeMs, MAX_DEBT};
 
 /// `limit` units per window of `window_ns`. The fields' types are their checks:
 /// at least 1, and a whole number of milliseconds (each window starts on one).
@@ -90,6 +90,27 @@ impl Fixed {
         Outcome {
             decision: self.decision(true, after, end - now as u128, Wait::After(0)),
             write: (after < count).then_some(FixedState {
+                start_ms: start / super::NANOS_PER_MS,
+                count: after,
+            }),
+        }
+    }
+}
+
+impl Fixed {
+    /// Charges `units` whatever is left (`DEBIT`): the window's count passes
+    /// the limit, up to `limit + MAX_DEBT`, and never shrinks (a count already
+    /// past it stays). Admitted; `retry_after` is when a request of cost 1 is:
+    /// at once below the limit, else at the window's end.
+    pub fn debit(&self, stored: Option<FixedState>, now: u64, units: u64) -> Outcome<FixedState> {
+        let (start, end, count) = self.current(stored, now);
+        let limit = self.limit.get();
+        let after = count.max(count.saturating_add(units).min(limit + MAX_DEBT));
+        let until_end = end - now as u128;
+        let retry = if after < limit { 0 } else { until_end };
+        Outcome {
+            decision: self.decision(true, after, until_end, Wait::After(retry)),
+            write: (after > count).then_some(FixedState {
                 start_ms: start / super::NANOS_PER_MS,
                 count: after,
             }),

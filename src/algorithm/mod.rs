@@ -32,6 +32,10 @@ pub const NANOS_PER_US: u64 = 1_000;
 /// lies beyond it is kept until then, which no real deployment will reach.
 pub const MAX_EXPIRE_MS: u64 = 1_000_000_000_000_000;
 
+/// The most units a limiter can owe beyond what it admits at once (`DEBIT`):
+/// a debit past it saturates there (`crate::bounds::MAX_DEBT`, the same).
+pub const MAX_DEBT: u64 = 1_000_000_000_000;
+
 /// A duration in nanoseconds that is a positive whole number of milliseconds:
 /// a window or a lease timeout. Its edges, aligned to multiples of it since the
 /// epoch, are whole milliseconds (as stored) and whole microseconds (as scored).

@@ -11,7 +11,7 @@
 
 use std::num::{NonZeroU128, NonZeroU64};
 
-use super::{clamp_u64, Decision, Outcome, Wait};
+use super::{clamp_u64, Decision, Outcome, Wait, MAX_DEBT};
 
 /// Parameters of a virtual schedule, each at least 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +74,13 @@ pub trait InstantLimiter {
     fn refund(&self, at: u128, now: u128, units: u64) -> Outcome<u128> {
         self.schedule()
             .refund(at, now, units)
+            .outcome(self.idle_capacity())
+    }
+
+    /// Charges `units` whatever is left (`DEBIT`), up to the debt cap.
+    fn debit(&self, at: u128, now: u128, units: u64) -> Outcome<u128> {
+        self.schedule()
+            .debit(at, now, units)
             .outcome(self.idle_capacity())
     }
 }
@@ -145,6 +152,29 @@ impl Schedule {
         Scheduled {
             new_tat: (debt > 0 && units > 0).then_some(now + debt_after),
             ..self.unchanged(debt_after, true, Wait::After(0))
+        }
+    }
+
+    /// Charges `units` whatever the debt (`DEBIT`): it grows by `units * T`
+    /// (rounded down, as a spend's), saturating at `burst + MAX_DEBT` units'
+    /// worth, and never shrinks (a debt already past the cap stays). Admitted;
+    /// `retry_after` is when a request of cost 1 is.
+    pub fn debit(&self, tat: u128, now: u128, units: u64) -> Scheduled {
+        let debt = tat.saturating_sub(now);
+        let (period, rate) = (self.period_ns.get(), self.rate.get());
+        // At most (2 * 10^12) * (3650 d in ns) and 10^12 * that: no overflow.
+        let cap = (self.burst.get() + MAX_DEBT as u128) * period / rate;
+        let charged = debt.saturating_add(units as u128 * period / rate);
+        let debt_after = debt.max(charged.min(cap));
+        // A cost of 1 fits once debt*rate <= burst*T - T (as in `step`).
+        let room = (self.burst.get() - 1) * period;
+        let retry = match debt_after.saturating_mul(rate) <= room {
+            true => 0,
+            false => debt_after - room / rate,
+        };
+        Scheduled {
+            new_tat: (debt_after > debt).then_some(now + debt_after),
+            ..self.unchanged(debt_after, true, Wait::After(retry))
         }
     }
 

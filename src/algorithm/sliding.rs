@@ -4,7 +4,7 @@
 
 use std::num::NonZeroU64;
 
-use super::{clamp_u64, Decision, Outcome, Wait, WholeMs, NANOS_PER_MS};
+use super::{clamp_u64, Decision, Outcome, Wait, WholeMs, MAX_DEBT, NANOS_PER_MS};
 
 /// `limit` units per window of `window_ns`. The fields' types are their checks:
 /// at least 1, and a whole number of milliseconds (each window starts on one).
@@ -161,6 +161,38 @@ impl Sliding {
             current,
         });
         Outcome { decision, write }
+    }
+}
+
+impl Sliding {
+    /// Charges `units` whatever is left (`DEBIT`): the current window's count
+    /// passes the limit, up to `limit + MAX_DEBT`, and never shrinks. Admitted;
+    /// `retry_after` is when a request of cost 1 is (the denial's wait of one
+    /// unit on the state after the charge).
+    pub fn debit(
+        &self,
+        stored: Option<SlidingState>,
+        now: u64,
+        units: u64,
+    ) -> Outcome<SlidingState> {
+        let v = self.view(stored, now);
+        let cap = self.limit.get() + MAX_DEBT;
+        let current = v.current.max(v.current.saturating_add(units).min(cap));
+        let after = SlidingState {
+            start_ms: v.start / NANOS_PER_MS,
+            previous: v.previous,
+            current,
+        };
+        let one = self.decide(Some(after), now, 1).decision;
+        let retry = match one.allowed {
+            true => Wait::After(0),
+            false => one.retry_after,
+        };
+        let counts = (v.previous as u128, current as u128);
+        Outcome {
+            decision: self.decision(&v, now, true, counts, retry),
+            write: (current > v.current).then_some(after),
+        }
     }
 }
 

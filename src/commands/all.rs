@@ -14,8 +14,8 @@ use crate::decision::Claim;
 use crate::docs::{flag, integer, key, many, string, Doc};
 use crate::error::RlError;
 use crate::facts::messages;
-use crate::grammar::policy::parse_cost_only;
-use crate::grammar::{parse_form, Form, Kind, Request};
+use crate::grammar::policy::parse_amount;
+use crate::grammar::{parse_form, Charge, Form, Kind, Request};
 use crate::reply::Reply;
 use crate::server::handler::handler;
 use crate::server::{with_bytes, Arg, Ctx};
@@ -145,7 +145,7 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<Clause>, bool), RlEr
         return Err(RlError::Syntax(messages::ALL_CLAUSES));
     }
     let caps = config::caps();
-    let clauses = starts
+    let clauses: Vec<Clause> = starts
         .iter()
         .enumerate()
         .map(|(i, &start)| {
@@ -162,6 +162,10 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<Clause>, bool), RlEr
             })
         })
         .collect::<Result<_, _>>()?;
+    // A debit is charged at once: never peeked.
+    if peek && clauses.iter().any(|c| c.request.charge == Charge::Debit) {
+        return Err(RlError::DebitWith("PEEK"));
+    }
     Ok((clauses, peek))
 }
 
@@ -171,14 +175,14 @@ fn policy_clause(tokens: &[&[u8]], caps: Caps) -> Result<Clause, RlError> {
         .split_first()
         .ok_or_else(|| RlError::ClauseArity("POLICY"))?;
     let definition = policy::lookup(name, caps)?;
-    let cost = parse_cost_only(options, |option| RlError::UnknownClauseOption {
+    let (cost, charge) = parse_amount(options, true, |option| RlError::UnknownClauseOption {
         option,
         clause: "POLICY",
-        expected: "COST",
+        expected: "COST, REFUND or DEBIT",
     })?;
     Ok(Clause {
         kind: definition.kind,
-        request: definition.request(cost),
+        request: definition.request(cost, charge),
         shadow: definition.shadow,
     })
 }

@@ -1,4 +1,4 @@
-//! `RL.LIMIT key policy [COST n | REFUND n] [PEEK] [BLOCK ms]`: decides
+//! `RL.LIMIT key policy [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]`: decides
 //! exactly as the policy's own command with the same options on the same key
 //! (its state, replies, replication, waits and bounds). A `SHADOW` policy
 //! answers a denial as `allowed 1`, `remaining 0`, with the enforced
@@ -47,10 +47,9 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     // A shadow policy never waits (its denials admit).
     let block = options.block.filter(|_| !definition.shadow);
     let request = Request {
-        refund: options.refund,
         peek: options.peek,
         block,
-        ..definition.request(options.cost)
+        ..definition.request(options.cost, options.charge)
     };
     let now = clock::now_ns();
     let key = Key::open(ctx, argv[1]).ok_or_else(|| RlError::Internal(LABEL))?;
@@ -97,7 +96,11 @@ fn doc() -> Doc {
             string(c"policy"),
             one_of(
                 c"amount",
-                vec![option(c"COST", c"cost"), option(c"REFUND", c"refund")],
+                vec![
+                    option(c"COST", c"cost"),
+                    option(c"REFUND", c"refund"),
+                    option(c"DEBIT", c"debit"),
+                ],
             ),
             flag(c"PEEK", c"peek"),
             option(c"BLOCK", c"ms"),

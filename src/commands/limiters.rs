@@ -71,7 +71,11 @@ pub fn doc(summary: &'static CStr, params: Vec<docs::Arg>) -> Doc {
     args.extend([
         one_of(
             c"amount",
-            vec![option(c"COST", c"cost"), option(c"REFUND", c"refund")],
+            vec![
+                option(c"COST", c"cost"),
+                option(c"REFUND", c"refund"),
+                option(c"DEBIT", c"debit"),
+            ],
         ),
         flag(c"PEEK", c"peek"),
         option(c"BLOCK", c"ms"),

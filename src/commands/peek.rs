@@ -17,7 +17,7 @@ use crate::decision::Claim;
 use crate::docs::{key, many, string, Doc};
 use crate::error::RlError;
 use crate::facts::messages;
-use crate::grammar::policy::parse_cost_only;
+use crate::grammar::policy::parse_amount;
 use crate::grammar::{self, acquire::parse_acquire, Form, Kind, Request};
 use crate::reply::Reply;
 use crate::server::handler::handler;
@@ -65,8 +65,8 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     if algo.eq_ignore_ascii_case(b"POLICY") {
         // `RL.PEEK POLICY key name [COST n]`: as `RL.LIMIT key name [COST n] PEEK`.
         let definition = policy::lookup_counted(rest[1].bytes(), config::caps())?;
-        let cost = with_bytes(&rest[2..], |options| {
-            parse_cost_only(options, |option| RlError::UnknownOption {
+        let (cost, charge) = with_bytes(&rest[2..], |options| {
+            parse_amount(options, false, |option| RlError::UnknownOption {
                 option,
                 command: "rl.peek",
                 expected: "COST",
@@ -74,7 +74,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
         })?;
         let request = Request {
             peek: true,
-            ..definition.request(cost)
+            ..definition.request(cost, charge)
         };
         let key = Key::open_read(ctx, name).ok_or_else(|| RlError::Internal(LABEL))?;
         let claim = Claim::Limiter {

@@ -10,7 +10,7 @@ use crate::algorithm::{expire_ms, Outcome};
 use crate::codec::{decode, Fields};
 use crate::error::RlError;
 use crate::facts::with_kinds;
-use crate::grammar::{Kind, Limiter, Request};
+use crate::grammar::{Charge, Kind, Limiter, Request};
 use crate::store::{Held, Key};
 
 /// The effect of an admitted request (or a refund) on its key.
@@ -85,7 +85,7 @@ pub fn decide_log(
     req: &Request,
     now: u64,
 ) -> Result<Outcome<Write>, RlError> {
-    let (n, refund) = (req.cost, req.refund);
+    let n = req.cost;
     let log = match key.held() {
         Held::Empty => None,
         Held::Zset => Some(
@@ -99,21 +99,23 @@ pub fn decide_log(
         None => &EmptyLog,
     };
     let corrupt = |_: Corrupt| RlError::ForeignValue(kind.label());
-    Ok(if refund {
-        let out = p.refund(view, now, n).map_err(corrupt)?;
-        out.map_write(|r| match r.newest_left_ns {
-            None => Write::Delete,
-            Some(ns) => Write::LogRefund {
-                refund: r,
-                expire_ms: expire_ms(p.leaves_at_ns(ns)),
-            },
-        })
-    } else {
-        let out = p.decide(view, now, n).map_err(corrupt)?;
-        out.map_write(|w| Write::LogAdd {
-            write: w,
-            expire_ms: expire_ms(p.idle_at_ns(&w)),
-        })
+    let add = |w: LogWrite| Write::LogAdd {
+        write: w,
+        expire_ms: expire_ms(p.idle_at_ns(&w)),
+    };
+    Ok(match req.charge {
+        Charge::Cost => p.decide(view, now, n).map_err(corrupt)?.map_write(add),
+        Charge::Debit => p.debit(view, now, n).map_err(corrupt)?.map_write(add),
+        Charge::Refund => {
+            let out = p.refund(view, now, n).map_err(corrupt)?;
+            out.map_write(|r| match r.newest_left_ns {
+                None => Write::Delete,
+                Some(ns) => Write::LogRefund {
+                    refund: r,
+                    expire_ms: expire_ms(p.leaves_at_ns(ns)),
+                },
+            })
+        }
     })
 }
 
@@ -136,10 +138,10 @@ pub fn decide_instant(
     now: u64,
 ) -> Result<Outcome<Write>, RlError> {
     let (at, now) = (read_instant(key, kind)?, now as u128);
-    let out = if req.refund {
-        limiter.refund(at, now, req.cost)
-    } else {
-        limiter.decide(at, now, req.cost)
+    let out = match req.charge {
+        Charge::Cost => limiter.decide(at, now, req.cost),
+        Charge::Refund => limiter.refund(at, now, req.cost),
+        Charge::Debit => limiter.debit(at, now, req.cost),
     };
     Ok(out.map_write(|t| instant_write(kind, t, now)))
 }

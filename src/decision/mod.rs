@@ -10,7 +10,7 @@ use crate::algorithm::lease::{Lease, LeaseWrite};
 use crate::algorithm::Outcome;
 use crate::config;
 use crate::error::RlError;
-use crate::grammar::{Kind, Request};
+use crate::grammar::{Charge, Kind, Request};
 use crate::policy::{self, PolicyRef};
 use crate::store::Key;
 
@@ -43,18 +43,27 @@ impl Claim {
         }
     }
 
-    /// The units the claim spends if admitted (`REFUND` spends none).
-    pub fn cost(&self) -> u64 {
+    /// The limiter request the claim makes (none for a lease).
+    fn request(&self) -> Option<&Request> {
         match self {
-            Claim::Limiter { request, .. } | Claim::Policy { request, .. } if request.refund => 0,
-            Claim::Limiter { request, .. } | Claim::Policy { request, .. } => request.cost,
-            Claim::Acquire { .. } => 1,
+            Claim::Limiter { request, .. } | Claim::Policy { request, .. } => Some(request),
+            Claim::Acquire { .. } => None,
+        }
+    }
+
+    /// The units the claim spends if admitted (`REFUND` spends none; a
+    /// `DEBIT` its units, as the limiter may hold them).
+    pub fn cost(&self) -> u64 {
+        match self.request() {
+            Some(r) if r.charge == Charge::Refund => 0,
+            Some(r) => r.cost,
+            None => 1,
         }
     }
 
     /// True if the claim gives capacity back (`REFUND`): waiters may now fit.
     pub fn refunds(&self) -> bool {
-        matches!(self, Claim::Limiter { request, .. } | Claim::Policy { request, .. } if request.refund)
+        self.request().is_some_and(|r| r.charge == Charge::Refund)
     }
 
     /// The named policy's id, for a claim made by one (`INFO rl_policies`).
@@ -65,12 +74,13 @@ impl Claim {
         }
     }
 
-    /// True if the claim takes capacity (cost above 0, no `REFUND`, not a
-    /// renewal of a held lease): it must queue behind waiters.
+    /// True if the claim takes capacity only if admitted (a `COST` above 0,
+    /// not a renewal of a held lease): it must queue behind waiters. A
+    /// `REFUND` gives, and a `DEBIT` is charged after the fact: neither queues.
     pub fn spends(&self, key: &Key, now: u64) -> Result<bool, RlError> {
         match self {
             Claim::Limiter { request, .. } | Claim::Policy { request, .. } => {
-                Ok(request.cost > 0 && !request.refund)
+                Ok(request.cost > 0 && request.charge == Charge::Cost)
             }
             Claim::Acquire { member, .. } => Ok(!lease::is_held(key, member, now)?),
         }
@@ -104,6 +114,7 @@ impl Claim {
                 kind: *kind,
                 request: Request {
                     cost: 0,
+                    charge: Charge::Cost,
                     ..*request
                 },
             }),
@@ -111,6 +122,7 @@ impl Claim {
                 by: by.clone(),
                 request: Request {
                     cost: 0,
+                    charge: Charge::Cost,
                     ..*request
                 },
             }),

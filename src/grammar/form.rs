@@ -1,14 +1,15 @@
-//! The shared form: `RL.<ALGO> key <positional parameters> [COST n | REFUND n]
-//! [PEEK] [BLOCK ms]` (plus `BURST b` for GCRA), an `RL.ALL` clause and an
+//! The shared form: `RL.<ALGO> key <positional parameters> [COST n | REFUND n |
+//! DEBIT n] [PEEK] [BLOCK ms]` (plus `BURST b` for GCRA), an `RL.ALL` clause and an
 //! `RL.PEEK` call. Options are read left to right, so the first bad one is the
 //! one an error names, whatever follows it. It works on the raw argument bytes
 //! and allocates nothing on success.
 
+use super::amount::{Amount, Charge};
 use super::block::parse_block;
 use super::limiter::{Limiter, Params};
-use super::scalars::{parse_count, parse_count_from, set_once};
+use super::scalars::{parse_count, set_once};
 use super::Kind;
-use crate::bounds::{MAX_COST, MAX_COUNT};
+use crate::bounds::MAX_COUNT;
 use crate::config::Caps;
 use crate::error::{sanitize, RlError};
 use crate::units::Millis;
@@ -17,23 +18,23 @@ use crate::units::Millis;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {
     pub limiter: Limiter,
-    /// Units to consume, or with `refund` to give back.
+    /// Units to consume, give back or charge, as `charge` says.
     pub cost: u64,
-    /// `REFUND n`: give `cost` units back instead of consuming them.
-    pub refund: bool,
+    pub charge: Charge,
     pub peek: bool,
     /// `BLOCK ms`, if given (whether the call may wait is `wait`'s to decide).
     pub block: Option<Millis>,
 }
 
 /// Where the arguments come from: a command of their own, or one clause of
-/// `RL.ALL` (which takes `COST` and `BURST` only; `PEEK` applies to the whole call).
+/// `RL.ALL` (which takes the amount and `BURST` only; `PEEK` applies to the whole call).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
     /// `RL.<ALGO>`: every option, `BLOCK ms` included (read in its place;
     /// waiting is `wait`'s).
     Command,
-    /// An `RL.ALL` clause: `BURST` and `COST` only (`RL.ALL` refuses `BLOCK`).
+    /// An `RL.ALL` clause: `BURST` and `COST`, `REFUND` or `DEBIT` (`RL.ALL`
+    /// refuses `BLOCK`).
     Clause,
     /// `RL.PEEK ALGO key params`: the parameters, `BURST` and `COST` only.
     Peek,
@@ -65,23 +66,18 @@ pub fn parse_form(
     }
     let (positional, options) = params.split_at(names.len());
 
-    let mut cost = None;
-    let mut refund = None;
+    let mut amount = Amount::default();
     let mut burst = None;
     let mut block = None;
     let mut peek = false;
     let mut rest = options.iter();
     let command = form == Form::Command;
+    let any_amount = matches!(form, Form::Command | Form::Clause);
     while let Some(&option) = rest.next() {
-        if form != Form::Policy && option.eq_ignore_ascii_case(b"COST") {
-            set_once(&mut cost, "COST", rest.next(), |v| {
-                parse_count_from("COST", v, 0, MAX_COST)
-            })?;
-        } else if command && option.eq_ignore_ascii_case(b"REFUND") {
-            set_once(&mut refund, "REFUND", rest.next(), |v| {
-                parse_count_from("REFUND", v, 0, MAX_COST)
-            })?;
-        } else if command && option.eq_ignore_ascii_case(b"PEEK") {
+        if form != Form::Policy && amount.read(option, &mut rest, any_amount)? {
+            continue;
+        }
+        if command && option.eq_ignore_ascii_case(b"PEEK") {
             if peek {
                 return Err(RlError::RepeatedOption("PEEK"));
             }
@@ -119,16 +115,14 @@ pub fn parse_form(
             });
         }
     }
-    if cost.is_some() && refund.is_some() {
-        return Err(RlError::CostWithRefund);
-    }
+    let (cost, charge) = amount.finish(peek, block.is_some())?;
 
     // The kind reads its positionals after every option is checked.
     let limiter = Limiter::build(kind, &Params::new(kind, positional, burst, caps))?;
     Ok(Request {
         limiter,
-        cost: refund.or(cost).unwrap_or(1),
-        refund: refund.is_some(),
+        cost,
+        charge,
         peek,
         block,
     })
@@ -138,10 +132,12 @@ pub fn parse_form(
 /// those the loop in [`parse_form`] takes, no more, no fewer.
 fn expected_options(kind: Kind, form: Form) -> &'static str {
     match (kind, form) {
-        (Kind::Gcra, Form::Command) => "BURST, COST, REFUND, PEEK or BLOCK",
-        (_, Form::Command) => "COST, REFUND, PEEK or BLOCK",
-        (Kind::Gcra, Form::Clause | Form::Peek) => "BURST or COST",
-        (_, Form::Clause | Form::Peek) => "COST",
+        (Kind::Gcra, Form::Command) => "BURST, COST, REFUND, DEBIT, PEEK or BLOCK",
+        (_, Form::Command) => "COST, REFUND, DEBIT, PEEK or BLOCK",
+        (Kind::Gcra, Form::Clause) => "BURST, COST, REFUND or DEBIT",
+        (_, Form::Clause) => "COST, REFUND or DEBIT",
+        (Kind::Gcra, Form::Peek) => "BURST or COST",
+        (_, Form::Peek) => "COST",
         (Kind::Gcra, Form::Policy) => "BURST or SHADOW",
         (_, Form::Policy) => "SHADOW",
     }

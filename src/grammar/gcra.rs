@@ -15,7 +15,7 @@
 use crate::algorithm::gcra::Gcra;
 use crate::bounds::{MAX_COST, MAX_COUNT, MAX_DURATION_MS};
 use crate::error::RlError;
-use crate::grammar::{Limiter, Request};
+use crate::grammar::{Charge, Limiter, Request};
 use crate::units::NANOS_PER_MS;
 
 /// Redis's replies to bad input, word for word (`object.c`'s helpers and `gcra.c`).
@@ -122,7 +122,7 @@ impl GcraArgs {
         Ok(Request {
             limiter: Limiter::Gcra(gcra),
             cost: tokens,
-            refund: false,
+            charge: Charge::Cost,
             peek: false,
             block: None,
         })

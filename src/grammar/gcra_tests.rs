@@ -140,7 +140,10 @@ fn module_bounds_after_redis_checks() {
         r.limiter,
         Limiter::Gcra(Gcra::new(10, 60 * SEC as u64, 6).unwrap())
     );
-    assert_eq!((r.cost, r.refund, r.peek, r.block), (3, false, false, None));
+    assert_eq!(
+        (r.cost, r.charge, r.peek, r.block),
+        (3, Charge::Cost, false, None)
+    );
     let bad = |name, min, max| Err(RlError::BadInteger { name, min, max });
     assert_eq!(request("1000000000001 1 1"), bad("max_burst", 0, MAX_COUNT));
     assert!(request("1000000000000 1 1").is_ok());

@@ -3,6 +3,7 @@
 //! share, `BLOCK`, `RL.ACQUIRE`, `CL.THROTTLE` and named policies. Parsing never touches a key.
 
 pub mod acquire;
+mod amount;
 pub mod block;
 mod form;
 pub mod gcra;
@@ -14,6 +15,7 @@ mod scalars;
 mod tests;
 pub mod throttle;
 
+pub use amount::Charge;
 pub use form::{parse, parse_form, Form, Request};
 pub use kind::Kind;
 pub use limiter::{Limiter, Parameters, Params};

@@ -1,14 +1,14 @@
 //! Named policies: a name (`[A-Za-z0-9_.:-]`, 1 to `MAX_POLICY_NAME`), a
 //! definition `ALGO params [BURST b] [SHADOW]` (what an `RL.ALL` clause takes,
 //! without `COST`), `RL.LIMIT`'s options after the policy's name, and the
-//! `[COST n]` of a `POLICY` clause and of `RL.PEEK POLICY`.
+//! amount of a `POLICY` clause and of `RL.PEEK POLICY`.
 
+use super::amount::{Amount, Charge};
 use super::block::parse_block;
 use super::form::{parse_form, Form, Request};
 use super::limiter::Limiter;
-use super::scalars::{parse_count_from, set_once};
+use super::scalars::set_once;
 use super::Kind;
-use crate::bounds::MAX_COST;
 use crate::config::Caps;
 use crate::error::{sanitize, RlError};
 use crate::facts::{messages, MAX_POLICY_NAME};
@@ -24,12 +24,13 @@ pub struct Definition {
 }
 
 impl Definition {
-    /// A request of `cost` units by this policy (no `REFUND`, `PEEK` or `BLOCK`).
-    pub fn request(&self, cost: u64) -> Request {
+    /// A request of `cost` units by this policy, counted as `charge` says
+    /// (no `PEEK` or `BLOCK`).
+    pub fn request(&self, cost: u64, charge: Charge) -> Request {
         Request {
             limiter: self.limiter,
             cost,
-            refund: false,
+            charge,
             peek: false,
             block: None,
         }
@@ -94,28 +95,23 @@ pub fn canonical(words: &[&[u8]]) -> String {
 /// `RL.LIMIT`'s options after the policy's name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LimitOptions {
-    /// Units to consume, or with `refund` to give back.
+    /// Units to consume, give back or charge, as `charge` says.
     pub cost: u64,
-    pub refund: bool,
+    pub charge: Charge,
     pub peek: bool,
     /// `BLOCK ms`, if given.
     pub block: Option<Millis>,
 }
 
-/// Parses `[COST n | REFUND n] [PEEK] [BLOCK ms]`, left to right.
+/// Parses `[COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]`, left to right.
 pub fn parse_limit_options(options: &[&[u8]]) -> Result<LimitOptions, RlError> {
-    let (mut cost, mut refund, mut peek, mut block) = (None, None, false, None);
+    let (mut amount, mut peek, mut block) = (Amount::default(), false, None);
     let mut rest = options.iter();
     while let Some(&option) = rest.next() {
-        if option.eq_ignore_ascii_case(b"COST") {
-            set_once(&mut cost, "COST", rest.next(), |v| {
-                parse_count_from("COST", v, 0, MAX_COST)
-            })?;
-        } else if option.eq_ignore_ascii_case(b"REFUND") {
-            set_once(&mut refund, "REFUND", rest.next(), |v| {
-                parse_count_from("REFUND", v, 0, MAX_COST)
-            })?;
-        } else if option.eq_ignore_ascii_case(b"PEEK") {
+        if amount.read(option, &mut rest, true)? {
+            continue;
+        }
+        if option.eq_ignore_ascii_case(b"PEEK") {
             if peek {
                 return Err(RlError::RepeatedOption("PEEK"));
             }
@@ -126,38 +122,35 @@ pub fn parse_limit_options(options: &[&[u8]]) -> Result<LimitOptions, RlError> {
             return Err(RlError::UnknownOption {
                 option: sanitize(option),
                 command: "rl.limit",
-                expected: "COST, REFUND, PEEK or BLOCK",
+                expected: "COST, REFUND, DEBIT, PEEK or BLOCK",
             });
         }
     }
-    if cost.is_some() && refund.is_some() {
-        return Err(RlError::CostWithRefund);
-    }
+    let (cost, charge) = amount.finish(peek, block.is_some())?;
     Ok(LimitOptions {
-        cost: refund.or(cost).unwrap_or(1),
-        refund: refund.is_some(),
+        cost,
+        charge,
         peek,
         block,
     })
 }
 
-/// Parses `[COST n]`, the only option of an `RL.ALL` `POLICY` clause and of
-/// `RL.PEEK POLICY` (`command`, `expected`: as an unknown option's error names them).
-pub fn parse_cost_only(
+/// Parses the amount of an `RL.ALL` `POLICY` clause (`[COST n | REFUND n |
+/// DEBIT n]`, `all`) or of `RL.PEEK POLICY` (`[COST n]`); any other option is
+/// the error `unknown` makes of it.
+pub fn parse_amount(
     options: &[&[u8]],
+    all: bool,
     unknown: impl Fn(String) -> RlError,
-) -> Result<u64, RlError> {
-    let mut cost = None;
+) -> Result<(u64, Charge), RlError> {
+    let mut amount = Amount::default();
     let mut rest = options.iter();
     while let Some(&option) = rest.next() {
-        if !option.eq_ignore_ascii_case(b"COST") {
+        if !amount.read(option, &mut rest, all)? {
             return Err(unknown(sanitize(option)));
         }
-        set_once(&mut cost, "COST", rest.next(), |v| {
-            parse_count_from("COST", v, 0, MAX_COST)
-        })?;
     }
-    Ok(cost.unwrap_or(1))
+    amount.finish(false, false)
 }
 
 #[cfg(test)]
@@ -227,8 +220,8 @@ mod tests {
     fn limit_options_are_the_limiters() {
         let o = parse_limit_options(&words("COST 3 PEEK BLOCK 10")).unwrap();
         assert_eq!(
-            (o.cost, o.refund, o.peek, o.block),
-            (3, false, true, Some(Millis(10)))
+            (o.cost, o.charge, o.peek, o.block),
+            (3, Charge::Cost, true, Some(Millis(10)))
         );
         assert_eq!(parse_limit_options(&[]).unwrap().cost, 1);
         assert_eq!(parse_limit_options(&[]).unwrap().block, None);
@@ -236,7 +229,7 @@ mod tests {
             parse_limit_options(&words("BURST 10"))
                 .unwrap_err()
                 .to_string(),
-            "ERR unknown option 'BURST' for 'rl.limit' (expected COST, REFUND, PEEK or BLOCK)"
+            "ERR unknown option 'BURST' for 'rl.limit' (expected COST, REFUND, DEBIT, PEEK or BLOCK)"
         );
         assert_eq!(
             parse_limit_options(&words("BLOCK 1 BLOCK 2")),
@@ -245,6 +238,27 @@ mod tests {
         assert_eq!(
             parse_limit_options(&words("COST 1 REFUND 1")),
             Err(RlError::CostWithRefund)
+        );
+        let o = parse_limit_options(&words("debit 7")).unwrap();
+        assert_eq!((o.cost, o.charge), (7, Charge::Debit));
+        for (text, with) in [
+            ("DEBIT 1 PEEK", "PEEK"),
+            ("BLOCK 5 DEBIT 1", "BLOCK"),
+            ("COST 2 DEBIT 1", "COST"),
+            ("DEBIT 1 REFUND 1", "REFUND"),
+        ] {
+            assert_eq!(
+                parse_limit_options(&words(text)),
+                Err(RlError::DebitWith(with))
+            );
+        }
+        assert_eq!(
+            parse_limit_options(&words("DEBIT 0")),
+            Err(RlError::BadInteger {
+                name: "DEBIT",
+                min: 1,
+                max: 1_000_000_000_000
+            })
         );
     }
 }

@@ -56,7 +56,7 @@ fn gcra_with_options_in_any_order_and_case() {
         Request {
             limiter: Limiter::Gcra(Gcra::new(10, SEC, 5).unwrap()),
             cost: 3,
-            refund: false,
+            charge: Charge::Cost,
             peek: true,
             block: None
         }
@@ -129,7 +129,7 @@ fn errors_name_the_argument_and_range() {
 #[test]
 fn refund_replaces_cost() {
     let r = p(Kind::Fixed, "5 1s REFUND 2").unwrap();
-    assert_eq!((r.cost, r.refund), (2, true));
+    assert_eq!((r.cost, r.charge), (2, Charge::Refund));
     assert_eq!(
         p(Kind::Fixed, "5 1s REFUND 1 COST 1"),
         Err(RlError::CostWithRefund)
@@ -138,19 +138,54 @@ fn refund_replaces_cost() {
         p(Kind::Fixed, "5 1s REFUND"),
         Err(RlError::MissingValue("REFUND"))
     );
-    let clause = parse_form(
-        Kind::Fixed,
-        &[b"5", b"1s", b"REFUND", b"1"],
-        Caps::default(),
-        Form::Clause,
-    );
+    let clause = form(Kind::Fixed, "5 1s REFUND 1", Form::Clause).unwrap();
+    assert_eq!((clause.cost, clause.charge), (1, Charge::Refund));
     assert_eq!(
-        clause,
-        Err(RlError::UnknownClauseOption {
+        form(Kind::Fixed, "5 1s REFUND 1", Form::Peek),
+        Err(RlError::UnknownOption {
             option: "REFUND".into(),
-            clause: "FIXED",
+            command: "rl.peek",
             expected: "COST",
         })
+    );
+}
+
+#[test]
+fn debit_replaces_cost_and_never_peeks_or_waits() {
+    let r = p(Kind::Gcra, "5 1s debit 9").unwrap();
+    assert_eq!((r.cost, r.charge), (9, Charge::Debit));
+    let clause = form(Kind::SlidingLog, "5 1s DEBIT 3", Form::Clause).unwrap();
+    assert_eq!((clause.cost, clause.charge), (3, Charge::Debit));
+    for (args, with) in [
+        ("5 1s DEBIT 1 COST 1", "COST"),
+        ("5 1s REFUND 1 DEBIT 1", "REFUND"),
+        ("5 1s DEBIT 1 PEEK", "PEEK"),
+        ("5 1s BLOCK 10 DEBIT 1", "BLOCK"),
+    ] {
+        assert_eq!(
+            p(Kind::Fixed, args),
+            Err(RlError::DebitWith(with)),
+            "{args}"
+        );
+    }
+    let bad = RlError::BadInteger {
+        name: "DEBIT",
+        min: 1,
+        max: MAX_COST,
+    };
+    for value in ["0", "-1", "1.5", "1000000000001", "x"] {
+        assert_eq!(
+            p(Kind::Fixed, &format!("5 1s DEBIT {value}")),
+            Err(bad.clone())
+        );
+    }
+    assert_eq!(
+        p(Kind::Fixed, "5 1s DEBIT 1 DEBIT 1"),
+        Err(RlError::RepeatedOption("DEBIT"))
+    );
+    assert_eq!(
+        text(p(Kind::Fixed, "5 1s DEBIT 1 PEEK")),
+        "ERR DEBIT cannot be used with PEEK"
     );
 }
 
@@ -200,7 +235,7 @@ fn block_is_an_option_of_the_commands_read_in_its_place() {
         // Left to right: the first bad option is the one named.
         (
             "1 1s FOO BLOCK x",
-            "ERR unknown option 'FOO' for 'rl.fixed' (expected COST, REFUND, PEEK or BLOCK)",
+            "ERR unknown option 'FOO' for 'rl.fixed' (expected COST, REFUND, DEBIT, PEEK or BLOCK)",
         ),
         (
             "1 1s COST x BLOCK x",
@@ -235,13 +270,13 @@ fn each_form_lists_exactly_the_options_it_takes() {
             Kind::Gcra,
             "1 1s XYZ",
             Form::Command,
-            "ERR unknown option 'XYZ' for 'rl.gcra' (expected BURST, COST, REFUND, PEEK or BLOCK)",
+            "ERR unknown option 'XYZ' for 'rl.gcra' (expected BURST, COST, REFUND, DEBIT, PEEK or BLOCK)",
         ),
         (
             Kind::Sliding,
             "1 1s BURST 2",
             Form::Command,
-            "ERR unknown option 'BURST' for 'rl.sliding' (expected COST, REFUND, PEEK or BLOCK)",
+            "ERR unknown option 'BURST' for 'rl.sliding' (expected COST, REFUND, DEBIT, PEEK or BLOCK)",
         ),
         (
             Kind::Gcra,
@@ -271,19 +306,19 @@ fn each_form_lists_exactly_the_options_it_takes() {
             Kind::Fixed,
             "1 1s BLOCK 5",
             Form::Clause,
-            "ERR unknown option 'BLOCK' in RL.ALL clause FIXED (expected COST)",
+            "ERR unknown option 'BLOCK' in RL.ALL clause FIXED (expected COST, REFUND or DEBIT)",
         ),
         (
             Kind::Gcra,
             "1 1s PEEK",
             Form::Clause,
-            "ERR unknown option 'PEEK' in RL.ALL clause GCRA (expected BURST or COST)",
+            "ERR unknown option 'PEEK' in RL.ALL clause GCRA (expected BURST, COST, REFUND or DEBIT)",
         ),
         (
             Kind::Leaky,
-            "1 1 1s REFUND 1",
+            "1 1 1s LEASE 1",
             Form::Clause,
-            "ERR unknown option 'REFUND' in RL.ALL clause LEAKY (expected COST)",
+            "ERR unknown option 'LEASE' in RL.ALL clause LEAKY (expected COST, REFUND or DEBIT)",
         ),
     ] {
         assert_eq!(text(form(kind, args, f)), error, "{args}");

@@ -9,7 +9,7 @@ use crate::commands::limiters::{doc, LimiterCommand, WRITE_FAST};
 use crate::decision::limiter::{decide_window, OnKey, Write};
 use crate::docs::{integer, string, Doc};
 use crate::error::RlError;
-use crate::grammar::{Kind, Parameters, Params, Request};
+use crate::grammar::{Charge, Kind, Parameters, Params, Request};
 use crate::store::Key;
 
 impl Parameters for Fixed {
@@ -21,14 +21,15 @@ impl Parameters for Fixed {
 
 impl OnKey for Fixed {
     fn decide_on(&self, key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
-        let (n, refund) = (req.cost, req.refund);
+        let n = req.cost;
         decide_window(
             key,
             kind,
             |[start_ms, count]| FixedState { start_ms, count },
-            |stored| match refund {
-                true => self.refund(stored, now, n),
-                false => self.decide(stored, now, n),
+            |stored| match req.charge {
+                Charge::Cost => self.decide(stored, now, n),
+                Charge::Refund => self.refund(stored, now, n),
+                Charge::Debit => self.debit(stored, now, n),
             },
             |s| {
                 let idle_at = fixed::idle_at_ns(s, self.window_ns);

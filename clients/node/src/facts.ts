@@ -30,6 +30,7 @@ export const KINDS: Readonly<Record<Algo, KindFacts>> = {
 
 export const MAX_COUNT = 1_000_000_000_000;
 export const MAX_COST = 1_000_000_000_000;
+export const MAX_DEBT = 1_000_000_000_000;
 export const MAX_DURATION_MS = 3650 * 86_400_000;
 export const MAX_LAYERS = 64;
 export const MAX_LEASE_ID = 256;
@@ -58,6 +59,7 @@ export const ERRORS = {
   missing_value: "ERR option {option} needs a value",
   rate_too_high: "ERR {rate} per {period} must be at most 1 per nanosecond: {period} / {rate} must be at least 1ns",
   cost_with_refund: "ERR COST and REFUND cannot be used together",
+  debit_with: "ERR DEBIT cannot be used with {option}",
   clause_arity: "ERR RL.ALL clause {algo} has too few parameters",
   syntax: "ERR {message}",
   wrong_type: "WRONGTYPE Operation against a key holding the wrong kind of value",
@@ -89,6 +91,7 @@ export const ERROR_PATTERNS: Readonly<Record<keyof typeof ERRORS, string>> = {
   missing_value: "option (?<option>.*?) needs a value",
   rate_too_high: "(?<rate>.*?) per (?<period>.*?) must be at most 1 per nanosecond: \\k<period> \\/ \\k<rate> must be at least 1ns",
   cost_with_refund: "COST and REFUND cannot be used together",
+  debit_with: "DEBIT cannot be used with (?<option>.*?)",
   clause_arity: "RL\\.ALL clause (?<algo>.*?) has too few parameters",
   syntax: "(?<message>.*?)",
   wrong_type: "Operation against a key holding the wrong kind of value",

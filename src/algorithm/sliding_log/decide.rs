@@ -1,6 +1,6 @@
-//! Deciding a request on a log, and refunding into it.
+//! Deciding a request on a log, refunding into it and debiting it.
 
-use super::super::{Decision, Outcome, Wait};
+use super::super::{Decision, Outcome, Wait, MAX_DEBT};
 use super::census::{census, Census};
 use super::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
 
@@ -41,16 +41,8 @@ impl SlidingLog {
             if cost == 0 {
                 return quiet(decision(true, c.units, Wait::After(0), newest_live));
             }
-            // A nanosecond after every stored entry, even if the clock stepped back:
-            // a duplicate would merge two entries. Sums run on from the newest.
-            let (ns, sum) = match c.newest {
-                None => (now, cost),
-                Some(e) => (
-                    now.max(e.ns.checked_add(1).ok_or(Corrupt)?),
-                    e.sum.unwrap_or(0).checked_add(cost).ok_or(Corrupt)?,
-                ),
-            };
-            let entry = Entry::weighted(ns, cost, sum);
+            let entry = next_entry(&c, now, cost)?;
+            let ns = entry.ns;
             return Ok(Outcome {
                 decision: decision(true, c.units + cost, Wait::After(0), Some(ns)),
                 write: Some(LogWrite {
@@ -65,6 +57,62 @@ impl SlidingLog {
         let score = self.score_reaching(log, &c, excess)?;
         let retry = Wait::After(self.score_leaves_at_ns(score).saturating_sub(now_wide));
         quiet(decision(false, c.units, retry, newest_live))
+    }
+
+    /// Charges `units` whatever is left (`DEBIT`): one entry of weight
+    /// `units`, or less where the window would pass `limit + MAX_DEBT` (none
+    /// at the cap). Admitted; `retry_after` is when a request of cost 1 is:
+    /// once the oldest entries holding the excess have left.
+    pub fn debit(
+        &self,
+        log: &(impl LogView + ?Sized),
+        now: u64,
+        units: u64,
+    ) -> Result<Outcome<LogWrite>, Corrupt> {
+        let limit = self.limit.get();
+        let cutoff_us = self.cutoff_us(now);
+        let c = census(log, cutoff_us)?;
+        let weight = units.min((limit + MAX_DEBT).saturating_sub(c.units));
+        let after = c.units + weight;
+        let (write, newest_ns) = match weight {
+            0 => (
+                None,
+                c.newest.filter(|e| e.score() > cutoff_us).map(|e| e.ns),
+            ),
+            _ => {
+                let entry = next_entry(&c, now, weight)?;
+                let write = LogWrite {
+                    cutoff_us,
+                    lapsed: c.lapsed,
+                    entry,
+                };
+                (Some(write), Some(entry.ns))
+            }
+        };
+        let now_wide = now as u128;
+        let retry = match after.checked_sub(limit) {
+            None => 0,
+            // The oldest entries holding `excess` units, or all of them and
+            // part of the new one (which then leaves last).
+            Some(over) => {
+                let excess = over + 1;
+                let leaves = match (excess <= c.units, newest_ns) {
+                    (true, _) => self.score_leaves_at_ns(self.score_reaching(log, &c, excess)?),
+                    (false, Some(ns)) => self.leaves_at_ns(ns),
+                    (false, None) => return Err(Corrupt),
+                };
+                leaves.saturating_sub(now_wide)
+            }
+        };
+        let decision = Decision {
+            allowed: true,
+            limit,
+            remaining: limit.saturating_sub(after),
+            retry_after: Wait::After(retry),
+            reset_after_ns: newest_ns
+                .map_or(0, |ns| self.leaves_at_ns(ns).saturating_sub(now_wide)),
+        };
+        Ok(Outcome { decision, write })
     }
 
     /// The score of the oldest live entry through which the live units reach
@@ -178,4 +226,18 @@ impl SlidingLog {
         });
         Ok(Outcome { decision, write })
     }
+}
+
+/// The entry a request of `cost` units adds: a nanosecond after every stored
+/// entry, even if the clock stepped back (a duplicate would merge two
+/// entries), its sum running on from the newest's.
+fn next_entry(c: &Census, now: u64, cost: u64) -> Result<Entry, Corrupt> {
+    let (ns, sum) = match c.newest {
+        None => (now, cost),
+        Some(e) => (
+            now.max(e.ns.checked_add(1).ok_or(Corrupt)?),
+            e.sum.unwrap_or(0).checked_add(cost).ok_or(Corrupt)?,
+        ),
+    };
+    Ok(Entry::weighted(ns, cost, sum))
 }

@@ -33,6 +33,7 @@ KINDS: dict[str, Kind] = {
 
 MAX_COUNT = 1_000_000_000_000
 MAX_COST = 1_000_000_000_000
+MAX_DEBT = 1_000_000_000_000
 MAX_DURATION_MS = 3650 * 86_400_000
 MAX_LAYERS = 64
 MAX_LEASE_ID = 256
@@ -61,6 +62,7 @@ ERRORS: dict[str, str] = {
     'missing_value': 'ERR option {option} needs a value',
     'rate_too_high': 'ERR {rate} per {period} must be at most 1 per nanosecond: {period} / {rate} must be at least 1ns',
     'cost_with_refund': 'ERR COST and REFUND cannot be used together',
+    'debit_with': 'ERR DEBIT cannot be used with {option}',
     'clause_arity': 'ERR RL.ALL clause {algo} has too few parameters',
     'syntax': 'ERR {message}',
     'wrong_type': 'WRONGTYPE Operation against a key holding the wrong kind of value',
@@ -92,6 +94,7 @@ ERROR_PATTERNS: dict[str, str] = {
     'missing_value': 'option (?P<option>.*?) needs a value',
     'rate_too_high': '(?P<rate>.*?) per (?P<period>.*?) must be at most 1 per nanosecond: (?P=period) \\/ (?P=rate) must be at least 1ns',
     'cost_with_refund': 'COST and REFUND cannot be used together',
+    'debit_with': 'DEBIT cannot be used with (?P<option>.*?)',
     'clause_arity': 'RL\\.ALL clause (?P<algo>.*?) has too few parameters',
     'syntax': '(?P<message>.*?)',
     'wrong_type': 'Operation against a key holding the wrong kind of value',
