@@ -58,11 +58,11 @@ fn kind() -> impl Strategy<Value = Kind> {
 }
 
 /// Counts across the whole range, biased to the edges.
-fn count() -> impl Strategy<Value = u64> {
+pub(crate) fn count() -> impl Strategy<Value = u64> {
     prop_oneof![1u64..=10, Just(MAX_COUNT), 1u64..=MAX_COUNT]
 }
 
-fn cost() -> impl Strategy<Value = u64> {
+pub(crate) fn cost() -> impl Strategy<Value = u64> {
     prop_oneof![0u64..=5, Just(MAX_COST), 0u64..=MAX_COST]
 }
 
@@ -72,7 +72,7 @@ fn duration_ns() -> impl Strategy<Value = u64> {
 }
 
 /// A clock: mostly moving forward, sometimes jumping back or to the extremes.
-fn clock_steps() -> impl Strategy<Value = Vec<i128>> {
+pub(crate) fn clock_steps() -> impl Strategy<Value = Vec<i128>> {
     vec(
         prop_oneof![
             8 => 0i128..2_000_000_000,
@@ -211,7 +211,7 @@ fn step_instant(kind: Kind, stored: &mut u128, out: crate::algorithm::Outcome<u1
     out.decision
 }
 
-fn limiter() -> impl Strategy<Value = Limiter> {
+pub(crate) fn limiter() -> impl Strategy<Value = Limiter> {
     use crate::algorithm::token_bucket::TokenBucket;
     use crate::algorithm::{fixed::Fixed, gcra::Gcra, leaky::Leaky, sliding::Sliding};
     // The GCRA family's rates are at most 1 per ns, as the grammar requires: a

@@ -33,6 +33,8 @@ mod facts;
 mod ffi;
 #[cfg(test)]
 mod fuzz;
+#[cfg(test)]
+mod fuzz_debit;
 mod grammar;
 mod kinds;
 #[cfg(test)]

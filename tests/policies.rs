@@ -39,7 +39,7 @@ server_tests! {
             ok(c, &format!("RL.POLICY SET p{i} {definition}"));
             // On one server, calls by policy and by command alternate on one key; on
             // the other, the same calls are all made by command.
-            let options = ["", "COST 2", "PEEK", "REFUND 1", "", "", "COST 0", "", ""];
+            let options = ["", "COST 2", "PEEK", "REFUND 1", "", "DEBIT 4", "", "COST 0", "", ""];
             for (n, option) in options.iter().enumerate() {
                 let by_policy = n % 2 == 0;
                 let spelt = format!("{} {option}", command.replace("{k}", "k"));

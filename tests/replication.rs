@@ -12,7 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Each command with parameters for long-lived keys (nothing refills, rolls over
 /// or expires while a test runs) and for 1 s keys (windows roll over during the
 /// test, and every write keeps its key for about 1 s). Limits are small so that
-/// traffic is both admitted and denied (`COST 9` is above every long-lived limit);
+/// traffic is both admitted and denied (`COST 9` is above every long-lived limit,
+/// `DEBIT 4` charges into debt);
 /// the 1 s sliding log admits 10 so that it still writes after its entries age out.
 const ALGOS: [(&str, &str, &str); 6] = [
     ("RL.GCRA", "5 1h BURST 3", "1 1s BURST 2"),
@@ -28,13 +29,14 @@ const KEYS: usize = 20;
 const SHORT_KEYS: usize = 4;
 
 /// The options of the traffic's calls, taken in turn.
-const CALLS: [&str; 7] = [
+const CALLS: [&str; 8] = [
     "COST 1",
     "COST 2",
     "COST 0",
     "COST 1 PEEK",
     "COST 1",
     "COST 9",
+    "DEBIT 4",
     "COST 3",
 ];
 
