@@ -10,7 +10,8 @@ measured in rounds, every row once per round, and shows the median over rounds o
 each figure and of each row's ratios to the same round's floor. The library ÷ seed
 script column is FCALL µs/call ÷ EVALSHA µs/call in the same round; after the Redis
 and Valkey tables, a summary gathers it for every function, random keys and hot key,
-on each server measured. Also measures memory per key, how the cost of a call
+on each server measured. Then `DEBIT 5` next to `COST 5` for each limiter (--debit-only
+runs that table alone). Also measures memory per key, how the cost of a call
 scales, and the worst single call (SLOWLOG) of the expensive shapes (COST at the
 cap, 100,000 lapsed entries, a 64-layer RL.ALL) with a module-less replica attached.
 Figures are as measured; nothing here is a test.
@@ -25,6 +26,7 @@ per request summed over every command in INFO commandstats, and its CPU from INF
 
 Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--rounds N]
                        [--quick] [--valkey PATH] [--bounds-only] [--limits-only] [--stores]
+                       [--debit-only]
 """
 
 import argparse
@@ -462,6 +464,30 @@ def load_keys(server, count, words):
                    capture_output=True, text=True, check=True)
 
 
+def debit_table(server, requests, rounds):
+    """Per limiter, `COST 5` and `DEBIT 5` side by side on 100,000 random keys (every call
+    admitted and written either way, so both do the same work): server µs per call from
+    INFO commandstats, the median over `rounds` interleaved rounds, and the median of the
+    per-round ratios DEBIT ÷ COST. (On one hot key the two are not comparable: a COST past
+    the limit is denied and writes nothing, a DEBIT always writes.)"""
+    keyspace = 100_000
+    key = key_arg(keyspace)
+    print(f"\n### DEBIT next to COST ({keyspace:,} random keys; {rounds} rounds of "
+          f"{requests:,} requests per command)\n")
+    print("| command | COST 5 µs/call | DEBIT 5 µs/call | DEBIT ÷ COST |")
+    print("|---|---:|---:|---:|")
+    for name, stat, args, _lua, _lua_args in CASES:
+        if not name.startswith("RL."):
+            continue
+        cost, debit = [], []
+        for _ in range(rounds):
+            cost.append(measure(server, requests, keyspace, stat, [name, key, *args, "COST", "5"])[1])
+            debit.append(measure(server, requests, keyspace, stat, [name, key, *args, "DEBIT", "5"])[1])
+        ratio = statistics.median(d / c for d, c in zip(debit, cost))
+        print(f"| {name} | {statistics.median(cost):.2f} | {statistics.median(debit):.2f} "
+              f"| {ratio:.2f} |")
+
+
 def memory_table(server, count):
     print(f"\n### Memory per key ({count:,} keys, INFO memory used_memory)\n")
     print("| state | bytes per key | × SET … PX |")
@@ -759,6 +785,7 @@ def main():
                    help="only the limits storages' table (stock redis:// and rl+redis://)")
     p.add_argument("--stores", action="store_true",
                    help="only the framework stores (express-rate-limit, rate-limiter-flexible)")
+    p.add_argument("--debit-only", action="store_true", help="only the DEBIT next to COST table")
     a = p.parse_args()
     requests = a.requests or (100_000 if a.quick else 400_000)
     rounds = max(a.rounds or (3 if a.quick else 5), 1)
@@ -773,10 +800,18 @@ def main():
     if a.stores:
         stores_table(a.module, a.requests or 20_000, rounds)
         return
+    if a.debit_only:
+        server = Server(a.module)
+        try:
+            debit_table(server, per_round, rounds)
+        finally:
+            server.stop()
+        return
     label = server_label("redis-server", "Redis")
     server = Server(a.module)
     try:
         summary = [(label, side_by_side(server, a.library, per_round, rounds, label))]
+        debit_table(server, per_round, rounds)
         memory_table(server, 100_000)
         if not a.quick:
             scaling_table(server, requests)

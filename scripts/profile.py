@@ -55,6 +55,10 @@ COMMANDS = [
     ("CL.THROTTLE", ["CL.THROTTLE", "k:__rand_int__", "99", "100", "3600"]),
     ("GCRA", ["GCRA", "k:__rand_int__", "99", "100", "3600"]),
 ]
+# Each limiter charging 5 units before (COST) and after the fact (DEBIT): both admitted
+# and written on random keys, so the two do the same work.
+COMMANDS += [(f"{words[0]} {amount} 5", [*words, amount, "5"])
+             for _name, words in COMMANDS[2:8] for amount in ("COST", "DEBIT")]
 # The policies the RL.LIMIT rows decide by: the RL.GCRA and RL.SLIDINGLOG rows' parameters.
 POLICIES = [(["RL.POLICY", "SET", "gcra", "GCRA", "100", "1h", "BURST", "100"], None),
             (["RL.POLICY", "SET", "log", "SLIDINGLOG", "100", "1h"], None)]
