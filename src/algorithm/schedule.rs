@@ -162,20 +162,29 @@ impl Schedule {
     pub fn debit(&self, tat: u128, now: u128, units: u64) -> Scheduled {
         let debt = tat.saturating_sub(now);
         let (period, rate) = (self.period_ns.get(), self.rate.get());
-        // At most (2 * 10^12) * (3650 d in ns) and 10^12 * that: no overflow.
-        let cap = (self.burst.get() + MAX_DEBT as u128) * period / rate;
         let charged = debt.saturating_add(units as u128 * period / rate);
-        let debt_after = debt.max(charged.min(cap));
-        // A cost of 1 fits once debt*rate <= burst*T - T (as in `step`).
-        let room = (self.burst.get() - 1) * period;
-        let retry = match debt_after.saturating_mul(rate) <= room {
-            true => 0,
-            false => debt_after - room / rate,
+        // The cap, (burst + MAX_DEBT) * T, is at least MAX_DEBT ns (T >= 1 ns):
+        // a shorter debt is within it. Else it is at most (2 * 10^12) * (3650 d
+        // in ns): no overflow.
+        let debt_after = match charged <= MAX_DEBT as u128 {
+            true => charged,
+            false => {
+                let cap = (self.burst.get() + MAX_DEBT as u128) * period;
+                match charged.saturating_mul(rate) <= cap {
+                    true => charged,
+                    false => debt.max(cap / rate),
+                }
+            }
         };
-        Scheduled {
-            new_tat: (debt_after > debt).then_some(now + debt_after),
-            ..self.unchanged(debt_after, true, Wait::After(retry))
+        let mut after = self.unchanged(debt_after, true, Wait::After(0));
+        // A cost of 1 fits iff a unit remains; else once the debt has shrunk
+        // to burst*T - T (as in `step`).
+        if after.remaining == 0 {
+            let room = (self.burst.get() - 1) * period;
+            after.retry_after = Wait::After(debt_after - room / rate);
         }
+        after.new_tat = (debt_after > debt).then_some(now + debt_after);
+        after
     }
 
     fn unchanged(&self, debt: u128, allowed: bool, retry_after: Wait) -> Scheduled {

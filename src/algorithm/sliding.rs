@@ -183,12 +183,15 @@ impl Sliding {
             previous: v.previous,
             current,
         };
-        let one = self.decide(Some(after), now, 1).decision;
-        let retry = match one.allowed {
-            true => Wait::After(0),
-            false => one.retry_after,
-        };
         let counts = (v.previous as u128, current as u128);
+        let w = self.window_ns.get() as u128;
+        let weighted_prev = counts.0 * (w - (v.at - v.start) as u128);
+        // A cost of 1 fits (as `decide` admits it), or waits as `decide` says.
+        let fits = weighted_prev + (counts.1 + 1) * w <= self.limit.get() as u128 * w;
+        let retry = match fits {
+            true => Wait::After(0),
+            false => self.decide(Some(after), now, 1).decision.retry_after,
+        };
         Outcome {
             decision: self.decision(&v, now, true, counts, retry),
             write: (current > v.current).then_some(after),

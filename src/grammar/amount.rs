@@ -34,20 +34,24 @@ impl Amount {
         rest: &mut std::slice::Iter<'_, &[u8]>,
         all: bool,
     ) -> Result<bool, RlError> {
-        if option.eq_ignore_ascii_case(b"COST") {
-            set_once(&mut self.cost, "COST", rest.next(), |v| {
-                parse_count_from("COST", v, 0, MAX_COST)
-            })?;
-        } else if all && option.eq_ignore_ascii_case(b"REFUND") {
-            set_once(&mut self.refund, "REFUND", rest.next(), |v| {
-                parse_count_from("REFUND", v, 0, MAX_COST)
-            })?;
-        } else if all && option.eq_ignore_ascii_case(b"DEBIT") {
-            set_once(&mut self.debit, "DEBIT", rest.next(), |v| {
-                parse_count_from("DEBIT", v, 1, MAX_COST)
-            })?;
-        } else {
-            return Ok(false);
+        // One comparison per option, by its first letter.
+        match option.first().map(u8::to_ascii_uppercase) {
+            Some(b'C') if option.eq_ignore_ascii_case(b"COST") => {
+                set_once(&mut self.cost, "COST", rest.next(), |v| {
+                    parse_count_from("COST", v, 0, MAX_COST)
+                })?
+            }
+            Some(b'R') if all && option.eq_ignore_ascii_case(b"REFUND") => {
+                set_once(&mut self.refund, "REFUND", rest.next(), |v| {
+                    parse_count_from("REFUND", v, 0, MAX_COST)
+                })?
+            }
+            Some(b'D') if all && option.eq_ignore_ascii_case(b"DEBIT") => {
+                set_once(&mut self.debit, "DEBIT", rest.next(), |v| {
+                    parse_count_from("DEBIT", v, 1, MAX_COST)
+                })?
+            }
+            _ => return Ok(false),
         }
         Ok(true)
     }
@@ -56,16 +60,14 @@ impl Amount {
     /// `block` are the call's (a debit can neither peek nor wait).
     pub fn finish(self, peek: bool, block: bool) -> Result<(u64, Charge), RlError> {
         if let Some(n) = self.debit {
-            let other = [
-                (self.cost.is_some(), "COST"),
-                (self.refund.is_some(), "REFUND"),
-                (peek, "PEEK"),
-                (block, "BLOCK"),
-            ];
-            return match other.into_iter().find(|(given, _)| *given) {
-                Some((_, option)) => Err(RlError::DebitWith(option)),
-                None => Ok((n, Charge::Debit)),
+            let with = match () {
+                _ if self.cost.is_some() => "COST",
+                _ if self.refund.is_some() => "REFUND",
+                _ if peek => "PEEK",
+                _ if block => "BLOCK",
+                _ => return Ok((n, Charge::Debit)),
             };
+            return Err(RlError::DebitWith(with));
         }
         match (self.cost, self.refund) {
             (Some(_), Some(_)) => Err(RlError::CostWithRefund),
