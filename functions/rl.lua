@@ -5,19 +5,21 @@ errors and stored state formats, for servers that cannot load modules (managed R
 and Valkey). Load it with `FUNCTION LOAD REPLACE` (or `redis-cli -x FUNCTION LOAD
 REPLACE < functions/rl.lua`) and call
 
-  FCALL rl_gcra 1 key limit period [BURST b] [COST n | REFUND n] [PEEK] [BLOCK ms]
-    (and rl_tokenbucket, rl_leaky, rl_sliding, rl_slidinglog, rl_fixed likewise)
-  FCALL rl_all numkeys key [key ...] ALGO params [COST n] ... [PEEK]
+  FCALL rl_gcra 1 key limit period [BURST b] [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]
+    (and rl_tokenbucket, rl_leaky, rl_sliding, rl_slidinglog, rl_fixed likewise;
+    DEBIT is never denied and takes neither PEEK nor BLOCK)
+  FCALL rl_all numkeys key [key ...] ALGO params [BURST b] [COST n | REFUND n | DEBIT n] ...
+    [PEEK]
   FCALL rl_acquire 1 key limit timeout lease_id [PEEK] [BLOCK ms]
   FCALL rl_release 1 key lease_id
   FCALL cl_throttle 1 key max_burst count period [quantity]
   FCALL_RO rl_peek 1 key ALGO params [COST n]      (flag no-writes: replicas too)
   FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id
-  FCALL rl_limit 1 key policy [COST n | REFUND n] [PEEK] [BLOCK ms]
+  FCALL rl_limit 1 key policy [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]
   FCALL_RO rl_peek 1 key POLICY policy [COST n]
   FCALL_RO rl_policy 0 LIST | GET policy | DIGEST
     (named policies: written into this file by scripts/library-policies.py; rl_all
-    takes POLICY policy [COST n] clauses)
+    takes POLICY policy [COST n | REFUND n | DEBIT n] clauses)
 
 BLOCK is accepted and decides at once: a script cannot wait.
 
@@ -634,6 +636,7 @@ local function build()
 
   local MAX_COUNT = 1000000000000
   local MAX_COST = 1000000000000
+  local MAX_DEBT = 1000000000000
   local MAX_DURATION_MS = 3650 * 86400000
   local MAX_LAYERS = 64
   local MAX_LEASE_ID = 256
@@ -669,6 +672,7 @@ local function build()
     missing_value = function(option) return fmt('ERR option %s needs a value', option) end,
     rate_too_high = function(rate, period) return fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns', rate, period, period, rate) end,
     cost_with_refund = 'ERR COST and REFUND cannot be used together',
+    debit_with = function(option) return fmt('ERR DEBIT cannot be used with %s', option) end,
     clause_arity = function(algo) return fmt('ERR RL.ALL clause %s has too few parameters', algo) end,
     syntax = function(message) return fmt('ERR %s', message) end,
     wrong_type = 'WRONGTYPE Operation against a key holding the wrong kind of value',
@@ -770,8 +774,8 @@ local function build()
   local RATE_PARAM = { GCRA = 1, TOKENBUCKET = 2, LEAKY = 2 }
 
   -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
-  -- 'clause' (an RL.ALL clause: COST and BURST only), 'peek' (rl_peek) or 'policy'
-  -- (a policy's definition: BURST only; never cached).
+  -- 'clause' (an RL.ALL clause: BURST and COST, REFUND or DEBIT), 'peek' (rl_peek:
+  -- BURST and COST) or 'policy' (a policy's definition: BURST only; never cached).
   local parse
   function parse(kind, args, first, last, form)
     local names = kind.params
@@ -784,8 +788,10 @@ local function build()
         or kind.command)
     end
     local command = form == 'command'
+    -- (REFUND and DEBIT: the forms that take any amount, grammar/amount.rs)
+    local any_amount = command or form == 'clause'
     local req = { kind = kind, peek = form == 'peek' }
-    local cost, refund, burst, block, peek
+    local cost, refund, debit, burst, block, peek
     local i = first + np
     local function once(current, option)
       if current ~= nil then fail(ERR.repeated_option(option)) end
@@ -798,8 +804,10 @@ local function build()
       local up = upper(option)
       if up == 'COST' and form ~= 'policy' then
         cost = count_from('COST', once(cost, 'COST'), 0, MAX_COST)
-      elseif command and up == 'REFUND' then
+      elseif any_amount and up == 'REFUND' then
         refund = count_from('REFUND', once(refund, 'REFUND'), 0, MAX_COST)
+      elseif any_amount and up == 'DEBIT' then
+        debit = count_from('DEBIT', once(debit, 'DEBIT'), 1, MAX_COST)
       elseif command and up == 'PEEK' then
         if peek then fail(ERR.repeated_option('PEEK')) end
         peek = true
@@ -812,11 +820,14 @@ local function build()
         -- The options this form takes, exactly (grammar/form.rs expected_options).
         local expected
         if form == 'command' then
-          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, PEEK or BLOCK'
-            or 'COST, REFUND, PEEK or BLOCK'
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, DEBIT, PEEK or BLOCK'
+            or 'COST, REFUND, DEBIT, PEEK or BLOCK'
+        elseif form == 'clause' then
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND or DEBIT'
+            or 'COST, REFUND or DEBIT'
         elseif form == 'policy' then
           expected = kind.name == 'GCRA' and 'BURST or SHADOW' or 'SHADOW'
-        else -- an RL.ALL clause, or rl_peek: BURST and COST only
+        else -- rl_peek: BURST and COST only
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
         end
         if form == 'clause' then
@@ -828,7 +839,14 @@ local function build()
       end
       i = i + 1
     end
-    if cost and refund then fail(ERR.cost_with_refund) end
+    -- A debit is charged at once: never with another amount, PEEK or BLOCK (the
+    -- first of them given is named; grammar/amount.rs finish).
+    if debit then
+      local with = cost and 'COST' or refund and 'REFUND' or peek and 'PEEK' or block and 'BLOCK'
+      if with then fail(ERR.debit_with(with)) end
+    elseif cost and refund then
+      fail(ERR.cost_with_refund)
+    end
     local p = {}
     for j = 1, np do
       local name, s = names[j], args[first + j - 1]
@@ -849,8 +867,9 @@ local function build()
     end
     req.p = p
     req.burst = burst or 1
-    req.cost = refund or cost or 1
+    req.cost = debit or refund or cost or 1
     req.refund = refund ~= nil
+    req.debit = debit ~= nil
     req.peek = req.peek or peek or false
     return req
   end
@@ -1054,6 +1073,24 @@ local function build()
     return step
   end
 
+  -- Charges `units` whatever the debt (DEBIT, schedule.rs debit): it grows by
+  -- floor(units * T), saturating at (burst + MAX_DEBT) units' worth, and never
+  -- shrinks (a debt already past the cap stays). Admitted; the retry is when a
+  -- request of cost 1 is.
+  local function sched_debit(s, tat, now, units)
+    local debt = satsub(tat, now)
+    local cap = div(mul(add(s.burst, MAX_DEBT), s.period), s.rate)
+    local charged = add(debt, div(mul(int(units), s.period), s.rate))
+    local debt_after = max(debt, min(charged, cap))
+    -- A cost of 1 fits once debt * rate <= burst * T - T (as in sched_step).
+    local room = mul(sub_(s.burst, ONE), s.period)
+    local retry = ZERO
+    if cmp(mul(debt_after, s.rate), room) > 0 then retry = sub_(debt_after, div(room, s.rate)) end
+    local step = sched_unchanged(s, mul(s.burst, s.period), debt_after, true, retry)
+    if cmp(debt_after, debt) > 0 then step.new_tat = add(now, debt_after) end
+    return step
+  end
+
   -- GCRA, token bucket, leaky bucket on one key (decision/limiter.rs decide_instant).
   local function decide_instant(v, req, now)
     local kind, p = req.kind, req.p
@@ -1068,6 +1105,8 @@ local function build()
     local step
     if req.refund then
       step = sched_refund(s, tat, now, req.cost)
+    elseif req.debit then
+      step = sched_debit(s, tat, now, req.cost)
     else
       step = sched_step(s, tat, now, req.cost)
       if kind.name == 'LEAKY' and step.allowed then step.retry = step.queued end
@@ -1187,7 +1226,8 @@ local function build()
     local period, rate = p[gcra and 2 or 3], p[gcra and 1 or 2]
     local burst = gcra and req.burst or p[1]
     req.limit = burst
-    if type(period) == 'number' and period < FAST_NS then
+    -- (a debit is decided exactly: no fast path)
+    if not req.debit and type(period) == 'number' and period < FAST_NS then
       req.fast = instant_decider(req.kind, period, rate, burst, req.cost, req.refund)
     end
   end
@@ -1226,6 +1266,14 @@ local function build()
     if req.refund then
       local after = satsub(count, int(n))
       return decision(true, after, ZERO), cmp(after, count) < 0 and write_count(after) or nil
+    end
+    if req.debit then
+      -- DEBIT (fixed.rs debit): the count passes the limit, up to limit + MAX_DEBT,
+      -- and never shrinks; a cost of 1 is admitted at once below the limit, else at
+      -- the window's end.
+      local after = max(count, min(add(count, int(n)), int(limit + MAX_DEBT)))
+      local retry = cmp(after, int(limit)) < 0 and ZERO or until_end
+      return decision(true, after, retry), cmp(after, count) > 0 and write_count(after) or nil
     end
     if n > limit then return decision(false, count, NEVER) end
     local after = add(count, int(n))
@@ -1311,18 +1359,19 @@ local function build()
   local function prepare_fixed(req)
     local w = req.p[2]
     req.limit = req.p[1]
-    if type(w) == 'number' and w < FAST_NS then
+    if not req.debit and type(w) == 'number' and w < FAST_NS then
       req.fast = fixed_decider(w / NS_PER_MS, req.limit, req.cost, req.refund)
     end
   end
 
   KINDS.FIXED.prepare = prepare_fixed
 
-  -- Sliding window counter (sliding.rs).
-  local function decide_sliding(v, req, now)
+  -- Sliding window counter (sliding.rs). `fields`, if given, are the state's
+  -- fields in place of the value v's (a debit's state after its charge).
+  local function decide_sliding(v, req, now, fields)
     local kind, limitn, w = req.kind, req.p[1], req.p[2]
     local limit = int(limitn)
-    local stored = read_string(v, kind, 3)
+    local stored = fields or read_string(v, kind, 3)
     local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
     local at = max(now, stored_start)
     local start = sub_(at, mod(at, w))
@@ -1358,6 +1407,17 @@ local function build()
       }
     end
     local n = int(req.cost)
+    if req.debit then
+      -- DEBIT (sliding.rs debit): the current window's count passes the limit, up
+      -- to limit + MAX_DEBT, and never shrinks; the retry is the wait a denied cost
+      -- of 1 would get on the state after the charge.
+      local c2 = max(cur, min(add(cur, n), add(limit, MAX_DEBT)))
+      local start_ms = div(start, NS_PER_MS)
+      local one = decide_sliding(nil, { kind = kind, p = req.p, cost = 1 }, now, { start_ms, prev, c2 })
+      local write
+      if cmp(c2, cur) > 0 then write = write_counts(prev, c2) end
+      return decision(true, prev, c2, one.allowed and ZERO or one.retry), write
+    end
     if req.refund then
       local from_current = min(n, cur)
       local from_previous = min(sub_(n, from_current), prev)
@@ -1468,7 +1528,7 @@ local function build()
   local function prepare_sliding(req)
     local w = req.p[2]
     req.limit = req.p[1]
-    if type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
+    if not req.debit and type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
       req.fast = sliding_decider(w, req.limit, req.cost, req.refund)
     end
   end
@@ -1553,46 +1613,73 @@ local function build()
       return definition
     end
 
-    -- `[COST n]` in args[first..last], checked as the module checks it, each bad
-    -- option word given to `unknown`: the words to add to the definition's.
-    function POLICY.cost_only(args, first, last, unknown)
-      local cost
-      local i = first
-      while i <= last do
-        if upper(args[i]) ~= 'COST' then unknown(sanitize(args[i])) end
-        if cost ~= nil then fail(ERR.repeated_option('COST')) end
-        if i + 1 > last then fail(ERR.missing_value('COST')) end
-        cost = args[i + 1]
-        count_from('COST', cost, 0, MAX_COST)
-        i = i + 2
+    -- The checks after every option is read (grammar/amount.rs finish): a debit
+    -- with another amount, PEEK or BLOCK (the first of them given is named), or
+    -- COST with REFUND. `seen` holds the option words given.
+    local function amount_finish(seen)
+      if seen.DEBIT then
+        for _, other in ipairs({ 'COST', 'REFUND', 'PEEK', 'BLOCK' }) do
+          if seen[other] then fail(ERR.debit_with(other)) end
+        end
+      elseif seen.COST and seen.REFUND then
+        fail(ERR.cost_with_refund)
       end
-      return cost and { 'COST', cost } or {}
     end
 
-    -- RL.LIMIT's `[COST n | REFUND n] [PEEK] [BLOCK ms]` in args[first..last],
-    -- checked as the module checks them (grammar/policy.rs parse_limit_options).
+    -- Reads the amount option args[i] (COST, or REFUND or DEBIT where `all`) and
+    -- its value into `seen`, as the module reads it (grammar/amount.rs read):
+    -- the index after it, or nil if args[i] is none of them.
+    local function amount_read(args, i, last, all, seen)
+      local up = upper(args[i])
+      if not (up == 'COST' or all and (up == 'REFUND' or up == 'DEBIT')) then return nil end
+      if seen[up] then fail(ERR.repeated_option(up)) end
+      if i + 1 > last then fail(ERR.missing_value(up)) end
+      count_from(up, args[i + 1], up == 'DEBIT' and 1 or 0, MAX_COST)
+      seen[up] = args[i + 1]
+      return i + 2
+    end
+
+    -- The amount in args[first..last] (`[COST n]`, or with `all` `[COST n | REFUND n
+    -- | DEBIT n]`: an RL.ALL POLICY clause's), checked as the module checks it
+    -- (grammar/policy.rs parse_amount), each bad option word given to `unknown`:
+    -- the words to add to the definition's.
+    function POLICY.amount(args, first, last, all, unknown)
+      local seen, i = {}, first
+      while i <= last do
+        i = amount_read(args, i, last, all, seen) or unknown(sanitize(args[i]))
+      end
+      amount_finish(seen)
+      for _, option in ipairs({ 'COST', 'REFUND', 'DEBIT' }) do
+        if seen[option] then return { option, seen[option] } end
+      end
+      return {}
+    end
+
+    -- RL.LIMIT's `[COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]` in
+    -- args[first..last], checked as the module checks them (grammar/policy.rs
+    -- parse_limit_options).
     function POLICY.limit_options(args, first, last)
       local seen = {}
       local i = first
       while i <= last do
         local up = upper(args[i])
-        if up == 'PEEK' then
+        local after = amount_read(args, i, last, true, seen)
+        if after then
+          i = after
+        elseif up == 'PEEK' then
           if seen.PEEK then fail(ERR.repeated_option('PEEK')) end
           seen.PEEK, i = true, i + 1
-        elseif up == 'COST' or up == 'REFUND' or up == 'BLOCK' then
-          if seen[up] then fail(ERR.repeated_option(up)) end
-          if i + 1 > last then fail(ERR.missing_value(up)) end
-          if up == 'BLOCK' then
-            count_from(up, args[i + 1], 0, MAX_DURATION_MS)
-          else
-            count_from(up, args[i + 1], 0, MAX_COST)
-          end
-          seen[up], i = true, i + 2
+        elseif up == 'BLOCK' then
+          if seen.BLOCK then fail(ERR.repeated_option('BLOCK')) end
+          if i + 1 > last then fail(ERR.missing_value('BLOCK')) end
+          count_from('BLOCK', args[i + 1], 0, MAX_DURATION_MS)
+          seen.BLOCK, i = true, i + 2
         else
-          fail(ERR.unknown_option(sanitize(args[i]), 'rl.limit', 'COST, REFUND, PEEK or BLOCK'))
+          fail(ERR.unknown_option(sanitize(args[i]), 'rl.limit',
+            'COST, REFUND, DEBIT, PEEK or BLOCK'))
         end
       end
-      if seen.COST and seen.REFUND then fail(ERR.cost_with_refund) end
+      amount_finish(seen)
     end
 
     -- The arguments the definition's command takes after the key: its words, then
@@ -1821,7 +1908,7 @@ local function build()
     if algo == 'POLICY' then
       -- POLICY key name [COST n]: as RL.LIMIT key name [COST n] PEEK (commands/peek.rs).
       local definition = POLICY.find(args[2])
-      local cost = POLICY.cost_only(args, 3, #args, function(option)
+      local cost = POLICY.amount(args, 3, #args, false, function(option)
         fail(ERR.unknown_option(option, 'rl.peek', 'COST'))
       end)
       local spelt = POLICY.arguments(definition, cost)
@@ -1844,7 +1931,8 @@ local function build()
     return reply((decide(key, req, clock())))
   end
 
-  -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
+  -- RL.ALL numkeys key [key ...] ALGO params [BURST b] [COST n | REFUND n | DEBIT n]
+  -- ... [PEEK] (commands/all.rs).
   local function all_body(keys, args)
     local n = #keys
     -- Redis checks RL.ALL's arity (-5: one key's POLICY name) before the module runs.
@@ -1878,17 +1966,24 @@ local function build()
     for c, start in ipairs(starts) do
       local stop = (starts[c + 1] or last + 1) - 1
       if not kinds[c] then
-        -- POLICY name [COST n]: the policy's algorithm, the clause's cost.
+        -- POLICY name [COST n | REFUND n | DEBIT n]: the policy's algorithm, the
+        -- clause's amount.
         if stop < start + 1 then fail(ERR.clause_arity('POLICY')) end
         local definition = POLICY.find(args[start + 1])
-        local cost = POLICY.cost_only(args, start + 2, stop, function(option)
-          fail(ERR.unknown_clause_option(option, 'POLICY', 'COST'))
+        local amount = POLICY.amount(args, start + 2, stop, true, function(option)
+          fail(ERR.unknown_clause_option(option, 'POLICY', 'COST, REFUND or DEBIT'))
         end)
-        local spelt = POLICY.arguments(definition, cost)
+        local spelt = POLICY.arguments(definition, amount)
         reqs[c] = parse(definition.kind, spelt, 1, #spelt, 'clause')
         shadow[c] = definition.shadow
       else
         reqs[c] = parse(kinds[c], args, start + 1, stop, 'clause')
+      end
+    end
+    -- A debit is charged at once: never peeked (checked once every clause is read).
+    if peek then
+      for c = 1, n do
+        if reqs[c].debit then fail(ERR.debit_with('PEEK')) end
       end
     end
     for i = 2, n do
@@ -1913,7 +2008,7 @@ local function build()
         if layers[i].allowed then
           local unspent = {}
           for field, value in pairs(reqs[i]) do unspent[field] = value end
-          unspent.cost, unspent.fast = 0, nil
+          unspent.cost, unspent.refund, unspent.debit, unspent.fast = 0, false, false, nil
           -- (its fast path is a closure over its cost: made again for cost 0)
           if unspent.kind.prepare then unspent.kind.prepare(unspent) end
           layers[i] = decide(keys[i], unspent, s, ns)
@@ -1951,7 +2046,7 @@ local function build()
     return out
   end
 
-  -- FCALL rl_limit 1 key policy [COST n | REFUND n] [PEEK] [BLOCK ms]: as the
+  -- FCALL rl_limit 1 key policy [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]: as the
   -- policy's command with the same options on the same key (commands/limit.rs).
   POLICY.bodies = {}
   function POLICY.limit(keys, args)
@@ -2146,13 +2241,13 @@ local function build()
   -- Sorted-set states: the sliding log (algorithm/sliding_log/, store/log.rs) and lease
   -- sets (lease.rs, store/leases.rs), read with O(log n) commands (ZCOUNT, ZRANGE
   -- by rank, ZRANGEBYSCORE ... LIMIT) and written as the module replicates them:
-  -- ZREM of at most TRIM_MAX lapsed members, ZADD, PEXPIREAT (or DEL).
+  -- ZREM of at most 64 lapsed members, ZADD, PEXPIREAT (or DEL).
   ------------------------------------------------------------------------------
 
-  local TRIM_MAX = 64
-  -- (Numbers are passed to the server as text: Redis 7.0 formats a Lua number
-  -- argument through printf, which costs more than the command.)
-  local TRIM_MAX_TEXT = fmt('%d', TRIM_MAX)
+  -- At most 64 lapsed members are trimmed per call. (Numbers are passed to the
+  -- server as text: Redis 7.0 formats a Lua number argument through printf, which
+  -- costs more than the command.)
+  local TRIM_MAX_TEXT = '64'
   local RETRY_SCAN = 4
   local TWO = int(2)
   local unpack = unpack
@@ -2205,7 +2300,7 @@ local function build()
 
   local function log_corrupt() foreign('RL.SLIDINGLOG') end
 
-  -- Removes at most TRIM_MAX members scored <= cutoff (a string), oldest first:
+  -- Removes at most 64 (TRIM_MAX_TEXT) members scored <= cutoff (a string), oldest first:
   -- one ZREM of exactly those members, as the module replicates it.
   local function trim_through(key, cutoff)
     local lapsed = redis.call('ZRANGEBYSCORE', key, '-inf', cutoff, 'LIMIT', '0', TRIM_MAX_TEXT)
@@ -2434,26 +2529,54 @@ local function build()
         redis.call('PEXPIREAT', k, expire)
       end }
     end
-    if req.cost > limitn then return decision(false, c.units, NEVER, newest_live) end
-    local units_after = add(c.units, n)
-    if cmp(units_after, limit) <= 0 then
-      if req.cost == 0 then return decision(true, c.units, ZERO, newest_live) end
-      -- A nanosecond after every stored entry, even if the clock stepped back;
-      -- sums run on from the newest.
-      local ns, sum = now, n
+    -- The entry `weight` units add (decide.rs next_entry), and its write: a
+    -- nanosecond after every stored entry, even if the clock stepped back; sums
+    -- run on from the newest.
+    local function add_entry(weight)
+      local ns, sum = now, weight
       if c.newest then
         ns = max(now, checked_u64(add(c.newest.ns, ONE)))
-        sum = checked_u64(add(c.newest.sum or ZERO, n))
+        sum = checked_u64(add(c.newest.sum or ZERO, weight))
       end
-      local entry = { ns = ns, cost = n, sum = sum, score = score_of(ns) }
+      local entry = { ns = ns, cost = weight, sum = sum, score = score_of(ns) }
       local cut, expire = str(cutoff), str(expire_ms(leaves_at(entry.score)))
       local lapsed = c.lapsed
-      return decision(true, units_after, ZERO, ns), { op = 'log', apply = function(k)
+      return ns, { op = 'log', apply = function(k)
         -- Only if an entry has lapsed: no seek otherwise (as the module).
         if lapsed then trim_through(k, cut) end
         redis.call('ZADD', k, str(entry.score), member_of(entry))
         redis.call('PEXPIREAT', k, expire)
       end }
+    end
+    if req.debit then
+      -- DEBIT (decide.rs debit): one entry of weight n, or less where the window
+      -- would pass limit + MAX_DEBT (none at the cap). A cost of 1 is admitted
+      -- once the oldest entries holding the excess have left.
+      local weight = min(n, satsub(add(limit, MAX_DEBT), c.units))
+      local after = add(c.units, weight)
+      local newest_ns, write = newest_live, nil
+      if not is_zero(weight) then newest_ns, write = add_entry(weight) end
+      local retry = ZERO
+      if cmp(after, limit) >= 0 then
+        local excess = add(sub_(after, limit), ONE)
+        local leaves
+        if cmp(excess, c.units) <= 0 then
+          leaves = leaves_at(score_reaching(log, c, excess))
+        elseif newest_ns then
+          leaves = leaves_at(score_of(newest_ns))
+        else
+          log_corrupt()
+        end
+        retry = satsub(leaves, now)
+      end
+      return decision(true, after, retry, newest_ns), write
+    end
+    if req.cost > limitn then return decision(false, c.units, NEVER, newest_live) end
+    local units_after = add(c.units, n)
+    if cmp(units_after, limit) <= 0 then
+      if req.cost == 0 then return decision(true, c.units, ZERO, newest_live) end
+      local ns, write = add_entry(n)
+      return decision(true, units_after, ZERO, ns), write
     end
     local score = score_reaching(log, c, sub_(units_after, limit))
     return decision(false, c.units, satsub(leaves_at(score), now), newest_live)
@@ -2461,7 +2584,7 @@ local function build()
 
   ------------------------------------------------------------------------------
   -- The sliding log in doubles (the fast path): a log of weighted entries whose
-  -- oldest is live, a request that is not a refund, and a window below FAST_NS.
+  -- oldest is live, a request that is not a refund or a debit, and a window below FAST_NS.
   -- It reads what the exact path reads first (the oldest and newest entries) and
   -- hands everything else (legacy or lapsed entries, a retry beyond the oldest
   -- entry, corrupt logs, instants outside 2001 to 2286) to decide_log, before any
@@ -2578,7 +2701,7 @@ local function build()
   KINDS.SLIDINGLOG.prepare = function(req)
     local w = req.p[2]
     req.limit = req.p[1]
-    if not req.refund and type(w) == 'number' and w < FAST_NS then
+    if not req.refund and not req.debit and type(w) == 'number' and w < FAST_NS then
       req.fast = log_decider(req.limit, w, req.cost)
     end
   end

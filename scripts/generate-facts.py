@@ -279,6 +279,7 @@ def lua(facts: dict) -> str:
         "",
         f"  local MAX_COUNT = {b['max_count']}",
         f"  local MAX_COST = {b['max_cost']}",
+        f"  local MAX_DEBT = {b['max_debt']}",
         f"  local MAX_DURATION_MS = {b['max_duration_ms'] // DAY_MS} * {DAY_MS}",
         f"  local MAX_LAYERS = {b['max_layers']}",
         f"  local MAX_LEASE_ID = {b['max_lease_id']}",

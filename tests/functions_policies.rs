@@ -92,6 +92,12 @@ server_tests! {
                 "RL.LIMIT k p BLOCK 10",
                 "RL.LIMIT k p COST 0",
                 "RL.PEEK POLICY k p",
+                // A debit goes into debt past the limit, and is never denied.
+                "RL.LIMIT k p DEBIT 5",
+                "RL.LIMIT k p",
+                "RL.LIMIT k p DEBIT 1000000000000",
+                "RL.PEEK POLICY k p",
+                "RL.LIMIT k p REFUND 1000000000000",
             ] {
                 let _ = both(m, l, &call.replace(" k p", &format!(" k{p} {p}")));
             }
@@ -113,6 +119,14 @@ server_tests! {
             // A policy named as an algorithm's word is a name after POLICY.
             "RL.ALL 2 y z POLICY FIXED FIXED 5 1h",
             "RL.PEEK POLICY z FIXED",
+            // POLICY clauses take REFUND and DEBIT; a denied call spends no layer's.
+            "RL.ALL 2 d1 d2 POLICY g DEBIT 4 POLICY free COST 2",
+            "RL.ALL 2 d1 d2 POLICY g POLICY free DEBIT 9",
+            "RL.ALL 2 d1 d6 POLICY g REFUND 2 POLICY log DEBIT 4",
+            "RL.ALL 2 d1 d3 POLICY g POLICY sl DEBIT 4",
+            "RL.ALL 2 d1 d3 POLICY g REFUND 9 POLICY sl REFUND 1",
+            "RL.LIMIT d4 trial DEBIT 3",
+            "RL.ALL 2 d4 d5 POLICY trial DEBIT 2 POLICY tb",
         ] {
             let _ = both(m, l, call);
         }
@@ -138,6 +152,21 @@ server_tests! {
             "RL.ALL 1 k POLICY free COST 1 COST 2",
             "RL.ALL 2 a b POLICY nope FIXED 1 1s",
             "RL.ALL 2 a b POLICY free",
+            "RL.LIMIT k free DEBIT 0",
+            "RL.LIMIT k free DEBIT",
+            "RL.LIMIT k free DEBIT 1 DEBIT 1",
+            "RL.LIMIT k free DEBIT 1 PEEK",
+            "RL.LIMIT k free BLOCK 5 DEBIT 1",
+            "RL.LIMIT k free COST 1 DEBIT 1",
+            "RL.LIMIT k free DEBIT 1 REFUND 1",
+            "RL.LIMIT k free DEBIT 1 XYZ",
+            "RL.PEEK POLICY k free DEBIT 1",
+            "RL.ALL 1 k POLICY free DEBIT 1 PEEK",
+            "RL.ALL 1 k POLICY free DEBIT 1000000000001",
+            "RL.ALL 1 k POLICY free REFUND 1 COST 1",
+            "RL.ALL 1 k POLICY free REFUND 1 DEBIT 1",
+            "RL.ALL 1 k POLICY free PEEK 1",
+            "RL.ALL 2 a b POLICY free DEBIT 1 FIXED 1 1s PEEK",
         ] {
             assert!(both(m, l, call).is_err(), "{call}");
         }

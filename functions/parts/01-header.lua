@@ -5,19 +5,21 @@ errors and stored state formats, for servers that cannot load modules (managed R
 and Valkey). Load it with `FUNCTION LOAD REPLACE` (or `redis-cli -x FUNCTION LOAD
 REPLACE < functions/rl.lua`) and call
 
-  FCALL rl_gcra 1 key limit period [BURST b] [COST n | REFUND n] [PEEK] [BLOCK ms]
-    (and rl_tokenbucket, rl_leaky, rl_sliding, rl_slidinglog, rl_fixed likewise)
-  FCALL rl_all numkeys key [key ...] ALGO params [COST n] ... [PEEK]
+  FCALL rl_gcra 1 key limit period [BURST b] [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]
+    (and rl_tokenbucket, rl_leaky, rl_sliding, rl_slidinglog, rl_fixed likewise;
+    DEBIT is never denied and takes neither PEEK nor BLOCK)
+  FCALL rl_all numkeys key [key ...] ALGO params [BURST b] [COST n | REFUND n | DEBIT n] ...
+    [PEEK]
   FCALL rl_acquire 1 key limit timeout lease_id [PEEK] [BLOCK ms]
   FCALL rl_release 1 key lease_id
   FCALL cl_throttle 1 key max_burst count period [quantity]
   FCALL_RO rl_peek 1 key ALGO params [COST n]      (flag no-writes: replicas too)
   FCALL_RO rl_peek 1 key ACQUIRE limit timeout lease_id
-  FCALL rl_limit 1 key policy [COST n | REFUND n] [PEEK] [BLOCK ms]
+  FCALL rl_limit 1 key policy [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]
   FCALL_RO rl_peek 1 key POLICY policy [COST n]
   FCALL_RO rl_policy 0 LIST | GET policy | DIGEST
     (named policies: written into this file by scripts/library-policies.py; rl_all
-    takes POLICY policy [COST n] clauses)
+    takes POLICY policy [COST n | REFUND n | DEBIT n] clauses)
 
 BLOCK is accepted and decides at once: a script cannot wait.
 

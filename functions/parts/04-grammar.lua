@@ -64,8 +64,8 @@
   local RATE_PARAM = { GCRA = 1, TOKENBUCKET = 2, LEAKY = 2 }
 
   -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
-  -- 'clause' (an RL.ALL clause: COST and BURST only), 'peek' (rl_peek) or 'policy'
-  -- (a policy's definition: BURST only; never cached).
+  -- 'clause' (an RL.ALL clause: BURST and COST, REFUND or DEBIT), 'peek' (rl_peek:
+  -- BURST and COST) or 'policy' (a policy's definition: BURST only; never cached).
   local parse
   function parse(kind, args, first, last, form)
     local names = kind.params
@@ -78,8 +78,10 @@
         or kind.command)
     end
     local command = form == 'command'
+    -- (REFUND and DEBIT: the forms that take any amount, grammar/amount.rs)
+    local any_amount = command or form == 'clause'
     local req = { kind = kind, peek = form == 'peek' }
-    local cost, refund, burst, block, peek
+    local cost, refund, debit, burst, block, peek
     local i = first + np
     local function once(current, option)
       if current ~= nil then fail(ERR.repeated_option(option)) end
@@ -92,8 +94,10 @@
       local up = upper(option)
       if up == 'COST' and form ~= 'policy' then
         cost = count_from('COST', once(cost, 'COST'), 0, MAX_COST)
-      elseif command and up == 'REFUND' then
+      elseif any_amount and up == 'REFUND' then
         refund = count_from('REFUND', once(refund, 'REFUND'), 0, MAX_COST)
+      elseif any_amount and up == 'DEBIT' then
+        debit = count_from('DEBIT', once(debit, 'DEBIT'), 1, MAX_COST)
       elseif command and up == 'PEEK' then
         if peek then fail(ERR.repeated_option('PEEK')) end
         peek = true
@@ -106,11 +110,14 @@
         -- The options this form takes, exactly (grammar/form.rs expected_options).
         local expected
         if form == 'command' then
-          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, PEEK or BLOCK'
-            or 'COST, REFUND, PEEK or BLOCK'
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, DEBIT, PEEK or BLOCK'
+            or 'COST, REFUND, DEBIT, PEEK or BLOCK'
+        elseif form == 'clause' then
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND or DEBIT'
+            or 'COST, REFUND or DEBIT'
         elseif form == 'policy' then
           expected = kind.name == 'GCRA' and 'BURST or SHADOW' or 'SHADOW'
-        else -- an RL.ALL clause, or rl_peek: BURST and COST only
+        else -- rl_peek: BURST and COST only
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
         end
         if form == 'clause' then
@@ -122,7 +129,14 @@
       end
       i = i + 1
     end
-    if cost and refund then fail(ERR.cost_with_refund) end
+    -- A debit is charged at once: never with another amount, PEEK or BLOCK (the
+    -- first of them given is named; grammar/amount.rs finish).
+    if debit then
+      local with = cost and 'COST' or refund and 'REFUND' or peek and 'PEEK' or block and 'BLOCK'
+      if with then fail(ERR.debit_with(with)) end
+    elseif cost and refund then
+      fail(ERR.cost_with_refund)
+    end
     local p = {}
     for j = 1, np do
       local name, s = names[j], args[first + j - 1]
@@ -143,8 +157,9 @@
     end
     req.p = p
     req.burst = burst or 1
-    req.cost = refund or cost or 1
+    req.cost = debit or refund or cost or 1
     req.refund = refund ~= nil
+    req.debit = debit ~= nil
     req.peek = req.peek or peek or false
     return req
   end

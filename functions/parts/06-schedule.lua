@@ -43,6 +43,24 @@
     return step
   end
 
+  -- Charges `units` whatever the debt (DEBIT, schedule.rs debit): it grows by
+  -- floor(units * T), saturating at (burst + MAX_DEBT) units' worth, and never
+  -- shrinks (a debt already past the cap stays). Admitted; the retry is when a
+  -- request of cost 1 is.
+  local function sched_debit(s, tat, now, units)
+    local debt = satsub(tat, now)
+    local cap = div(mul(add(s.burst, MAX_DEBT), s.period), s.rate)
+    local charged = add(debt, div(mul(int(units), s.period), s.rate))
+    local debt_after = max(debt, min(charged, cap))
+    -- A cost of 1 fits once debt * rate <= burst * T - T (as in sched_step).
+    local room = mul(sub_(s.burst, ONE), s.period)
+    local retry = ZERO
+    if cmp(mul(debt_after, s.rate), room) > 0 then retry = sub_(debt_after, div(room, s.rate)) end
+    local step = sched_unchanged(s, mul(s.burst, s.period), debt_after, true, retry)
+    if cmp(debt_after, debt) > 0 then step.new_tat = add(now, debt_after) end
+    return step
+  end
+
   -- GCRA, token bucket, leaky bucket on one key (decision/limiter.rs decide_instant).
   local function decide_instant(v, req, now)
     local kind, p = req.kind, req.p
@@ -57,6 +75,8 @@
     local step
     if req.refund then
       step = sched_refund(s, tat, now, req.cost)
+    elseif req.debit then
+      step = sched_debit(s, tat, now, req.cost)
     else
       step = sched_step(s, tat, now, req.cost)
       if kind.name == 'LEAKY' and step.allowed then step.retry = step.queued end
@@ -176,7 +196,8 @@
     local period, rate = p[gcra and 2 or 3], p[gcra and 1 or 2]
     local burst = gcra and req.burst or p[1]
     req.limit = burst
-    if type(period) == 'number' and period < FAST_NS then
+    -- (a debit is decided exactly: no fast path)
+    if not req.debit and type(period) == 'number' and period < FAST_NS then
       req.fast = instant_decider(req.kind, period, rate, burst, req.cost, req.refund)
     end
   end

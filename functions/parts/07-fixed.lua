@@ -26,6 +26,14 @@
       local after = satsub(count, int(n))
       return decision(true, after, ZERO), cmp(after, count) < 0 and write_count(after) or nil
     end
+    if req.debit then
+      -- DEBIT (fixed.rs debit): the count passes the limit, up to limit + MAX_DEBT,
+      -- and never shrinks; a cost of 1 is admitted at once below the limit, else at
+      -- the window's end.
+      local after = max(count, min(add(count, int(n)), int(limit + MAX_DEBT)))
+      local retry = cmp(after, int(limit)) < 0 and ZERO or until_end
+      return decision(true, after, retry), cmp(after, count) > 0 and write_count(after) or nil
+    end
     if n > limit then return decision(false, count, NEVER) end
     local after = add(count, int(n))
     if cmp(after, int(limit)) > 0 then return decision(false, count, until_end) end
@@ -110,7 +118,7 @@
   local function prepare_fixed(req)
     local w = req.p[2]
     req.limit = req.p[1]
-    if type(w) == 'number' and w < FAST_NS then
+    if not req.debit and type(w) == 'number' and w < FAST_NS then
       req.fast = fixed_decider(w / NS_PER_MS, req.limit, req.cost, req.refund)
     end
   end

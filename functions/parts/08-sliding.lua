@@ -1,8 +1,9 @@
-  -- Sliding window counter (sliding.rs).
-  local function decide_sliding(v, req, now)
+  -- Sliding window counter (sliding.rs). `fields`, if given, are the state's
+  -- fields in place of the value v's (a debit's state after its charge).
+  local function decide_sliding(v, req, now, fields)
     local kind, limitn, w = req.kind, req.p[1], req.p[2]
     local limit = int(limitn)
-    local stored = read_string(v, kind, 3)
+    local stored = fields or read_string(v, kind, 3)
     local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
     local at = max(now, stored_start)
     local start = sub_(at, mod(at, w))
@@ -38,6 +39,17 @@
       }
     end
     local n = int(req.cost)
+    if req.debit then
+      -- DEBIT (sliding.rs debit): the current window's count passes the limit, up
+      -- to limit + MAX_DEBT, and never shrinks; the retry is the wait a denied cost
+      -- of 1 would get on the state after the charge.
+      local c2 = max(cur, min(add(cur, n), add(limit, MAX_DEBT)))
+      local start_ms = div(start, NS_PER_MS)
+      local one = decide_sliding(nil, { kind = kind, p = req.p, cost = 1 }, now, { start_ms, prev, c2 })
+      local write
+      if cmp(c2, cur) > 0 then write = write_counts(prev, c2) end
+      return decision(true, prev, c2, one.allowed and ZERO or one.retry), write
+    end
     if req.refund then
       local from_current = min(n, cur)
       local from_previous = min(sub_(n, from_current), prev)
@@ -148,7 +160,7 @@
   local function prepare_sliding(req)
     local w = req.p[2]
     req.limit = req.p[1]
-    if type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
+    if not req.debit and type(w) == 'number' and w < SLIDING_FAST_MS * NS_PER_MS then
       req.fast = sliding_decider(w, req.limit, req.cost, req.refund)
     end
   end

@@ -77,46 +77,73 @@
       return definition
     end
 
-    -- `[COST n]` in args[first..last], checked as the module checks it, each bad
-    -- option word given to `unknown`: the words to add to the definition's.
-    function POLICY.cost_only(args, first, last, unknown)
-      local cost
-      local i = first
-      while i <= last do
-        if upper(args[i]) ~= 'COST' then unknown(sanitize(args[i])) end
-        if cost ~= nil then fail(ERR.repeated_option('COST')) end
-        if i + 1 > last then fail(ERR.missing_value('COST')) end
-        cost = args[i + 1]
-        count_from('COST', cost, 0, MAX_COST)
-        i = i + 2
+    -- The checks after every option is read (grammar/amount.rs finish): a debit
+    -- with another amount, PEEK or BLOCK (the first of them given is named), or
+    -- COST with REFUND. `seen` holds the option words given.
+    local function amount_finish(seen)
+      if seen.DEBIT then
+        for _, other in ipairs({ 'COST', 'REFUND', 'PEEK', 'BLOCK' }) do
+          if seen[other] then fail(ERR.debit_with(other)) end
+        end
+      elseif seen.COST and seen.REFUND then
+        fail(ERR.cost_with_refund)
       end
-      return cost and { 'COST', cost } or {}
     end
 
-    -- RL.LIMIT's `[COST n | REFUND n] [PEEK] [BLOCK ms]` in args[first..last],
-    -- checked as the module checks them (grammar/policy.rs parse_limit_options).
+    -- Reads the amount option args[i] (COST, or REFUND or DEBIT where `all`) and
+    -- its value into `seen`, as the module reads it (grammar/amount.rs read):
+    -- the index after it, or nil if args[i] is none of them.
+    local function amount_read(args, i, last, all, seen)
+      local up = upper(args[i])
+      if not (up == 'COST' or all and (up == 'REFUND' or up == 'DEBIT')) then return nil end
+      if seen[up] then fail(ERR.repeated_option(up)) end
+      if i + 1 > last then fail(ERR.missing_value(up)) end
+      count_from(up, args[i + 1], up == 'DEBIT' and 1 or 0, MAX_COST)
+      seen[up] = args[i + 1]
+      return i + 2
+    end
+
+    -- The amount in args[first..last] (`[COST n]`, or with `all` `[COST n | REFUND n
+    -- | DEBIT n]`: an RL.ALL POLICY clause's), checked as the module checks it
+    -- (grammar/policy.rs parse_amount), each bad option word given to `unknown`:
+    -- the words to add to the definition's.
+    function POLICY.amount(args, first, last, all, unknown)
+      local seen, i = {}, first
+      while i <= last do
+        i = amount_read(args, i, last, all, seen) or unknown(sanitize(args[i]))
+      end
+      amount_finish(seen)
+      for _, option in ipairs({ 'COST', 'REFUND', 'DEBIT' }) do
+        if seen[option] then return { option, seen[option] } end
+      end
+      return {}
+    end
+
+    -- RL.LIMIT's `[COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]` in
+    -- args[first..last], checked as the module checks them (grammar/policy.rs
+    -- parse_limit_options).
     function POLICY.limit_options(args, first, last)
       local seen = {}
       local i = first
       while i <= last do
         local up = upper(args[i])
-        if up == 'PEEK' then
+        local after = amount_read(args, i, last, true, seen)
+        if after then
+          i = after
+        elseif up == 'PEEK' then
           if seen.PEEK then fail(ERR.repeated_option('PEEK')) end
           seen.PEEK, i = true, i + 1
-        elseif up == 'COST' or up == 'REFUND' or up == 'BLOCK' then
-          if seen[up] then fail(ERR.repeated_option(up)) end
-          if i + 1 > last then fail(ERR.missing_value(up)) end
-          if up == 'BLOCK' then
-            count_from(up, args[i + 1], 0, MAX_DURATION_MS)
-          else
-            count_from(up, args[i + 1], 0, MAX_COST)
-          end
-          seen[up], i = true, i + 2
+        elseif up == 'BLOCK' then
+          if seen.BLOCK then fail(ERR.repeated_option('BLOCK')) end
+          if i + 1 > last then fail(ERR.missing_value('BLOCK')) end
+          count_from('BLOCK', args[i + 1], 0, MAX_DURATION_MS)
+          seen.BLOCK, i = true, i + 2
         else
-          fail(ERR.unknown_option(sanitize(args[i]), 'rl.limit', 'COST, REFUND, PEEK or BLOCK'))
+          fail(ERR.unknown_option(sanitize(args[i]), 'rl.limit',
+            'COST, REFUND, DEBIT, PEEK or BLOCK'))
         end
       end
-      if seen.COST and seen.REFUND then fail(ERR.cost_with_refund) end
+      amount_finish(seen)
     end
 
     -- The arguments the definition's command takes after the key: its words, then

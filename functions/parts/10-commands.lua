@@ -163,7 +163,7 @@
     if algo == 'POLICY' then
       -- POLICY key name [COST n]: as RL.LIMIT key name [COST n] PEEK (commands/peek.rs).
       local definition = POLICY.find(args[2])
-      local cost = POLICY.cost_only(args, 3, #args, function(option)
+      local cost = POLICY.amount(args, 3, #args, false, function(option)
         fail(ERR.unknown_option(option, 'rl.peek', 'COST'))
       end)
       local spelt = POLICY.arguments(definition, cost)
@@ -186,7 +186,8 @@
     return reply((decide(key, req, clock())))
   end
 
-  -- RL.ALL numkeys key [key ...] ALGO params [COST n] ... [PEEK] (commands/all.rs).
+  -- RL.ALL numkeys key [key ...] ALGO params [BURST b] [COST n | REFUND n | DEBIT n]
+  -- ... [PEEK] (commands/all.rs).
   local function all_body(keys, args)
     local n = #keys
     -- Redis checks RL.ALL's arity (-5: one key's POLICY name) before the module runs.
@@ -220,17 +221,24 @@
     for c, start in ipairs(starts) do
       local stop = (starts[c + 1] or last + 1) - 1
       if not kinds[c] then
-        -- POLICY name [COST n]: the policy's algorithm, the clause's cost.
+        -- POLICY name [COST n | REFUND n | DEBIT n]: the policy's algorithm, the
+        -- clause's amount.
         if stop < start + 1 then fail(ERR.clause_arity('POLICY')) end
         local definition = POLICY.find(args[start + 1])
-        local cost = POLICY.cost_only(args, start + 2, stop, function(option)
-          fail(ERR.unknown_clause_option(option, 'POLICY', 'COST'))
+        local amount = POLICY.amount(args, start + 2, stop, true, function(option)
+          fail(ERR.unknown_clause_option(option, 'POLICY', 'COST, REFUND or DEBIT'))
         end)
-        local spelt = POLICY.arguments(definition, cost)
+        local spelt = POLICY.arguments(definition, amount)
         reqs[c] = parse(definition.kind, spelt, 1, #spelt, 'clause')
         shadow[c] = definition.shadow
       else
         reqs[c] = parse(kinds[c], args, start + 1, stop, 'clause')
+      end
+    end
+    -- A debit is charged at once: never peeked (checked once every clause is read).
+    if peek then
+      for c = 1, n do
+        if reqs[c].debit then fail(ERR.debit_with('PEEK')) end
       end
     end
     for i = 2, n do
@@ -255,7 +263,7 @@
         if layers[i].allowed then
           local unspent = {}
           for field, value in pairs(reqs[i]) do unspent[field] = value end
-          unspent.cost, unspent.fast = 0, nil
+          unspent.cost, unspent.refund, unspent.debit, unspent.fast = 0, false, false, nil
           -- (its fast path is a closure over its cost: made again for cost 0)
           if unspent.kind.prepare then unspent.kind.prepare(unspent) end
           layers[i] = decide(keys[i], unspent, s, ns)
@@ -293,7 +301,7 @@
     return out
   end
 
-  -- FCALL rl_limit 1 key policy [COST n | REFUND n] [PEEK] [BLOCK ms]: as the
+  -- FCALL rl_limit 1 key policy [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]: as the
   -- policy's command with the same options on the same key (commands/limit.rs).
   POLICY.bodies = {}
   function POLICY.limit(keys, args)

@@ -2,13 +2,13 @@
   -- Sorted-set states: the sliding log (algorithm/sliding_log/, store/log.rs) and lease
   -- sets (lease.rs, store/leases.rs), read with O(log n) commands (ZCOUNT, ZRANGE
   -- by rank, ZRANGEBYSCORE ... LIMIT) and written as the module replicates them:
-  -- ZREM of at most TRIM_MAX lapsed members, ZADD, PEXPIREAT (or DEL).
+  -- ZREM of at most 64 lapsed members, ZADD, PEXPIREAT (or DEL).
   ------------------------------------------------------------------------------
 
-  local TRIM_MAX = 64
-  -- (Numbers are passed to the server as text: Redis 7.0 formats a Lua number
-  -- argument through printf, which costs more than the command.)
-  local TRIM_MAX_TEXT = fmt('%d', TRIM_MAX)
+  -- At most 64 lapsed members are trimmed per call. (Numbers are passed to the
+  -- server as text: Redis 7.0 formats a Lua number argument through printf, which
+  -- costs more than the command.)
+  local TRIM_MAX_TEXT = '64'
   local RETRY_SCAN = 4
   local TWO = int(2)
   local unpack = unpack
@@ -61,7 +61,7 @@
 
   local function log_corrupt() foreign('RL.SLIDINGLOG') end
 
-  -- Removes at most TRIM_MAX members scored <= cutoff (a string), oldest first:
+  -- Removes at most 64 (TRIM_MAX_TEXT) members scored <= cutoff (a string), oldest first:
   -- one ZREM of exactly those members, as the module replicates it.
   local function trim_through(key, cutoff)
     local lapsed = redis.call('ZRANGEBYSCORE', key, '-inf', cutoff, 'LIMIT', '0', TRIM_MAX_TEXT)
@@ -290,26 +290,54 @@
         redis.call('PEXPIREAT', k, expire)
       end }
     end
-    if req.cost > limitn then return decision(false, c.units, NEVER, newest_live) end
-    local units_after = add(c.units, n)
-    if cmp(units_after, limit) <= 0 then
-      if req.cost == 0 then return decision(true, c.units, ZERO, newest_live) end
-      -- A nanosecond after every stored entry, even if the clock stepped back;
-      -- sums run on from the newest.
-      local ns, sum = now, n
+    -- The entry `weight` units add (decide.rs next_entry), and its write: a
+    -- nanosecond after every stored entry, even if the clock stepped back; sums
+    -- run on from the newest.
+    local function add_entry(weight)
+      local ns, sum = now, weight
       if c.newest then
         ns = max(now, checked_u64(add(c.newest.ns, ONE)))
-        sum = checked_u64(add(c.newest.sum or ZERO, n))
+        sum = checked_u64(add(c.newest.sum or ZERO, weight))
       end
-      local entry = { ns = ns, cost = n, sum = sum, score = score_of(ns) }
+      local entry = { ns = ns, cost = weight, sum = sum, score = score_of(ns) }
       local cut, expire = str(cutoff), str(expire_ms(leaves_at(entry.score)))
       local lapsed = c.lapsed
-      return decision(true, units_after, ZERO, ns), { op = 'log', apply = function(k)
+      return ns, { op = 'log', apply = function(k)
         -- Only if an entry has lapsed: no seek otherwise (as the module).
         if lapsed then trim_through(k, cut) end
         redis.call('ZADD', k, str(entry.score), member_of(entry))
         redis.call('PEXPIREAT', k, expire)
       end }
+    end
+    if req.debit then
+      -- DEBIT (decide.rs debit): one entry of weight n, or less where the window
+      -- would pass limit + MAX_DEBT (none at the cap). A cost of 1 is admitted
+      -- once the oldest entries holding the excess have left.
+      local weight = min(n, satsub(add(limit, MAX_DEBT), c.units))
+      local after = add(c.units, weight)
+      local newest_ns, write = newest_live, nil
+      if not is_zero(weight) then newest_ns, write = add_entry(weight) end
+      local retry = ZERO
+      if cmp(after, limit) >= 0 then
+        local excess = add(sub_(after, limit), ONE)
+        local leaves
+        if cmp(excess, c.units) <= 0 then
+          leaves = leaves_at(score_reaching(log, c, excess))
+        elseif newest_ns then
+          leaves = leaves_at(score_of(newest_ns))
+        else
+          log_corrupt()
+        end
+        retry = satsub(leaves, now)
+      end
+      return decision(true, after, retry, newest_ns), write
+    end
+    if req.cost > limitn then return decision(false, c.units, NEVER, newest_live) end
+    local units_after = add(c.units, n)
+    if cmp(units_after, limit) <= 0 then
+      if req.cost == 0 then return decision(true, c.units, ZERO, newest_live) end
+      local ns, write = add_entry(n)
+      return decision(true, units_after, ZERO, ns), write
     end
     local score = score_reaching(log, c, sub_(units_after, limit))
     return decision(false, c.units, satsub(leaves_at(score), now), newest_live)

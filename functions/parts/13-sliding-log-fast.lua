@@ -1,6 +1,6 @@
   ------------------------------------------------------------------------------
   -- The sliding log in doubles (the fast path): a log of weighted entries whose
-  -- oldest is live, a request that is not a refund, and a window below FAST_NS.
+  -- oldest is live, a request that is not a refund or a debit, and a window below FAST_NS.
   -- It reads what the exact path reads first (the oldest and newest entries) and
   -- hands everything else (legacy or lapsed entries, a retry beyond the oldest
   -- entry, corrupt logs, instants outside 2001 to 2286) to decide_log, before any
@@ -117,7 +117,7 @@
   KINDS.SLIDINGLOG.prepare = function(req)
     local w = req.p[2]
     req.limit = req.p[1]
-    if not req.refund and type(w) == 'number' and w < FAST_NS then
+    if not req.refund and not req.debit and type(w) == 'number' and w < FAST_NS then
       req.fast = log_decider(req.limit, w, req.cost)
     end
   end
