@@ -1,12 +1,12 @@
-// The Express LLM proxy (examples/llm-proxy/server.mjs, docs/node.md "An LLM proxy") over
+// The Express LLM proxy (examples/llm-proxy/server.mjs, docs/node.md "An LLM proxy with Express") over
 // HTTP, in front of a fake OpenAI-style upstream that answers each chat completion with the
 // usage its last message names (`usage:N`), on Redis 7.0 with the module and without it (the
 // library) and Valkey 9.1 with it: 50 requests at once on one API key charge at most the
 // tokens-per-minute budget plus the overrun of the one request that used more than it
 // reserved; 429s carry Retry-After, the IETF RateLimit fields and an OpenAI-style error;
 // refunds let more requests through than the budget over the estimate; an underestimate is
-// debt that blocks the key; an upstream failure gives the tokens back; the requests-per-minute
-// layer is never settled.
+// debt that blocks the key; an upstream failure (or none reachable) gives the tokens back;
+// the requests-per-minute layer is never settled.
 import assert from "node:assert/strict";
 import { copyFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -19,7 +19,7 @@ import { createClient } from "redis";
 import { Limiter, policy } from "redis-rl";
 
 import { sleep, startExample, startStoreServers } from "./http.mjs";
-import { ROOT, closeAll } from "./servers.mjs";
+import { ROOT, closeAll, freePort } from "./servers.mjs";
 
 const HERE = fileURLToPath(new URL(".", import.meta.url));
 // The example resolves express, redis and redis-rl from the node_modules above it: run a copy here.
@@ -163,6 +163,18 @@ for (const server of servers) {
       assert.equal(r.body.error.message, "the model is down");
       assert.equal(await tokensLeft("key-a"), 10_000);
       assert.equal((await limiter.peek("{llm:key-a}:rpm", RPM, { cost: 0 })).remaining, 59);
+    });
+
+    test("an upstream that cannot be reached: 502, every reserved token back", async () => {
+      server.reset();
+      const nowhere = await startExample(PROXY, server.url, { UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` });
+      try {
+        const r = await chat(nowhere.url, "key-b", "hello", 100);
+        assert.deepEqual([r.status, r.body.error.code], [502, "upstream_unavailable"]);
+        assert.equal(await tokensLeft("key-b"), 10_000);
+      } finally {
+        await nowhere.stop();
+      }
     });
 
     test("the 61st request in a minute is refused by the rpm layer, which spends no tokens", async () => {
