@@ -5,10 +5,10 @@
  * keys clauses`, `RL.PEEK ALGO key params` is `FCALL_RO rl_peek 1 key ALGO params`. Nothing
  * here talks to a server.
  *
- * A policy named by a string is the server's: `RL.LIMIT key name [COST n | REFUND n] [PEEK]
+ * A policy named by a string is the server's: `RL.LIMIT key name [COST n | REFUND n | DEBIT n] [PEEK]
  * [BLOCK ms]` (`FCALL rl_limit 1 key name ...`), `RL.PEEK POLICY key name [COST n]`
- * (`FCALL_RO rl_peek 1 key POLICY name [COST n]`), and `POLICY name [COST n]` clauses in
- * `RL.ALL` (and `rl_all`).
+ * (`FCALL_RO rl_peek 1 key POLICY name [COST n]`), and `POLICY name [COST n | REFUND n |
+ * DEBIT n]` clauses in `RL.ALL` (and `rl_all`).
  */
 import { type AllDecision, type Backend, Decision } from "./decision.js";
 import { refused } from "./errors.js";
@@ -40,18 +40,31 @@ export interface DecideOptions {
   blockMs?: number;
 }
 
-function options(o: DecideOptions & { refund?: number }): string[] {
-  const out: string[] = [];
-  if (o.refund !== undefined) out.push("REFUND", countArg(o.refund, "refund"));
-  else if (o.cost !== undefined && o.cost !== 1) out.push("COST", countArg(o.cost, "cost"));
+/** What a call spends: `COST n` (the default 1 sends nothing), `REFUND n` (units back) or
+ * `DEBIT n` (charged whatever is left, never denied). At most one is given. */
+export interface Charge {
+  cost?: number;
+  refund?: number;
+  debit?: number;
+}
+
+function charge(o: Charge): string[] {
+  if (o.debit !== undefined) return ["DEBIT", countArg(o.debit, "debit")];
+  if (o.refund !== undefined) return ["REFUND", countArg(o.refund, "refund")];
+  if (o.cost !== undefined && o.cost !== 1) return ["COST", countArg(o.cost, "cost")];
+  return [];
+}
+
+function options(o: DecideOptions & Charge): string[] {
+  const out = charge(o);
   if (o.peek) out.push("PEEK");
   if (o.blockMs !== undefined) out.push("BLOCK", countArg(o.blockMs, "blockMs"));
   return out;
 }
 
-/** `RL.<ALGO> key params [COST n | REFUND n] [PEEK] [BLOCK ms]`, or for a name `RL.LIMIT key
- * name [...]`. */
-export function decide(key: string, p: PolicyOrName, o: DecideOptions & { refund?: number } = {}): Command<Decision> {
+/** `RL.<ALGO> key params [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]`, or for a name
+ * `RL.LIMIT key name [...]`. */
+export function decide(key: string, p: PolicyOrName, o: DecideOptions & Charge = {}): Command<Decision> {
   const policy = policyOrName(p);
   const decode = (reply: unknown, backend: Backend) => Decision.fromReply(reply, backend, policy);
   const [command, fn, params]: [string, string, readonly string[]] = typeof policy === "string"
@@ -76,15 +89,21 @@ export type Layer = readonly [key: string, policy: PolicyOrName, cost?: number];
 
 /** `RL.ALL numkeys key... ALGO params [COST n] ... [PEEK]`: every layer or none. */
 export function allOf(layers: readonly Layer[], peekOnly: boolean): Command<AllDecision> {
+  return allCharged(layers.map(([key, p, cost]) => [key, p, { cost }]), peekOnly);
+}
+
+/** `RL.ALL` with each layer's own charge: `ALGO params [COST n | REFUND n | DEBIT n]` (or
+ * `POLICY name [...]`) per layer. */
+export function allCharged(layers: readonly (readonly [string, PolicyOrName, Charge])[], peekOnly = false): Command<AllDecision> {
   if (layers.length === 0) throw refused(RangeError, "all() needs at least one [key, policy] layer");
   const keys = layers.map((l) => l[0]);
   const policies = layers.map((l) => policyOrName(l[1]));
   const rest: string[] = [];
-  layers.forEach(([, , cost], i) => {
+  layers.forEach(([, , c], i) => {
     const p = policies[i];
     if (typeof p === "string") rest.push("POLICY", p);
     else rest.push(p.algo, ...p.params);
-    if (cost !== undefined && cost !== 1) rest.push("COST", countArg(cost, "cost"));
+    rest.push(...charge(c));
   });
   if (peekOnly) rest.push("PEEK");
   return {

@@ -14,12 +14,15 @@
  *   Functions library is missing and cannot be loaded.
  * - `ForeignKeyError` (`ERR_RL_FOREIGN_KEY`): the key holds another Redis type, another
  *   limiter's state, or a value no limiter wrote (`holds`); the key is left as it is.
+ * - `ReservationSettledError` (`ERR_RL_RESERVATION_SETTLED`): a reservation's `settle` called
+ *   again; nothing is sent (a reservation settles once).
  *
  * `instanceof` reads the code, so it also holds across the package's ESM and CommonJS builds.
  * classify.ts decides which case an error is.
  */
 
-export type ErrorCode = "ERR_RL_CONFIGURATION" | "ERR_RL_SERVER_UNAVAILABLE" | "ERR_RL_LIBRARY_UNAVAILABLE" | "ERR_RL_FOREIGN_KEY";
+export type ErrorCode = "ERR_RL_CONFIGURATION" | "ERR_RL_SERVER_UNAVAILABLE" | "ERR_RL_LIBRARY_UNAVAILABLE" | "ERR_RL_FOREIGN_KEY"
+  | "ERR_RL_RESERVATION_SETTLED";
 
 const PREFIX = "ERR_RL_";
 
@@ -77,6 +80,12 @@ export class ForeignKeyError extends RlError {
     super(message, options);
     this.holds = holds;
   }
+}
+
+/** A reservation settled a second time (`settle` resolves or rejects once, then this): nothing
+ * is sent. */
+export class ReservationSettledError extends RlError {
+  static override readonly code = "ERR_RL_RESERVATION_SETTLED";
 }
 
 /** What a LibraryUnavailableError says before the server's text: the load failed; the server

@@ -7,17 +7,21 @@
  *   d.allowed, d.remaining, d.headers()
  *   await limiter.limit("user:42", "free");   // the server's policy "free" (RL.POLICY SET)
  *
+ *   const { decision, reservation } = await limiter.reserve("user:42", tpm, 500);
+ *   await reservation?.settle(420);            // REFUND 80 (DEBIT when more), once
+ *
  * Errors (errors.ts): every case a caller handles is an `RlError`: ConfigurationError,
- * ServerUnavailableError, LibraryUnavailableError, ForeignKeyError, the driver's error kept
- * as its `cause`.
+ * ServerUnavailableError, LibraryUnavailableError, ForeignKeyError,
+ * ReservationSettledError, the driver's error kept as its `cause`.
  */
 export { Limiter } from "./limiter.js";
 export {
-  ConfigurationError, ForeignKeyError, LibraryUnavailableError, RlError, ServerUnavailableError,
-  type ErrorCode, type Holds,
+  ConfigurationError, ForeignKeyError, LibraryUnavailableError, ReservationSettledError, RlError,
+  ServerUnavailableError, type ErrorCode, type Holds,
 } from "./errors.js";
 export { Decision, type AllDecision, type Backend } from "./decision.js";
 export type { DecideOptions, Layer } from "./commands.js";
+export { Reservation, type Reserved } from "./reservation.js";
 export type { SendCommand } from "./transport.js";
 export * as policy from "./policy.js";
 export type { Duration, Policy, PolicyOrName } from "./policy.js";

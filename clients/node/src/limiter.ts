@@ -24,9 +24,11 @@ import type { Command, DecideOptions, Layer } from "./commands.js";
 import type { AllDecision, Backend, Decision } from "./decision.js";
 import { LIBRARY_SOURCE } from "./library.js";
 import * as policy from "./policy.js";
+import { countArg } from "./policy.js";
 import type { Duration, PolicyOrName } from "./policy.js";
 import { functionMissing, isReplyError, libraryUnavailable, unknownCommand } from "./classify.js";
 import { NOT_LOADED, NO_FUNCTIONS, refused } from "./errors.js";
+import { Reservation, type Reserved } from "./reservation.js";
 import { type Transport, transportOf } from "./transport.js";
 
 type Named = DecideOptions & { name?: string };
@@ -133,6 +135,44 @@ export class Limiter {
    * (always admitted). */
   async refund(key: string, p: PolicyOrName, n: number): Promise<Decision> {
     return this.run(commands.decide(text(key, "key"), p, { refund: n }));
+  }
+
+  /** `RL.<ALGO> key params DEBIT n` (`RL.LIMIT key name DEBIT n`): charge `n` units after
+   * the fact, whatever is left (always admitted; the limiter may go into debt, and then
+   * denies until it has refilled: the decision's `retryAfterMs` is when a cost of 1 is
+   * admitted again). */
+  async debit(key: string, p: PolicyOrName, n: number): Promise<Decision> {
+    return this.run(commands.decide(text(key, "key"), p, { debit: n }));
+  }
+
+  /** Spends `COST estimate` now; admitted, `reservation.settle(actual)` later sends the
+   * difference (`DEBIT` or `REFUND`), once. Denied, `reservation` is null (nothing spent). */
+  async reserve(key: string, p: PolicyOrName, estimate: number): Promise<Reserved<Decision>> {
+    const k = text(key, "key");
+    countArg(estimate, "estimate");
+    const decision = await this.run(commands.decide(k, p, { cost: estimate }));
+    const reservation = decision.allowed
+      ? new Reservation<Decision>(estimate, (charge) => this.run(commands.decide(k, p, charge))) : null;
+    return { decision, reservation };
+  }
+
+  /** One `RL.ALL` reserving `estimate` on every `[key, policy]` layer and spending its own
+   * cost on every `[key, policy, cost]` one; admitted, `reservation.settle(actual)` sends one
+   * `RL.ALL` over the `[key, policy]` layers alone, each with the difference (`DEBIT` or
+   * `REFUND`). At least one layer must reserve the estimate. */
+  async reserveAll(layers: readonly Layer[], estimate: number): Promise<Reserved<AllDecision>> {
+    if (!Array.isArray(layers)) throw refused(TypeError, "reserveAll() takes an array of [key, policy, cost?] layers");
+    layers.forEach((l, i) => text(l?.[0], `layer ${i}'s key`));
+    countArg(estimate, "estimate");
+    const reserving = layers.filter((l) => l[2] === undefined);
+    if (layers.length > 0 && reserving.length === 0) {
+      throw refused(RangeError, "reserveAll() needs a [key, policy] layer (without a cost) to reserve the estimate on");
+    }
+    const decision = await this.run(commands.allCharged(layers.map(([key, pol, cost]) => [key, pol, { cost: cost ?? estimate }])));
+    const reservation = decision.allowed
+      ? new Reservation<AllDecision>(estimate, (charge) => this.run(commands.allCharged(reserving.map(([key, pol]) => [key, pol, charge]))))
+      : null;
+    return { decision, reservation };
   }
 
   /** `RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): what the call

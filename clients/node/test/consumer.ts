@@ -78,3 +78,29 @@ export function handled(err: unknown): string {
   const holds: ForeignKeyError["holds"] = "list";
   return err instanceof RlError ? err.code : holds;
 }
+
+// DEBIT and reservations: reserve resolves a decision and a reservation (null when denied);
+// settle resolves the decision of its call, or null when nothing was sent.
+import { type AllDecision, type Reservation, type Reserved, ReservationSettledError } from "redis-rl";
+
+export async function reserved(limiter: Limiter): Promise<number> {
+  const debited: Decision = await limiter.debit("user:42", policy.slidingLog(10_000, "1m"), 120);
+  const { decision, reservation }: Reserved<Decision> = await limiter.reserve("user:42", "tpm", 500);
+  const settled: Decision | null = reservation ? await reservation.settle(420) : null;
+  const both = await limiter.reserveAll([["{k}:rpm", policy.fixed(60, "1m"), 1], ["{k}:tpm", policy.slidingLog(10_000, "1m")]], 300);
+  const layers: Reservation<AllDecision> | null = both.reservation;
+  const again: AllDecision | null = layers ? await layers.settle(250) : null;
+  // @ts-expect-error an actual is a number
+  await reservation?.settle("420");
+  // @ts-expect-error settled is read, not written
+  if (reservation) reservation.settled = false;
+  // @ts-expect-error a single reservation's settlement is a Decision, not an AllDecision
+  const wrong: AllDecision | null = reservation ? await reservation.settle(1) : null;
+  try {
+    await layers?.settle(250);
+  } catch (err) {
+    if (err instanceof ReservationSettledError) return layers?.estimate ?? 0;
+  }
+  return debited.remaining + decision.remaining + (settled?.remaining ?? 0) + (again?.binding.remaining ?? 0)
+    + both.decision.layers.length + (wrong ? 1 : 0);
+}

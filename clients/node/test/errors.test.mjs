@@ -10,7 +10,8 @@ import { after, before, describe, test } from "node:test";
 import Redis from "ioredis";
 import { createClient } from "redis";
 import {
-  ConfigurationError, ForeignKeyError, LibraryUnavailableError, Limiter, RlError, RlStore, ServerUnavailableError,
+  ConfigurationError, ForeignKeyError, LibraryUnavailableError, Limiter, ReservationSettledError, RlError, RlStore,
+  ServerUnavailableError,
   clientIp, policy, rateLimitLayers,
 } from "redis-rl";
 import { RateLimiterRl } from "redis-rl/rate-limiter-flexible";
@@ -46,7 +47,7 @@ async function deadIoredis() {
 }
 
 test("every case is an RlError with its code, exported from the package", () => {
-  const cases = [ConfigurationError, ServerUnavailableError, LibraryUnavailableError, ForeignKeyError];
+  const cases = [ConfigurationError, ServerUnavailableError, LibraryUnavailableError, ForeignKeyError, ReservationSettledError];
   for (const Case of cases) {
     const err = Case === ForeignKeyError ? new Case("m", "type") : new Case("m", { cause: 1 });
     assert.ok(err instanceof RlError && err instanceof Case && err instanceof Error);

@@ -65,12 +65,12 @@ export async function from(url, address, headers = {}, path = "/") {
   return { status: r.status, headers: r.headers, body: await r.text() };
 }
 
-/** examples/<name> run as a server on a free port against `redisUrl` (its REDIS_URL and
- * PORT): { get(path, headers), stop }. */
-export async function startExample(name, redisUrl) {
+/** examples/<name> (or the file `name`, given whole) run as a server on a free port against
+ * `redisUrl` (its REDIS_URL and PORT, and `env`): { get(path, headers), stop }. */
+export async function startExample(name, redisUrl, env = {}) {
   const port = await freePort();
-  const proc = spawn(process.execPath, [join(EXAMPLES, name)], {
-    env: { ...process.env, REDIS_URL: redisUrl, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"],
+  const proc = spawn(process.execPath, [name.startsWith("/") ? name : join(EXAMPLES, name)], {
+    env: { ...process.env, ...env, REDIS_URL: redisUrl, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"],
   });
   let log = ""; // the app's stderr (reconnections), shown if it does not start
   proc.stderr.on("data", (chunk) => { log += chunk; });
