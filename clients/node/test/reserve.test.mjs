@@ -49,6 +49,9 @@ for (const server of servers) {
       const spelt = (algo, key, ...rest) =>
         (server.withModule ? [`RL.${algo}`, key, ...rest] : ["FCALL", `rl_${algo.toLowerCase()}`, "1", key, ...rest]);
       const command = server.withModule ? "rl.slidinglog" : "fcall";
+      // The lines the backend answered: a limiter's first call on a server without the
+      // module is sent as the module's command first (refused), then as FCALL.
+      const answered = (l) => (server.withModule ? l[0] !== "FCALL" : l[0] === "FCALL");
       before(async () => {
         server.reset();
         c = await connect(server.url);
@@ -114,7 +117,7 @@ for (const server of servers) {
         assert.equal(next.allowed, false);
         assert.ok(next.retryAfterMs <= settled.retryAfterMs && next.retryAfterMs > settled.retryAfterMs - 500);
         if (kind === "recording") {
-          assert.deepEqual(c.sent.filter((l) => l.includes(`${kind}:more`)).map((l) => l.slice(-2)),
+          assert.deepEqual(c.sent.filter((l) => answered(l) && l.includes(`${kind}:more`)).map((l) => l.slice(-2)),
             [["COST", "60"], ["DEBIT", "70"], ["10", "1s"]]);
         }
       });
@@ -180,7 +183,7 @@ for (const server of servers) {
         assert.deepEqual([denied.decision.allowed, denied.decision.index, denied.reservation], [false, 1, null]);
         assert.equal((await limiter.peek(`{${kind}}:rpm`, rpm)).remaining, 57); // the denial spent nothing
         if (kind === "recording") {
-          const alls = c.sent.filter((l) => l.includes(`{${kind}}:tpm`) && !l.includes("PEEK"));
+          const alls = c.sent.filter((l) => answered(l) && l.includes(`{${kind}}:tpm`) && !l.includes("PEEK"));
           assert.deepEqual(alls.map((l) => l.slice(server.withModule ? 1 : 2).join(" ")), [
             `2 {${kind}}:rpm {${kind}}:tpm FIXED 60 1m SLIDINGLOG 1000 1m COST 300`,
             `1 {${kind}}:tpm SLIDINGLOG 1000 1m REFUND 200`,
