@@ -114,6 +114,7 @@ class Api(Generic[D, A, B, R, S]):
         (1 to 10^12) after the fact, whatever is left: never denied. The key may go into debt
         (`remaining` 0, `retry_after_ms` until a request of cost 1 is admitted), and stays in
         it until it has refilled past it; a debt is at most 10^12 units."""
+        count_arg(n, "debit")  # (None is no DEBIT at all to commands.decide)
         return self._run(commands.decide(key, policy, debit=n))
 
     def reserve(self, key: str, policy: PolicyOrName, estimate: int) -> R:
