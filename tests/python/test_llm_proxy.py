@@ -1,6 +1,6 @@
 """The LLM proxy example (examples/llm-proxy/app.py), run as a real HTTP server (uvicorn)
-against a real redis-server with the module and a fake OpenAI-compatible upstream started
-here, which answers each request with the `usage.total_tokens` the test asks for (the body's
+against a real redis-server, with the module and without it (the package's Functions
+library), and a fake OpenAI-compatible upstream started here, which answers each request with the `usage.total_tokens` the test asks for (the body's
 test-only `fake_usage`; `max_tokens` when absent) and `fake_status` as its status."""
 
 import importlib.util
@@ -17,7 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from conftest import ROOT, free_port, wait_until
+import redis
+from conftest import ROOT, free_port, start_server, wait_until
 
 APP = ROOT / "examples/llm-proxy/app.py"
 RPM, TPM = 60, 1000
@@ -80,8 +81,28 @@ def upstream():
     u.close()
 
 
+@pytest.fixture(scope="module", params=["module", "library"])
+def server_url(request, tmp_path_factory):
+    """The session's server with the module, then one of this file's without it."""
+    if request.param == "module":
+        yield request.getfixturevalue("redis_url")
+        return
+    with start_server(tmp_path_factory.mktemp("no-module"), with_module=False) as (url, _):
+        yield url
+
+
+@pytest.fixture
+def r(server_url):
+    """A client on the proxy's server, flushed (keys, not the library)."""
+    client = redis.Redis.from_url(server_url, decode_responses=True)
+    client.flushdb()
+    yield client
+    client.close()
+
+
 @pytest.fixture(scope="module")
-def proxy(redis_url, upstream, tmp_path_factory):
+def proxy(server_url, upstream, tmp_path_factory):
+    redis_url = server_url
     port = free_port()
     log = tmp_path_factory.mktemp("llm-proxy") / "proxy.log"
     env = dict(os.environ, REDIS_URL=redis_url, UPSTREAM_URL=upstream.url, PORT=str(port),
@@ -119,8 +140,11 @@ def new_key():
 
 def used_by(r, api_key, layer, limit):
     """What a layer of the key has spent in the last minute (PEEK, COST 0: nothing written)."""
-    reply = r.execute_command("RL.PEEK", "SLIDINGLOG", f"rl:{{{api_key}}}:{layer}", limit, "1m",
-                              "COST", 0)
+    key, words = f"rl:{{{api_key}}}:{layer}", ("SLIDINGLOG", limit, "1m", "COST", 0)
+    try:
+        reply = r.execute_command("RL.PEEK", words[0], key, *words[1:])
+    except redis.ResponseError:  # no module: the library's
+        reply = r.execute_command("FCALL_RO", "rl_peek", 1, key, *words)
     return limit - int(reply[2])
 
 
