@@ -92,7 +92,8 @@ fi
 
 # The Python test environment, (re)installed when missing or when its requirements change.
 venv=.tools/venv
-want=$(cat tests/python/requirements.txt examples/gateway/requirements.txt)
+want=$(cat tests/python/requirements.txt examples/gateway/requirements.txt \
+  examples/llm-proxy/requirements.txt)
 if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
   echo "install-deps: creating the virtualenv $venv"
   rm -rf "$venv"

@@ -40,9 +40,9 @@ def wait_until(ready, proc, what, log, timeout=15):
 
 
 @contextlib.contextmanager
-def start_server(tmp, extra=()):
-    """A redis-server with the module in directory `tmp` (and `extra` arguments): yields
-    (url, port); killed on exit."""
+def start_server(tmp, extra=(), with_module=True):
+    """A redis-server with the module (without it, `with_module=False`) in directory `tmp`
+    (and `extra` arguments): yields (url, port); killed on exit."""
     module = Path(os.environ.get("RL_MODULE", ROOT / "target/release/librl.so"))
     assert module.exists(), f"{module} not found: run `cargo build --release` (or make test)"
     server = os.environ.get("RL_REDIS_SERVER", "redis-server")
@@ -51,7 +51,7 @@ def start_server(tmp, extra=()):
     proc = subprocess.Popen(
         [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", str(tmp), "--logfile", str(log),
-         "--loadmodule", str(module), *extra],
+         *(["--loadmodule", str(module)] if with_module else []), *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
     )
     url = f"redis://127.0.0.1:{port}/0"

@@ -8,7 +8,8 @@ library, with typed decisions and their HTTP headers.
 
 Errors (errors.py): every case a caller handles is a `RateLimitError`: ConfigurationError,
 ServerUnavailableError, LibraryUnavailableError, ForeignKeyError, each also the error it was
-before (a ValueError; redis-py's error, kept as its `__cause__`).
+before (a ValueError; redis-py's error, kept as its `__cause__`); ReservationSettledError, a
+reservation settled twice.
 
 Where the `limits` package is installed, importing redis_rl also registers its `limits`
 storages (`rl+redis://`, `rl+rediss://`, `rl+redis+unix://`, `rl+redis+cluster://` and their
@@ -24,10 +25,12 @@ from .errors import (
     ForeignKeyError,
     LibraryUnavailableError,
     RateLimitError,
+    ReservationSettledError,
     ServerUnavailableError,
 )
 from .limiter import Limiter
 from .policy import Policy, fixed, gcra, leaky, sliding, sliding_log, token_bucket
+from .reservation import AsyncReservation, Reservation
 
 __version__ = "0.1.0"
 
@@ -38,7 +41,8 @@ except ModuleNotFoundError as err:  # no limits: the package is the limiters alo
         raise
 
 __all__ = [
-    "LIBRARY", "MODULE", "AllDecision", "AsyncLimiter", "ConfigurationError", "Decision",
-    "ForeignKeyError", "LibraryUnavailableError", "Limiter", "Policy", "RateLimitError",
+    "LIBRARY", "MODULE", "AllDecision", "AsyncLimiter", "AsyncReservation",
+    "ConfigurationError", "Decision", "ForeignKeyError", "LibraryUnavailableError", "Limiter",
+    "Policy", "RateLimitError", "Reservation", "ReservationSettledError",
     "ServerUnavailableError", "fixed", "gcra", "leaky", "sliding", "sliding_log", "token_bucket",
 ]

@@ -5,7 +5,7 @@ The same methods as `Limiter`, awaited."""
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, Optional
 
 from redis.exceptions import RedisError, ResponseError
 
@@ -15,13 +15,18 @@ from .classify import classify, function_missing, library_unavailable, reraise, 
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
+from .reservation import AsyncReservation
 
 
-class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bool]]):
+class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bool],
+                       Awaitable[tuple[Decision, Optional[AsyncReservation]]],
+                       Awaitable[tuple[AllDecision, Optional[AsyncReservation]]]]):
     """Rate limits over an asyncio `client`:
     `(await limiter.gcra("user:42", 10, "1s", burst=5)).allowed`.
 
     `backend` is None until the first call, then MODULE or LIBRARY."""
+
+    _reservation = AsyncReservation
 
     def __init__(self, client: Any) -> None:
         self.client = client

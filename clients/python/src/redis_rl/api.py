@@ -4,21 +4,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Generic, TypeVar, Union
 
 from . import commands, policy
 from .commands import Command
-from .policy import Duration, PolicyOrName
+from .errors import refused
+from .policy import Duration, PolicyOrName, count_arg, policy_arg
+from .reservation import BaseReservation
 
 D = TypeVar("D")  # Decision, or an awaitable of one
 A = TypeVar("A")  # AllDecision, or an awaitable of one
 B = TypeVar("B")  # bool, or an awaitable of one
+R = TypeVar("R")  # (Decision, Reservation | None), or an awaitable of one
+S = TypeVar("S")  # (AllDecision, Reservation | None), or an awaitable of one
 
 #: One layer of `all`: (key, policy) or (key, policy, cost); a policy may be a server-side name.
 Layer = Union[tuple[str, PolicyOrName], tuple[str, PolicyOrName, int]]
 
 
-class Api(Generic[D, A, B]):
+class Api(Generic[D, A, B, R, S]):
     """One method per command. `cost` is the request's weight (`COST n`), `peek` decides
     without writing, `block_ms` waits inside the server until admitted or that many ms pass
     (0: no limit; the library decides at once). Keep the client's socket timeout above
@@ -27,6 +32,9 @@ class Api(Generic[D, A, B]):
     Wherever a method takes a `policy` it also takes the name of a policy defined on the
     server (`RL.POLICY SET free SLIDING 100 1m`; a `str`, checked as the server checks names):
     `RL.LIMIT key free`, `RL.PEEK POLICY key free`, an `RL.ALL` clause `POLICY free`."""
+
+    #: The class of the reservations `reserve` and `reserve_all` return.
+    _reservation: type[BaseReservation] = BaseReservation
 
     def _run(self, cmd: Command) -> Any:
         raise NotImplementedError
@@ -100,6 +108,45 @@ class Api(Generic[D, A, B]):
         """`RL.<ALGO> key params REFUND n` (`RL.LIMIT key name REFUND n`): give `n` units back
         (always admitted)."""
         return self._run(commands.decide(key, policy, 1, n, False, None))
+
+    def debit(self, key: str, policy: PolicyOrName, n: int) -> D:
+        """`RL.<ALGO> key params DEBIT n` (`RL.LIMIT key name DEBIT n`): charge `n` units
+        (1 to 10^12) after the fact, whatever is left: never denied. The key may go into debt
+        (`remaining` 0, `retry_after_ms` until a request of cost 1 is admitted), and stays in
+        it until it has refilled past it; a debt is at most 10^12 units."""
+        count_arg(n, "debit")  # (None is no DEBIT at all to commands.decide)
+        return self._run(commands.decide(key, policy, debit=n))
+
+    def reserve(self, key: str, policy: PolicyOrName, estimate: int) -> R:
+        """`(decision, reservation)`: the request decided at `COST estimate`, and when it is
+        admitted a reservation to `settle(actual)` once its actual cost is known (None when
+        denied). Settling sends `DEBIT` or `REFUND` of the difference (docs/python.md,
+        "Reservations")."""
+        layer = (key, policy_arg(policy))
+        cmd = commands.decide(key, layer[1], estimate)
+        return self._run(replace(cmd, decode=lambda reply, backend: self._reserved(
+            cmd.decode(reply, backend), [layer], estimate, False)))
+
+    def reserve_all(self, layers: Sequence[Layer], estimate: int) -> S:
+        """`(all_decision, reservation)` from one `RL.ALL`: each `(key, policy)` layer spends
+        `COST estimate` and is settled by the reservation; each `(key, policy, cost)` layer
+        spends its own cost and is never settled (a request count next to a token budget).
+        The reservation is None when denied."""
+        if not layers:
+            raise refused("reserve_all() needs at least one (key, policy) layer")
+        spent = [(layer[0], policy_arg(layer[1]), *layer[2:]) for layer in layers]
+        count_arg(estimate, "estimate")
+        settled = [(layer[0], layer[1]) for layer in spent if len(layer) == 2]
+        cmd = commands.all_of([layer if len(layer) > 2 else (*layer, estimate)
+                               for layer in spent], False)  # type: ignore[misc]
+        return self._run(replace(cmd, decode=lambda reply, backend: self._reserved(
+            cmd.decode(reply, backend), settled, estimate, True)))
+
+    def _reserved(self, decision: Any, layers: list[tuple[str, PolicyOrName]], estimate: int,
+                  together: bool) -> tuple[Any, BaseReservation | None]:
+        if not decision.allowed:
+            return decision, None
+        return decision, self._reservation(self, layers, estimate, together)
 
     def peek(self, key: str, policy: PolicyOrName, *, cost: int = 1) -> D:
         """`RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): what the

@@ -5,7 +5,8 @@ params` is `FCALL rl_<algo> 1 key params`, `RL.ALL numkeys keys clauses` is `FCA
 numkeys keys clauses`, `RL.PEEK ALGO key params` is `FCALL_RO rl_peek 1 key ALGO params`.
 A policy named on the server (a `str`) is `RL.LIMIT key name [options]` (`FCALL rl_limit 1
 key name [options]`), `RL.PEEK POLICY key name [COST n]` (`FCALL_RO rl_peek 1 key POLICY name
-[COST n]`) and the `RL.ALL` clause `POLICY name [COST n]`. Nothing here talks to a server.
+[COST n]`) and the `RL.ALL` clause `POLICY name [COST n]`. `COST n`, `REFUND n` and `DEBIT n`
+go after a policy's parameters (or name) in each. Nothing here talks to a server.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ._facts import KINDS
+from ._facts import KINDS, MAX_DEBT
 from .decision import AllDecision, Decision
 from .errors import refused
 from .policy import Duration, PolicyOrName, count_arg, duration_arg, policy_arg
@@ -45,10 +46,13 @@ def _cost(cost: int) -> list[str]:
     return [] if text == "1" else ["COST", text]
 
 
-def _options(cost: int, refund: int | None, peek: bool, block_ms: int | None) -> list[str]:
+def _options(cost: int, refund: int | None, peek: bool, block_ms: int | None,
+             debit: int | None = None) -> list[str]:
     out = _cost(cost)
     if refund is not None:
         out = ["REFUND", count_arg(refund, "refund")]
+    if debit is not None:
+        out = ["DEBIT", count_arg(debit, "debit")]
     if peek:
         out.append("PEEK")
     if block_ms is not None:
@@ -71,11 +75,12 @@ def decide(
     refund: int | None = None,
     peek: bool = False,
     block_ms: int | None = None,
+    debit: int | None = None,
 ) -> Command:
-    """`RL.<ALGO> key params [COST n | REFUND n] [PEEK] [BLOCK ms]`, or for a policy's name
-    `RL.LIMIT key name [COST n | REFUND n] [PEEK] [BLOCK ms]`."""
+    """`RL.<ALGO> key params [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]`, or for a
+    policy's name `RL.LIMIT key name [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]`."""
     policy = policy_arg(policy)
-    options = _options(cost, refund, peek, block_ms)
+    options = _options(cost, refund, peek, block_ms, debit)
     if isinstance(policy, str):
         module: tuple[Any, ...] = ("RL.LIMIT", key, policy, *options)
         function, rest = "rl_limit", (policy, *options)
@@ -113,12 +118,20 @@ def all_of(layers: Sequence[tuple[str, PolicyOrName] | tuple[str, PolicyOrName, 
     policy may be a name: its clause is `POLICY name [COST n]`."""
     if not layers:
         raise refused("all() needs at least one (key, policy) layer")
+    checked = [(layer[0], policy_arg(layer[1])) for layer in layers]
+    costs = [_cost(layer[2] if len(layer) > 2 else 1) for layer in layers]  # type: ignore[misc]
+    return all_clauses(checked, costs, peek)
+
+
+def all_clauses(layers: Sequence[tuple[str, PolicyOrName]], options: Sequence[list[str]],
+                peek: bool = False) -> Command:
+    """`RL.ALL numkeys key... clause [options] ... [PEEK]`, each layer's clause followed by
+    its options (`COST n`, `REFUND n`, `DEBIT n` or nothing)."""
     keys = tuple(layer[0] for layer in layers)
     policies = [policy_arg(layer[1]) for layer in layers]
     rest: list[Any] = []
-    for layer, policy in zip(layers, policies):
-        cost = layer[2] if len(layer) > 2 else 1  # type: ignore[misc]
-        rest += [*_clause(policy), *_cost(cost)]
+    for policy, opts in zip(policies, options):
+        rest += [*_clause(policy), *opts]
     if peek:
         rest.append("PEEK")
 
@@ -135,6 +148,16 @@ def all_of(layers: Sequence[tuple[str, PolicyOrName] | tuple[str, PolicyOrName, 
         rest=tuple(rest),
         decode=decode,
     )
+
+
+def settle_options(difference: int) -> list[str]:
+    """What settles a reservation that spent `difference` too few units (too many, when
+    negative): `DEBIT d` (at most MAX_DEBT), `REFUND -d`, or nothing for 0."""
+    if difference > 0:
+        return ["DEBIT", str(min(difference, MAX_DEBT))]
+    if difference < 0:
+        return ["REFUND", str(-difference)]
+    return []
 
 
 def acquire(

@@ -8,6 +8,8 @@
   cannot be loaded (`FUNCTION LOAD` refused or failing, or no Functions at all).
 - `ForeignKeyError`: the key holds another Redis type, another limiter's state, or a value no
   limiter wrote (`holds` says which); the key is left as it is.
+- `ReservationSettledError`: a reservation (`reserve`, `reserve_all`) settled a second time;
+  raised by this package, nothing sent.
 
 An error that comes from redis-py is raised as a class that is both the case's and redis-py's
 own (`ForeignKeyError` from a `ResponseError` is a `ResponseError`, one from a
@@ -22,7 +24,7 @@ from typing import Any
 
 __all__ = [
     "ConfigurationError", "ForeignKeyError", "LibraryUnavailableError", "RateLimitError",
-    "ServerUnavailableError",
+    "ReservationSettledError", "ServerUnavailableError",
 ]
 
 
@@ -60,6 +62,11 @@ class ForeignKeyError(RateLimitError):
     the right type that no limiter wrote). Also a redis-py `ResponseError`."""
 
     holds: str = ""
+
+
+class ReservationSettledError(RateLimitError):
+    """A reservation's `settle` called again (or after its `with` block settled it): a
+    reservation settles once. Raised before anything is sent."""
 
 
 #: The cases, each the first base of the classes `as_case` makes.

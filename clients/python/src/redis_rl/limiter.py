@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from redis.exceptions import RedisError, ResponseError
 
@@ -13,13 +13,17 @@ from .classify import classify, function_missing, library_unavailable, reraise, 
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
+from .reservation import Reservation
 
 
-class Limiter(Api[Decision, AllDecision, bool]):
+class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservation]],
+                  tuple[AllDecision, Optional[Reservation]]]):
     """Rate limits over `client`. `limiter.gcra("user:42", 10, "1s", burst=5).allowed`.
 
     `backend` is None until the first call, then MODULE or LIBRARY: the module's commands
     where the server has them, else the Functions library, loaded when missing."""
+
+    _reservation = Reservation
 
     def __init__(self, client: Any) -> None:
         self.client = client
