@@ -10,6 +10,9 @@ A request denied by one layer spends nothing from the other. Tokens charged in a
 at most TPM plus the overruns (usage beyond the estimate) of the requests in flight when the
 budget ran out: an overrun is charged as debt, which denies the key until it is paid off.
 
+The API keys it serves are API_KEYS (comma-separated; "key-a,key-b" by default): any other is
+a 401 that spends nothing, so a client cannot make itself a fresh budget with a new key.
+
 Run: REDIS_URL=redis://127.0.0.1:6379/0 UPSTREAM_URL=https://api.openai.com \
      UPSTREAM_API_KEY=sk-... PORT=8000 python app.py
 """
@@ -26,6 +29,8 @@ from fastapi.responses import JSONResponse
 import redis_rl
 from redis_rl import policy
 
+# The API keys served; a real proxy looks its keys up in its own store.
+API_KEYS = frozenset(os.environ.get("API_KEYS", "key-a,key-b").split(","))
 RPM = int(os.environ.get("RPM", "60"))
 TPM = int(os.environ.get("TPM", "10000"))
 DEFAULT_MAX_TOKENS = 256  # given to a request without max_tokens, so its estimate bounds it
@@ -70,8 +75,9 @@ app = FastAPI(lifespan=lifespan)
 @app.post("/v1/chat/completions")
 async def chat_completions(request: Request):
     scheme, _, api_key = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not api_key:  # a real proxy checks the key in its store
-        return error(401, "missing API key", "invalid_request_error", "invalid_api_key")
+    if scheme.lower() != "bearer" or api_key not in API_KEYS:
+        return error(401, "Incorrect API key provided.", "invalid_request_error",
+                     "invalid_api_key")
     try:
         body = await request.json()
         body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)

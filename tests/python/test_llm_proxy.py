@@ -106,7 +106,7 @@ def proxy(server_url, upstream, tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("llm-proxy") / "proxy.log"
     env = dict(os.environ, REDIS_URL=redis_url, UPSTREAM_URL=upstream.url, PORT=str(port),
-               RPM=str(RPM), TPM=str(TPM),
+               RPM=str(RPM), TPM=str(TPM), API_KEYS=",".join(KEYS),
                PYTHONPATH=os.pathsep.join([str(ROOT / "clients/python/src"),
                                            os.environ.get("PYTHONPATH", "")]))
     with open(log, "w") as out:
@@ -134,8 +134,13 @@ def post(proxy, api_key, payload):
                          headers={"Authorization": f"Bearer {api_key}"})
 
 
+# The API keys the proxy serves (API_KEYS): a fresh one per test.
+KEYS = [f"sk-{uuid.uuid4().hex[:12]}" for _ in range(16)]
+_unused = iter(KEYS)
+
+
 def new_key():
-    return f"sk-{uuid.uuid4().hex[:12]}"
+    return next(_unused)
 
 
 def used_by(r, api_key, layer, limit):
@@ -254,6 +259,10 @@ def test_requests_refused_before_any_limit(proxy, r):
     key = new_key()
     assert requests.post(f"{proxy}/v1/chat/completions", json=body(1),
                          timeout=5).status_code == 401
+    # A key the proxy does not serve is refused: a client cannot mint itself a new budget.
+    unknown = post(proxy, "sk-made-up", body(1))
+    assert unknown.status_code == 401
+    assert unknown.json()["error"]["code"] == "invalid_api_key"
     assert post(proxy, key, {"model": "m"}).status_code == 400  # no messages
     too_big = post(proxy, key, body(TPM))
     assert too_big.status_code == 400
