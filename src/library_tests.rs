@@ -27,12 +27,14 @@ fn definition(name: &str) -> &'static str {
     line[start.len()..].trim()
 }
 
-/// A numeric constant: digits, a product of digits, or `big('digits')`.
+/// A numeric constant: digits, a product of digits, `big('digits')` or `'digits'`
+/// (a number the library passes to the server as text).
 fn number(name: &str) -> u128 {
     let text = definition(name);
     let text = text
         .strip_prefix("big('")
         .and_then(|t| t.strip_suffix("')"))
+        .or_else(|| text.strip_prefix('\'')?.strip_suffix('\''))
         .unwrap_or(text);
     text.split('*')
         .map(|f| {
@@ -51,7 +53,7 @@ fn caps_and_defaults_are_the_modules() {
         ("MAX_DURATION_MS", MAX_DURATION_MS as u128),
         ("MAX_LAYERS", MAX_LAYERS as u128),
         ("MAX_PERIOD_S", MAX_PERIOD_S as u128),
-        ("TRIM_MAX", TRIM_MAX as u128),
+        ("TRIM_MAX_TEXT", TRIM_MAX as u128),
         ("SLIDING_LOG_MAX", DEFAULT_SLIDING_LOG_MAX as u128),
         ("MAX_EXPIRE_MS", MAX_EXPIRE_MS as u128),
         ("SHORT_STRING", SHORT_STRING as u128),
