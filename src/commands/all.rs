@@ -1,7 +1,9 @@
-//! `RL.ALL numkeys key [key ...] ALGO params [COST n] [ALGO params [COST n] ...] [PEEK]`:
-//! several limiters decided as one. Every layer is decided first; only if all
-//! admit is anything written, so a request denied by one layer spends nothing
-//! from the others. A clause may name a policy (`POLICY name [COST n]`); a
+//! `RL.ALL numkeys key [key ...] ALGO params [COST n | REFUND n | DEBIT n] [ALGO
+//! params ...] [PEEK]`: several limiters decided as one. Every layer is decided
+//! first; only if all admit is anything written, so a request denied by one
+//! layer spends nothing from the others (a refunding or debiting layer always
+//! admits; a debit is never peeked). A clause may name a policy (`POLICY name
+//! [amount]`); a
 //! `SHADOW` policy's layer denies nothing (its own denial writes nothing and
 //! is answered as a shadowed denial).
 
@@ -103,8 +105,8 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     })
 }
 
-/// One layer's clause: `ALGO params [BURST b] [COST n]`, or `POLICY name
-/// [COST n]` (a shadow policy's layer denies nothing).
+/// One layer's clause: `ALGO params [BURST b] [amount]`, or `POLICY name
+/// [amount]` (a shadow policy's layer denies nothing).
 struct Clause {
     kind: Kind,
     request: Request,
@@ -169,7 +171,8 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<Clause>, bool), RlEr
     Ok((clauses, peek))
 }
 
-/// `POLICY name [COST n]`: the policy's algorithm, the clause's cost.
+/// `POLICY name [COST n | REFUND n | DEBIT n]`: the policy's algorithm, the
+/// clause's amount.
 fn policy_clause(tokens: &[&[u8]], caps: Caps) -> Result<Clause, RlError> {
     let (&name, options) = tokens
         .split_first()
