@@ -79,13 +79,15 @@ bench-library: deps
 
 # Release archives users load without Rust, for x86_64 and aarch64 Linux with glibc 2.17 or
 # later: dist/rl-<version>-linux-<arch>.tar.gz and .sha256 (scripts/dist.sh: zig through
-# cargo-zigbuild, installed into .tools), then check-dist.
+# cargo-zigbuild, installed into .tools), and the client packages beside them (the Python
+# sdist and wheel, the npm tarball, each with its .sha256), then check-dist.
 dist: deps
 	bash scripts/dist.sh
 	bash scripts/check-dist.sh
 
 # Checks the archives in dist/: checksums, ELF machine, no symbol above GLIBC_2.17, and the
-# x86_64 module loaded into Redis 7.0 and Valkey 9.1 answering every command.
+# x86_64 module loaded into Redis 7.0 and Valkey 9.1 answering every command; and the client
+# packages, installed as the docs say into fresh environments, deciding through it.
 check-dist: deps
 	bash scripts/check-dist.sh
 

@@ -9,6 +9,10 @@
 #      AArch64) exporting RedisModule_OnLoad;
 #   4. `objdump -T` lists GLIBC_x.y symbol versions, and none is above 2.17 (the highest is
 #      printed; `readelf -V`'s version needs are checked the same way).
+# The client packages (the Python sdist and wheel, the npm tarball) must match their .sha256
+# files; docs/python.md's and docs/node.md's `install release` blocks run as written (a fresh
+# virtualenv, a fresh npm project), the sdist installs into a virtualenv of its own, and each
+# decides one call through the module in both servers.
 # Then it runs README.md's install steps (its `install release` block) as written beside this
 # machine's archive, and loads the librl.so they unpacked into Redis 7.0 (Debian's redis-server) and
 # Valkey 9.1 (.tools/bin/valkey-server, from scripts/install-deps.sh test), each on a free
@@ -88,15 +92,46 @@ install=$scratch/install
 mkdir "$install"
 arch=$(uname -m)
 cp "dist/rl-$version-linux-$arch.tar.gz" "dist/rl-$version-linux-$arch.tar.gz.sha256" "$install/"
-steps=$(awk '/^<!-- example: install release -->$/ { on = 1; next }
-             on && /^```sh$/ { inside = 1; next }
-             inside && /^```$/ { exit }
-             inside { print }' README.md)
-[ -n "$steps" ] || fail "README.md has no install release block"
-(cd "$install" && bash -e -c "$steps") || fail "README.md's install steps failed:"$'\n'"$steps"
+# The `install release` block of a doc file, run by bash -e in `dir` (made first).
+release_steps() {
+  local doc=$1 dir=$2 steps
+  steps=$(awk '/^<!-- example: install release -->$/ { on = 1; next }
+               on && /^```sh$/ { inside = 1; next }
+               inside && /^```$/ { exit }
+               inside { print }' "$doc")
+  [ -n "$steps" ] || fail "$doc has no install release block"
+  (cd "$dir" && bash -e -c "$steps") || fail "$doc's install steps failed:"$'\n'"$steps"
+}
+release_steps README.md "$install"
 so=$install/rl-$version-linux-$arch/librl.so
 [ -x "$so" ] || fail "README.md's install steps did not unpack rl-$version-linux-$arch/librl.so"
 say "README.md's install steps ran in $install"
+
+# --- The client packages, installed as docs/python.md and docs/node.md say ------------------
+# Each file's checksum, then each doc's `install release` block run as written beside the
+# files it names (a fresh virtualenv; a fresh npm project), and the sdist installed into a
+# virtualenv of its own; check_server then calls the module through each.
+pyversion=$(sed -n 's/^version *= *"\(.*\)"/\1/p' clients/python/pyproject.toml | head -n1)
+nodeversion=$(sed -n 's/^ *"version": *"\(.*\)",*$/\1/p' clients/node/package.json | head -n1)
+wheel=redis_rl-$pyversion-py3-none-any.whl sdist=redis_rl-$pyversion.tar.gz tarball=redis-rl-$nodeversion.tgz
+for f in "$wheel" "$sdist" "$tarball"; do
+  [ -f "dist/$f" ] && [ -f "dist/$f.sha256" ] || fail "dist/$f or its .sha256 is missing: run scripts/dist.sh"
+  (cd dist && sha256sum --quiet --strict -c "$f.sha256") || fail "dist/$f: checksum mismatch"
+done
+python_app=$scratch/python-app node_app=$scratch/node-app
+mkdir "$python_app" "$node_app"
+cp "dist/$wheel" "dist/$wheel.sha256" "$python_app/"
+release_steps docs/python.md "$python_app"
+[ -x "$python_app/.venv/bin/python" ] || fail "docs/python.md's install steps made no .venv"
+python3 -m venv "$scratch/sdist-venv"
+"$scratch/sdist-venv/bin/pip" install --quiet --disable-pip-version-check "dist/$sdist" ||
+  fail "dist/$sdist does not install"
+cp "dist/$tarball" "dist/$tarball.sha256" "$node_app/"
+(cd "$node_app" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund redis@5) ||
+  fail "npm could not make a project with node-redis"
+release_steps docs/node.md "$node_app"
+[ -f "$node_app/node_modules/redis-rl/package.json" ] || fail "docs/node.md's install steps installed no redis-rl"
+say "the packages' install steps ran in $python_app and $node_app; $sdist installed"
 
 # --- Loading the x86_64 module ---------------------------------------------------------------
 valkey=.tools/bin/valkey-server
@@ -163,6 +198,22 @@ check_server() {
   expect "0 1 0 * *"          RL.GCRA d:gcra:strict 1 1h
   expect "0"                  RL.RELEASE d:inflight lease-1
   [ "$(call EXISTS d:gcra:strict)" = 1 ] || fail "$server_name: RL.GCRA stored no key"
+  # The client packages, as installed above, call the module.
+  local py='import sys, redis, redis_rl
+d = redis_rl.Limiter(redis.Redis(port=int(sys.argv[1]))).gcra(sys.argv[2], 10, "1s", burst=5)
+print(d.allowed, d.limit, d.remaining, d.backend)'
+  local js='import { createClient } from "redis"; import { Limiter } from "redis-rl";
+const c = await createClient({ url: `redis://127.0.0.1:${process.argv[1]}` }).connect();
+const d = await new Limiter(c).gcra(process.argv[2], 10, "1s", { burst: 5 });
+console.log(d.allowed, d.limit, d.remaining, d.backend); await c.close();'
+  local got
+  for venv in "$python_app/.venv" "$scratch/sdist-venv"; do
+    got=$("$venv/bin/python" -c "$py" "$port" "d:py:$venv" 2>&1) || true
+    [ "$got" = "True 5 4 module" ] || fail "$server_name: redis_rl from $venv answered '$got'"
+  done
+  got=$(cd "$node_app" && node --input-type=module -e "$js" "$port" d:node 2>&1) || true
+  [ "$got" = "true 5 4 module" ] || fail "$server_name: redis-rl from $tarball answered '$got'"
+  say "$server_name: the wheel, the sdist and the npm tarball each decide through the module"
   ! grep -qi 'panic\|# Module .* failed' "$log" || { cat "$log" >&2; fail "$server_name logged an error"; }
 
   call SHUTDOWN NOSAVE >/dev/null 2>&1 || true
@@ -171,4 +222,4 @@ check_server() {
 
 check_server redis-server "$(command -v redis-server)"
 check_server valkey-server "$valkey"
-say "ok: both archives, and the x86_64 module in Redis and Valkey"
+say "ok: both archives, the client packages, and the x86_64 module in Redis and Valkey"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Builds the release archives users load without Rust:
+# Builds the release archives users load without Rust, and the client packages:
 #
 #   dist/rl-<version>-linux-x86_64.tar.gz   (+ .sha256)
 #   dist/rl-<version>-linux-aarch64.tar.gz  (+ .sha256)
+#   dist/redis_rl-<pyversion>.tar.gz and dist/redis_rl-<pyversion>-py3-none-any.whl (+ .sha256):
+#     the Python package's sdist, and its wheel built from that sdist (as pip builds one)
+#   dist/redis-rl-<nodeversion>.tgz (+ .sha256): the Node package, as `npm pack` makes it
 #
 # <version> is Cargo.toml's. Each archive holds one folder, rl-<version>-linux-<arch>/, with
 # librl.so, README.md (its install section: download, verify, loadmodule), docs/ and LICENSE. Each
@@ -113,4 +116,19 @@ for triple in "${TRIPLES[@]}"; do
     -C "$stage" -cf - "$name" | gzip -9n >"dist/$name.tar.gz"
   (cd dist && sha256sum "$name.tar.gz" >"$name.tar.gz.sha256")
   echo "dist: dist/$name.tar.gz ($(du -h "dist/$name.tar.gz" | cut -f1)), sha256 $(cut -d' ' -f1 "dist/$name.tar.gz.sha256")"
+done
+
+# --- The client packages ---------------------------------------------------------------------
+# Each with a .sha256 beside it; scripts/check-dist.sh installs each into a fresh environment.
+rm -f dist/redis_rl-* dist/redis-rl-*
+.tools/venv/bin/python -m build --outdir dist clients/python >"$stage/build.log" 2>&1 || {
+  cat "$stage/build.log" >&2
+  exit 1
+}
+(cd clients/node && npm ci --silent --no-audit --no-fund &&
+  npm pack --silent --pack-destination "$root/dist" >"$stage/pack.log")
+for f in dist/redis_rl-*.tar.gz dist/redis_rl-*.whl dist/redis-rl-*.tgz; do
+  [ -f "$f" ] || { echo "dist: $f was not built" >&2; exit 1; }
+  (cd dist && sha256sum "${f#dist/}" >"${f#dist/}.sha256")
+  echo "dist: $f ($(du -h "$f" | cut -f1)), sha256 $(cut -d' ' -f1 "$f.sha256")"
 done

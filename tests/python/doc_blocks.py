@@ -16,7 +16,8 @@ Kinds and how tests/python/test_docs.py treats them:
   not-run WHY    shown but not run here, for the reason given (e.g. no Go toolchain)
   install [WHAT] install steps: tests/python/test_install.py runs each exactly as written in
                  a fresh copy of the checkout (`library`: against servers on the ports it
-                 names); `release` (the archives): scripts/check-dist.sh
+                 names); `release` (the module's archives in README.md, the client
+                 packages' files in docs/python.md and docs/node.md): scripts/check-dist.sh
   shell          commands to type (make targets, servers); `make test` itself is CI's command
   text           not an example: a grammar synopsis, a file layout, a configuration excerpt
 """

@@ -7,7 +7,8 @@ bash with `-e`, from `~/rl`, in its own HOME; then what it installed is imported
 the user would import it. Only the package caches are shared with this machine (npm's and
 pip's), so nothing already installed here can stand in for a step the docs forgot.
 `install library` (docs/managed-redis.md) runs against module-less servers on the ports it
-names; `install release` (the README's archives) is run by scripts/check-dist.sh.
+names; `install release` (the README's archives, the packages' release files in docs/python.md and
+docs/node.md) is run by scripts/check-dist.sh.
 """
 
 import contextlib
