@@ -1,7 +1,8 @@
 //! `DEBIT n` (CONTRACT.md section 10) against real servers, where the vectors
 //! (`tests/vectors/debit.txt`) cannot reach: a debit never queues behind
 //! waiters, and they wake when the debt is paid off, not before; a shadow
-//! policy's debit is an admission; the work of one debit is bounded.
+//! policy's debit is an admission, and `INFO rl` counts it as admitted with its
+//! units; the work of one debit is bounded.
 
 mod common;
 use common::raw::{wait_for, waits, Raw, Reply};
@@ -58,6 +59,18 @@ server_tests! {
         let text: String = run(c, "INFO rl_policies");
         assert!(
             text.contains("policy_tpm:calls=2,admitted=1,denied=0,shadow_denied=1,errors=0"),
+            "{text}"
+        );
+    }
+
+    fn info_rl_counts_a_debit_as_admitted_with_its_units(flavor) {
+        let s = Server::start(flavor);
+        let c = &mut s.conn();
+        assert_eq!(rl(c, "RL.FIXED k 3 1h DEBIT 5")[0], 1);
+        assert_eq!(rl(c, "RL.FIXED k 3 1h")[0], 0);
+        let text: String = run(c, "INFO rl");
+        assert!(
+            text.contains("rl_fixed:calls=2,admitted=1,denied=1,errors=0,cost_admitted=5,cost_denied=1"),
             "{text}"
         );
     }
