@@ -61,6 +61,15 @@ impl Sliding {
         }
     }
 
+    /// Whether the window holds `current` units in its current count (a
+    /// request's included) within the limit, the previous count weighted:
+    /// `previous * (w - elapsed) + current * w <= limit * w`, exactly.
+    fn admits(&self, v: &View, current: u128) -> bool {
+        let w = self.window_ns.get() as u128;
+        let weighted_prev = v.previous as u128 * (w - (v.at - v.start) as u128);
+        weighted_prev + current * w <= self.limit.get() as u128 * w
+    }
+
     /// The reply with counts `(p, c)` in view `v`; `estimate * w = p * (w - elapsed) + c * w`.
     fn decision(
         &self,
@@ -99,7 +108,6 @@ impl Sliding {
         let limit = self.limit.get() as u128;
         let (p, c, n) = (v.previous as u128, v.current as u128, cost as u128);
         let elapsed = (v.at - v.start) as u128;
-        let weighted_prev = p * (w - elapsed);
         if n > limit {
             let decision = self.decision(&v, now, false, (p, c), Wait::Never);
             return Outcome {
@@ -107,7 +115,7 @@ impl Sliding {
                 write: None,
             };
         }
-        if weighted_prev + (c + n) * w <= limit * w {
+        if self.admits(&v, c + n) {
             let write = (n > 0).then_some(SlidingState {
                 start_ms: v.start / NANOS_PER_MS,
                 previous: v.previous,
@@ -184,11 +192,8 @@ impl Sliding {
             current,
         };
         let counts = (v.previous as u128, current as u128);
-        let w = self.window_ns.get() as u128;
-        let weighted_prev = counts.0 * (w - (v.at - v.start) as u128);
         // A cost of 1 fits (as `decide` admits it), or waits as `decide` says.
-        let fits = weighted_prev + (counts.1 + 1) * w <= self.limit.get() as u128 * w;
-        let retry = match fits {
+        let retry = match self.admits(&v, counts.1 + 1) {
             true => Wait::After(0),
             false => self.decide(Some(after), now, 1).decision.retry_after,
         };
