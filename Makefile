@@ -23,7 +23,8 @@ build: deps-run build-only
 
 # The facts every language shares (facts/rl.toml: the kinds, the per-call bounds, the
 # duration units, the settings' defaults, the error texts) written into each: src/facts.rs,
-# functions/parts/04-facts.lua, clients/python/src/redis_rl/_facts.py, clients/node/src/facts.ts.
+# functions/parts/04-facts.lua, clients/python/src/redis_rl/_facts.py, clients/node/src/facts.ts,
+# clients/nginx/lib/resty/rl/facts.lua.
 facts:
 	python3 scripts/generate-facts.py
 

@@ -7,6 +7,7 @@ settings' defaults, the error texts) into each language that uses them:
                                            joins the parts into functions/rl.lua)
   clients/python/src/redis_rl/_facts.py    the Python package
   clients/node/src/facts.ts                the Node package
+  clients/nginx/lib/resty/rl/facts.lua     the NGINX package (a Lua module)
 
 Every file written starts with the line saying so; edit facts/rl.toml, not them.
 
@@ -333,6 +334,32 @@ def lua(facts: dict) -> str:
     return "\n".join(out)
 
 
+def nginx_lua(facts: dict) -> str:
+    """The NGINX package's facts: a Lua module returning a table (what it checks a layer's
+    policy against before anything is sent)."""
+    b = facts["bounds"]
+    out = [
+        f"-- {NOTICE}",
+        "-- The facts the NGINX package shares with the module, the library and the other",
+        "-- packages: the kinds, the per-call bounds it checks layers against, the duration units.",
+        "return {",
+        f"  MAX_COUNT = {b['max_count']},",
+        f"  MAX_DURATION_MS = {b['max_duration_ms']},",
+        f"  MAX_LAYERS = {b['max_layers']},",
+        f"  MAX_POLICY_NAME = {b['max_policy_name']},",
+        "  -- Each duration unit in milliseconds, by its lower-case suffix ('' is a bare integer's).",
+        "  UNIT_MS = { " + ", ".join(f"[{lua_str(u.lower())}] = {ms}" for u, ms in units_ms(facts))
+        + " },",
+        "  -- The algorithms, by their RL.ALL word: their positional parameters after the key.",
+        "  KINDS = {",
+    ]
+    for k in facts["kinds"]:
+        params = ", ".join(lua_str(p) for p in k["params"])
+        out.append(f"    {k['algo']} = {{ params = {{ {params} }} }},")
+    out += ["  },", "}", ""]
+    return "\n".join(out)
+
+
 # --- Python and TypeScript ------------------------------------------------------------------
 
 
@@ -508,6 +535,7 @@ OUTPUTS = {
     "functions/parts/04-facts.lua": lua,
     "clients/python/src/redis_rl/_facts.py": python,
     "clients/node/src/facts.ts": typescript,
+    "clients/nginx/lib/resty/rl/facts.lua": nginx_lua,
 }
 
 

@@ -1,0 +1,365 @@
+-- resty.rl: rate limits at the edge, for NGINX's Lua module (OpenResty, or Debian's nginx with
+-- libnginx-mod-http-lua). A limiter decides a request's layers (per client address, per API
+-- key, per endpoint ...) with ONE RL.ALL, all or nothing, from `access_by_lua*`:
+--
+--     init_by_lua_block {
+--         edge = require("resty.rl").new({
+--             redis = { host = "127.0.0.1", port = 6379 },
+--             layers = { { name = "ip", by = "ip", policy = "GCRA 100 1s BURST 20" } },
+--         })
+--     }
+--     location / { access_by_lua_block { edge:access() } proxy_pass http://app; }
+--
+-- On a server without the module it calls the Functions library instead (backend.lua). See
+-- docs/nginx.md for every option.
+local backend = require "resty.rl.backend"
+local facts = require "resty.rl.facts"
+local headers = require "resty.rl.headers"
+local identity = require "resty.rl.identity"
+local policy = require "resty.rl.policy"
+local server = require "resty.rl.server"
+
+local ngx = ngx
+local type, ipairs, tostring = type, ipairs, tostring
+
+local _M = { _VERSION = "0.1.0" }
+local mt = { __index = _M }
+
+-- A layer's name goes into headers and a JSON body as it is: it holds nothing to escape.
+local LAYER_NAME = "^[A-Za-z0-9_.:-]+$"
+
+-- Policies read from a variable or a function at request time, parsed once per worker (at
+-- most this many kept: past it they are parsed on each request).
+local PARSED_MAX = 1000
+local parsed, parsed_count = {}, 0
+
+local function parse_cached(text)
+    local p = parsed[text]
+    if p then
+        return p
+    end
+    local err
+    p, err = policy.parse(text)
+    if p and parsed_count < PARSED_MAX then
+        parsed[text], parsed_count = p, parsed_count + 1
+    end
+    return p, err
+end
+
+local function refuse(message)
+    error("resty.rl: " .. message, 3)
+end
+
+local function integer_in(value, low, high)
+    return type(value) == "number" and value == math.floor(value) and value >= low and value <= high
+end
+
+-- The connection options, checked: a server (host and port, or a Unix socket) or a
+-- cluster's seed nodes.
+local function connection(r)
+    if type(r) ~= "table" then
+        refuse("`redis` is a table: { host = ..., port = ... }, { socket = ... } or { cluster = { ... } }")
+    end
+    local o = {
+        timeout_ms = r.timeout_ms or 500,
+        pool_size = r.pool_size or 100,
+        idle_ms = r.idle_ms or 60000,
+        password = r.password,
+        username = r.username,
+        database = r.database or 0,
+    }
+    for _, name in ipairs({ "timeout_ms", "pool_size", "idle_ms" }) do
+        if not integer_in(o[name], 1, 2 ^ 31) then
+            refuse("redis." .. name .. " is a positive integer: " .. tostring(o[name]))
+        end
+    end
+    if not integer_in(o.database, 0, 2 ^ 31) then
+        refuse("redis.database is an integer from 0: " .. tostring(o.database))
+    end
+    if r.cluster then
+        if type(r.cluster) ~= "table" or #r.cluster == 0 then
+            refuse("redis.cluster lists the seed nodes: { { host = ..., port = ... }, ... }")
+        end
+        for _, n in ipairs(r.cluster) do
+            if type(n) ~= "table" or type(n.host) ~= "string" or not integer_in(n.port, 1, 65535) then
+                refuse("each of redis.cluster is { host = ..., port = ... }")
+            end
+        end
+        if o.database ~= 0 then
+            refuse("a cluster has database 0 only")
+        end
+        o.cluster = r.cluster
+    elseif r.socket then
+        o.host = "unix:" .. r.socket
+    else
+        o.host, o.port = r.host or "127.0.0.1", r.port or 6379
+        if type(o.host) ~= "string" or not integer_in(o.port, 1, 65535) then
+            refuse("redis.host is a string and redis.port an integer from 1 to 65535")
+        end
+    end
+    -- Connections are pooled per server and per login, never shared between two logins.
+    o.pool_prefix = "rl:" .. (o.username or "") .. ":" .. (o.password and ngx.md5(o.password) or "")
+        .. ":" .. o.database .. ":"
+    return o
+end
+
+-- A layer's identity source: `"ip"` (the client's address, an IPv6 one by its subnet), an
+-- nginx variable (`"$http_x_api_key"`), or a function returning the text. Empty or nil: the
+-- layer does not apply to the request.
+local function identify_by(by, name)
+    if by == "ip" then
+        return "ip"
+    end
+    if type(by) == "string" and by:match("^%$[%w_]+$") then
+        return by:sub(2)
+    end
+    if type(by) == "function" then
+        return by
+    end
+    refuse("layer '" .. name .. "': `by` is \"ip\", an nginx variable (\"$http_x_api_key\") or a function: "
+        .. tostring(by))
+end
+
+-- A layer's policy: text parsed now (spelled out, or a policy's name on the server), or an
+-- nginx variable / a function whose value is such text, parsed when a request is decided.
+local function policy_of(p, name)
+    if type(p) == "string" and p:match("^%$[%w_]+$") then
+        return { variable = p:sub(2) }
+    end
+    if type(p) == "function" then
+        return { call = p }
+    end
+    local parsed_policy, err = policy.parse(p)
+    if not parsed_policy then
+        refuse("layer '" .. name .. "': " .. err)
+    end
+    return { fixed = parsed_policy }
+end
+
+-- A limiter: `opts.layers` decided together by one RL.ALL per request. Raises an error for a
+-- configuration it cannot run (in init_by_lua, nginx then refuses to start: never unlimited).
+--   redis      { host, port } | { socket } | { cluster = { { host, port }, ... } }, with
+--              password, username, database, timeout_ms (500), pool_size (100), idle_ms (60000)
+--   layers     { { name, by, policy }, ... }
+--   prefix     the start of every key ("rl")
+--   tag        the name of the layer whose identity is the hash tag of every key (Cluster)
+--   ipv6_bits  the subnet an IPv6 client is keyed by (56)
+--   shadow     let denials through, logged (false)
+--   fail_open  let requests through, logged, when Redis cannot be reached (false: 503)
+--   library    the Functions library's file (default: the one this package ships)
+function _M.new(opts)
+    if type(opts) ~= "table" then
+        refuse("new() takes a table of options")
+    end
+    local layers = opts.layers
+    if type(layers) ~= "table" or #layers == 0 then
+        refuse("`layers` lists at least one { name = ..., by = ..., policy = ... }")
+    end
+    if #layers > facts.MAX_LAYERS then
+        refuse("at most " .. facts.MAX_LAYERS .. " layers (one RL.ALL): " .. #layers)
+    end
+    local self = {
+        o = connection(opts.redis),
+        prefix = opts.prefix or "rl",
+        ipv6_bits = opts.ipv6_bits or 56,
+        shadow = opts.shadow == true,
+        fail_open = opts.fail_open == true,
+        layers = {},
+        state = {}, -- per worker: the backend in use, a cluster's slot map
+    }
+    self.o.library = opts.library
+    if type(self.prefix) ~= "string" then
+        refuse("`prefix` is a string")
+    end
+    if not integer_in(self.ipv6_bits, 1, 128) then
+        refuse("`ipv6_bits` is an integer from 1 to 128: " .. tostring(self.ipv6_bits))
+    end
+    for _, name in ipairs({ "shadow", "fail_open" }) do
+        if opts[name] ~= nil and type(opts[name]) ~= "boolean" then
+            refuse("`" .. name .. "` is true or false: " .. tostring(opts[name]))
+        end
+    end
+    local seen = {}
+    for i, layer in ipairs(layers) do
+        local name = type(layer) == "table" and layer.name
+        if type(name) ~= "string" or not name:match(LAYER_NAME) then
+            refuse("layer " .. i .. ": `name` is 1 or more of A-Z, a-z, 0-9 and _ . : -")
+        end
+        if seen[name] then
+            refuse("layer names are distinct: '" .. name .. "' twice")
+        end
+        seen[name] = i
+        self.layers[i] = { name = name, by = identify_by(layer.by, name), policy = policy_of(layer.policy, name) }
+    end
+    if opts.tag ~= nil then
+        if not seen[opts.tag] then
+            refuse("`tag` names a layer: '" .. tostring(opts.tag) .. "' is none of them")
+        end
+        if self.prefix:find("[{}]") then
+            refuse("with a tag, the prefix holds no brace (the tag is the keys' hash tag)")
+        end
+        self.tag = seen[opts.tag]
+    elseif self.o.cluster and #layers > 1 then
+        refuse("on a cluster, `tag` names the layer whose identity puts a request's keys in one slot")
+    end
+    return setmetatable(self, mt)
+end
+
+local function identity_of(self, by)
+    if by == "ip" then
+        return identity.ip_key(ngx.var.binary_remote_addr or "", self.ipv6_bits) or ngx.var.remote_addr
+    end
+    local value
+    if type(by) == "function" then
+        value = by()
+    else
+        value = ngx.var[by]
+    end
+    if value == nil or value == "" then
+        return nil
+    end
+    return tostring(value)
+end
+
+local function policy_now(p)
+    if p.fixed then
+        return p.fixed
+    end
+    local text
+    if p.variable then
+        text = ngx.var[p.variable]
+    else
+        text = p.call()
+    end
+    if text == nil or text == "" then
+        return nil
+    end
+    return parse_cached(text)
+end
+
+-- The layers that apply to this request: { name, key, policy } each.
+function _M.applying(self)
+    local ids = {}
+    for i, layer in ipairs(self.layers) do
+        ids[i] = identity_of(self, layer.by)
+    end
+    local base = self.prefix
+    if self.tag then
+        base = base .. ":{" .. identity.tag_text(ids[self.tag]) .. "}"
+    end
+    local out = {}
+    for i, layer in ipairs(self.layers) do
+        if ids[i] then
+            local p, err = policy_now(layer.policy)
+            if err then
+                return nil, "layer '" .. layer.name .. "': " .. err
+            end
+            if p then
+                out[#out + 1] = { name = layer.name, key = base .. ":" .. layer.name .. ":" .. ids[i], policy = p }
+            end
+        end
+    end
+    return out
+end
+
+-- Decides the request: a result, or nil when no layer applies, or nil, the error's text and
+-- "unavailable" (Redis out of reach) or "error" (anything else: a policy the server refuses,
+-- a key holding another value, the library refused).
+--   result.allowed   every layer admitted
+--   result.layer     the binding layer ({ name, key, policy }); result.reply its five integers
+--   result.replies   every layer's five integers, in order
+--   result.shadowed  the layer a SHADOW policy on the server denied, if one did
+function _M.decide(self)
+    local layers, err = self:applying()
+    if not layers then
+        return nil, err, "error"
+    end
+    if #layers == 0 then
+        return nil
+    end
+    local keys, clauses = {}, {}
+    for i, l in ipairs(layers) do
+        keys[i] = l.key
+        for _, word in ipairs(l.policy.clause) do
+            clauses[#clauses + 1] = word
+        end
+    end
+    local res, e, kind = backend.all(self.o, self.state, keys, clauses)
+    if res == nil then
+        return nil, e, kind == server.UNAVAILABLE and "unavailable" or "error"
+    end
+    local replies = res[6]
+    local index = 1
+    for i, r in ipairs(replies) do
+        if r[1] == res[1] and r[2] == res[2] and r[3] == res[3] and r[4] == res[4] and r[5] == res[5] then
+            index = i
+            break
+        end
+    end
+    local shadowed
+    for i, r in ipairs(replies) do
+        -- A SHADOW policy's denial is answered as admitted, nothing remaining, a wait.
+        if layers[i].policy.named and r[1] == 1 and r[3] == 0 and r[4] ~= 0 then
+            shadowed = layers[i]
+            break
+        end
+    end
+    return { allowed = res[1] == 1, layer = layers[index], reply = replies[index], replies = replies,
+             shadowed = shadowed }
+end
+
+local function set_headers(list)
+    for _, h in ipairs(list) do
+        ngx.header[h[1]] = h[2]
+    end
+end
+
+local function answer(status, body, extra)
+    ngx.status = status
+    if extra then
+        set_headers(extra)
+    end
+    ngx.header["Content-Type"] = "application/json"
+    ngx.header["Content-Length"] = #body
+    ngx.print(body)
+    return ngx.exit(status)
+end
+
+-- The access phase: decides the request and sets the binding layer's headers on the
+-- response; a denial is answered 429 with them, `Retry-After` among them, and a JSON body
+-- naming the layer. Redis out of reach: 503 (`fail_open`: let through), logged either way.
+-- Any other error: 500, logged; never let through unchecked.
+function _M.access(self)
+    local result, err, kind = self:decide()
+    if not result then
+        if not err then
+            return -- no layer applies
+        end
+        if kind == "unavailable" then
+            if self.fail_open then
+                ngx.log(ngx.ERR, "rl: Redis unavailable, request let through (fail_open): ", err)
+                return
+            end
+            ngx.log(ngx.ERR, "rl: Redis unavailable, request refused with 503 (fail closed): ", err)
+            return answer(503, '{"error":"rate limiter unavailable"}\n')
+        end
+        ngx.log(ngx.ERR, "rl: request refused with 500: ", err)
+        return answer(500, '{"error":"rate limiter error"}\n')
+    end
+    local layer = result.layer
+    if not result.allowed and not self.shadow then
+        return answer(429, '{"error":"rate limited","layer":"' .. layer.name .. '"}\n',
+            headers.of(layer.name, layer.policy, result.reply, true))
+    end
+    local would = not result.allowed and layer or result.shadowed
+    if would then
+        ngx.log(ngx.WARN, "rl: rate limit would deny ", ngx.var.request_method, " ", ngx.var.uri,
+            ": layer ", would.name, ", key ", would.key,
+            result.allowed and " (SHADOW policy '" .. would.policy.clause[2] .. "')" or " (shadow = true)")
+    end
+    set_headers(headers.of(layer.name, layer.policy, result.reply, false))
+end
+
+_M.ip_key = identity.ip_key
+
+return _M

@@ -1,0 +1,82 @@
+-- Which side answers: the module's RL.ALL where the server has it, else the Functions
+-- library's rl_all (FCALL), loaded where it is missing, as the Python and Node packages do.
+--
+-- A limiter starts on the module. A server that answers `unknown command` has no module:
+-- from then on (per nginx worker) the limiter calls the library, and where the library is
+-- missing (`Function not found`: never loaded, FUNCTION FLUSH, a failover to a server
+-- without it) it loads the copy this package ships (FUNCTION LOAD REPLACE) on the server
+-- that said so, and calls again, once.
+local cluster = require "resty.rl.cluster"
+local server = require "resty.rl.server"
+
+local _M = { MODULE = "module", LIBRARY = "library" }
+
+local source -- the library's text, read once per worker
+
+-- Where the library's text is: `library` when given; else beside this package, in the
+-- release package (`resty/rl/library.lua`) or in a checkout of the repository
+-- (`functions/rl.lua`, five folders above `resty/rl/`).
+local function library_text(library)
+    if source then
+        return source
+    end
+    local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+    local paths = library and { library } or { here .. "/library.lua", here .. "/../../../../../functions/rl.lua" }
+    for _, path in ipairs(paths) do
+        local f = io.open(path, "rb")
+        if f then
+            source = f:read("*a")
+            f:close()
+            return source
+        end
+    end
+    return nil, "the Functions library is not at " .. table.concat(paths, " or ")
+end
+
+local function send(o, state, key, args)
+    if o.cluster then
+        return cluster.call(o, state, key, args)
+    end
+    return server.call(o, o.host, o.port, args)
+end
+
+-- RL.ALL of `keys` with `clauses` (each layer's clause, in key order), or FCALL rl_all:
+-- the reply, or nil, the error's text and server.UNAVAILABLE or server.REPLY.
+function _M.all(o, state, keys, clauses)
+    local n = #keys
+    local args = { "RL.ALL", n }
+    for i = 1, n do
+        args[2 + i] = keys[i]
+    end
+    for _, word in ipairs(clauses) do
+        args[#args + 1] = word
+    end
+    if state.backend ~= _M.LIBRARY then
+        local res, err, kind = send(o, state, keys[1], args)
+        if res ~= nil or not err:lower():match("^err unknown command") then
+            if res ~= nil or kind == server.REPLY then
+                state.backend = _M.MODULE
+            end
+            return res, err, kind
+        end
+        state.backend = _M.LIBRARY
+    end
+    args[1], args[2] = "FCALL", "rl_all"
+    table.insert(args, 3, n)
+    local res, err, kind = send(o, state, keys[1], args)
+    if res == nil and kind == server.REPLY and err:lower():match("function not found") then
+        local text, why = library_text(o.library)
+        if not text then
+            return nil, why, server.REPLY
+        end
+        local loaded, e, k = send(o, state, keys[1], { "FUNCTION", "LOAD", "REPLACE", text })
+        if not loaded then
+            return nil, "loading the Functions library: " .. tostring(e), k
+        end
+        ngx.log(ngx.NOTICE, "rl: loaded the Functions library (FUNCTION LOAD REPLACE)")
+        res, err, kind = send(o, state, keys[1], args)
+    end
+    return res, err, kind
+end
+
+return _M

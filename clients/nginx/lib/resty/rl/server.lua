@@ -1,0 +1,85 @@
+-- One command to one Redis server over lua-resty-redis, on a pooled connection: every path
+-- either puts the connection back in nginx's pool (a whole reply was read) or closes it.
+--
+-- lua-resty-redis is `resty.redis` in OpenResty and `nginx.redis` in Debian's
+-- lua-nginx-redis package: whichever is there (OpenResty's first).
+local found, redis = pcall(require, "resty.redis")
+if not found then
+    redis = require "nginx.redis"
+end
+
+local _M = { redis = redis }
+
+-- What a command's outcome is, besides its reply: UNAVAILABLE (the server could not be
+-- reached or cannot answer now) or REPLY (the server's own error reply).
+_M.UNAVAILABLE = "unavailable"
+_M.REPLY = "reply"
+
+-- Error replies of a server that is there but cannot answer now (loading its data, running
+-- a slow script, a cluster without a quorum or a master): the same as out of reach.
+local NOT_NOW = { LOADING = true, BUSY = true, MASTERDOWN = true, CLUSTERDOWN = true, TRYAGAIN = true }
+
+function _M.not_now(err)
+    return NOT_NOW[err:match("^(%u+)")] == true
+end
+
+local function connect(o, host, port)
+    local red = redis:new()
+    red:set_timeout(o.timeout_ms)
+    local ok, err
+    if port then
+        ok, err = red:connect(host, port, { pool = o.pool_prefix .. host .. ":" .. port })
+    else
+        ok, err = red:connect(host, { pool = o.pool_prefix .. host })
+    end
+    if not ok then
+        return nil, "connecting to " .. host .. (port and ":" .. port or "") .. ": " .. tostring(err)
+    end
+    if red:get_reused_times() == 0 then -- a new connection: log in, choose the database
+        local setup = {}
+        if o.password then
+            setup[#setup + 1] = o.username and { "auth", o.username, o.password } or { "auth", o.password }
+        end
+        if o.database and o.database ~= 0 then
+            setup[#setup + 1] = { "select", o.database }
+        end
+        for _, args in ipairs(setup) do
+            local res, e = red[args[1]](red, unpack(args, 2))
+            if not res then
+                red:close()
+                return nil, args[1] .. " refused: " .. tostring(e), res == false
+            end
+        end
+    end
+    return red
+end
+
+-- Sends `args` (a command and its arguments) to `host`:`port` (`port` nil: `host` is a Unix
+-- socket, `unix:/path`), `asking` first when set (a cluster's ASK redirection). Returns the
+-- reply, or nil, the error's text and UNAVAILABLE or REPLY. A refused AUTH or SELECT is a
+-- REPLY: a configuration to fix, not a server out of reach.
+function _M.call(o, host, port, args, asking)
+    local red, err, refused = connect(o, host, port)
+    if not red then
+        return nil, err, refused and _M.REPLY or _M.UNAVAILABLE
+    end
+    if asking then
+        local ok, e = red:asking()
+        if not ok then
+            red:close()
+            return nil, "ASKING: " .. tostring(e), ok == false and _M.REPLY or _M.UNAVAILABLE
+        end
+    end
+    local res, e = red[args[1]](red, unpack(args, 2))
+    if res == nil then -- nothing or part of a reply was read: the connection is unusable
+        red:close()
+        return nil, host .. (port and ":" .. port or "") .. ": " .. tostring(e), _M.UNAVAILABLE
+    end
+    red:set_keepalive(o.idle_ms, o.pool_size)
+    if res == false then
+        return nil, e, _M.not_now(e) and _M.UNAVAILABLE or _M.REPLY
+    end
+    return res
+end
+
+return _M
