@@ -175,16 +175,26 @@ class Nginx:
         return "".join(p.read_text() for p in (self.dir / "stderr.log", self.dir / "error.log")
                        if p.exists())
 
-    def get(self, path: str, headers: dict[str, str] | None = None):
-        """One request on a connection of its own: (status, headers, parsed JSON body)."""
+    def request(self, path: str, headers: dict[str, str] | None = None):
+        """One GET on a connection of its own: (status, headers, body)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
             conn.request("GET", path, headers=headers or {})
             res = conn.getresponse()
-            body = res.read()
-            return res.status, {k.lower(): v for k, v in res.getheaders()}, json.loads(body or b"null")
+            return res.status, {k.lower(): v for k, v in res.getheaders()}, res.read()
         finally:
             conn.close()
+
+    def get(self, path: str, headers: dict[str, str] | None = None):
+        """(status, headers, the JSON body parsed)."""
+        status, got, body = self.request(path, headers)
+        return status, got, json.loads(body or b"null")
+
+    def text(self, path: str, headers: dict[str, str] | None = None) -> str:
+        """The body of a 200 answer, as text."""
+        status, _, body = self.request(path, headers)
+        assert status == 200, (status, body)
+        return body.decode().strip()
 
     def close(self) -> None:
         self.proc.terminate()
@@ -286,3 +296,41 @@ def nginx_for(upstream):
     yield start
     for n in started:
         n.close()
+
+
+def custom_conf(port: int, upstream: int, init: str, access: str = "limiter:access()",
+                http: str = "", server: str = "", package_path: str = "") -> str:
+    """An NGINX conf of the tests' own: `init` runs in init_by_lua (`rl` is the package), every
+    location runs `access` in its access phase then proxies to the upstream; `/ipkey` answers
+    the key of the client's address (`?bits=`); `http` and `server` add directives."""
+    return f"""
+load_module /usr/lib/nginx/modules/ndk_http_module.so;
+load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;
+worker_processes 2;
+pid nginx.pid;
+error_log error.log info;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    lua_package_path "{package_path}{LIB}/?.lua;;";
+    {http}
+    init_by_lua_block {{
+        rl = require "resty.rl"
+        {init}
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        default_type application/json;
+        {server}
+        location = /ipkey {{
+            content_by_lua_block {{
+                ngx.say(rl.ip_key(ngx.var.binary_remote_addr, tonumber(ngx.var.arg_bits)))
+            }}
+        }}
+        location / {{
+            access_by_lua_block {{ {access} }}
+            proxy_pass http://127.0.0.1:{upstream};
+        }}
+    }}
+}}
+"""

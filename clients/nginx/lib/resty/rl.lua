@@ -47,7 +47,7 @@ local function parse_cached(text)
 end
 
 local function refuse(message)
-    error("resty.rl: " .. message, 3)
+    error("resty.rl: " .. message, 0)
 end
 
 local function integer_in(value, low, high)

@@ -1,0 +1,194 @@
+"""The package's layers and options, each on a conf of the tests' own: policies named on the
+server (changed live, SHADOW), `shadow`, IPv6 clients by subnet, whose text chooses a counter,
+errors that are never let through, configurations NGINX refuses to start with, and
+OpenResty's `resty.redis` in place of Debian's `nginx.redis`."""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+import subprocess
+import sys
+
+import pytest
+import redis
+
+from conftest import LIB, ROOT, Server, custom_conf, free_port
+
+LOCAL = 'redis = { host = "127.0.0.1", port = %d }'
+
+
+def limiter(redis_port: int, layers: str, options: str = "") -> str:
+    return f"limiter = rl.new({{ {LOCAL % redis_port}, {options} layers = {{ {layers} }} }})"
+
+
+def start(nginx_for, upstream, init: str, **kw):
+    return nginx_for(lambda port: custom_conf(port, upstream.port, init, **kw))
+
+
+def library_with(lines: list[str], tmp_path) -> str:
+    """The Functions library holding these policies (docs/managed-redis.md, "Named policies")."""
+    path = tmp_path / "rl-policies.conf"
+    path.write_text("".join(f"{line}\n" for line in lines))
+    out = subprocess.run([sys.executable, str(ROOT / "scripts/library-policies.py"), str(path)],
+                         capture_output=True, text=True, timeout=30, check=True)
+    return out.stdout
+
+
+def define(server: Server, lines: list[str], tmp_path) -> None:
+    """Policies on the server: RL.POLICY SET with the module, the library written with them
+    without it."""
+    c = server.client()
+    if server.with_module:
+        for line in lines:
+            c.execute_command("RL.POLICY", "SET", *line.split())
+    else:
+        c.function_load(library_with(lines, tmp_path), replace=True)
+
+
+def test_a_policy_named_on_the_server_is_decided_and_changed_live(server, nginx_for, upstream, tmp_path):
+    define(server, ["edge-free SLIDINGLOG 3 1h"], tmp_path)
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "api", by = "ip", policy = "edge-free" }'))
+    assert [n.get("/a")[0] for _ in range(4)] == [200, 200, 200, 429]
+    status, headers, body = n.get("/a")
+    assert status == 429 and body == {"error": "rate limited", "layer": "api"}
+    # The client knows the name, not the window: no `w`, and `q` is the reply's limit.
+    assert headers["ratelimit-policy"] == '"api";q=3'
+    define(server, ["edge-free SLIDINGLOG 5 1h"], tmp_path)
+    assert [n.get("/a")[0] for _ in range(3)] == [200, 200, 429]
+
+
+def test_shadow_lets_denials_through_with_their_headers_and_logs_them(server, nginx_for, upstream):
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "api", by = "ip", policy = "FIXED 2 1h" }',
+                                           "shadow = true,"))
+    results = [n.get("/a") for _ in range(4)]
+    assert [r[0] for r in results] == [200] * 4
+    assert [r[1]["x-ratelimit-remaining"] for r in results] == ["1", "0", "0", "0"]
+    assert all("retry-after" not in r[1] for r in results)
+    log = n.log()
+    assert log.count("rl: rate limit would deny GET /a: layer api, key rl:api:127.0.0.1 (shadow = true)") == 2
+
+
+def test_a_shadow_policy_on_the_server_is_let_through_and_logged(server, nginx_for, upstream, tmp_path):
+    define(server, ["edge-try FIXED 2 1h SHADOW"], tmp_path)
+    n = start(nginx_for, upstream, limiter(
+        server.port, '{ name = "ip", by = "ip", policy = "FIXED 100 1h" }, '
+                     '{ name = "try", by = "ip", policy = "edge-try" }'))
+    assert [n.get("/a")[0] for _ in range(4)] == [200] * 4
+    assert n.log().count("layer try, key rl:try:127.0.0.1 (SHADOW policy 'edge-try')") == 2
+
+
+def test_ipv6_clients_share_their_subnets_counter(server, nginx_for, upstream):
+    # Behind a proxy NGINX trusts (here 127.0.0.1), the client's address is X-Forwarded-For's.
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 3 1h" }'),
+              server="set_real_ip_from 127.0.0.1; real_ip_header X-Forwarded-For;")
+
+    def get(address):
+        return n.get("/a", {"X-Forwarded-For": address})[0]
+
+    same_56 = ["2001:db8:1:1::1", "2001:db8:1:ff::2", "2001:db8:1:0:ffff::9"]
+    assert [get(a) for a in same_56] == [200] * 3
+    assert get("2001:db8:1:42::1") == 429  # a fourth address of the same /56
+    assert get("2001:db8:1:100::1") == 200  # another /56
+    assert get("::ffff:192.0.2.7") == 200  # an IPv4-mapped address is its IPv4 address
+    assert sorted(server.client().keys("*")) == [
+        "rl:ip:192.0.2.7", "rl:ip:2001:db8:1:100::/56", "rl:ip:2001:db8:1::/56"]
+
+
+def test_the_address_key_is_the_python_and_node_packages_text(nginx_for, upstream):
+    n = start(nginx_for, upstream, "", server="set_real_ip_from 127.0.0.1; real_ip_header X-Forwarded-For;")
+    rng = random.Random(7)
+    cases = [("192.0.2.1", 56), ("::1", 128), ("::", 56), ("2001:db8::", 32), ("fe80::1:0:0:1", 64)]
+    for _ in range(150):  # addresses with runs of zero groups, at every prefix length
+        groups = [rng.choice([0, 0, rng.randrange(1 << 16)]) for _ in range(8)]
+        cases.append((":".join(f"{g:x}" for g in groups), rng.randrange(1, 129)))
+    for address, bits in cases:
+        got = n.text(f"/ipkey?bits={bits}", {"X-Forwarded-For": address})
+        ip = ipaddress.ip_address(address)
+        want = str(ip) if ip.version == 4 else ipaddress.IPv6Network((ip, bits), strict=False).compressed
+        assert got == want, (address, bits)
+
+
+def test_the_clients_own_forwarded_for_does_not_choose_its_counter(server, nginx_for, upstream):
+    # No proxy is trusted: X-Forwarded-For is the client's own text, ignored.
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 100 1h" }'))
+    for i in range(5):
+        assert n.get("/a", {"X-Forwarded-For": f"198.51.100.{i}"})[0] == 200
+    assert server.client().keys("*") == ["rl:ip:127.0.0.1"]
+    assert server.client().get("rl:ip:127.0.0.1") is not None
+
+
+def test_a_request_no_layer_applies_to_passes_without_a_call(nginx_for, upstream):
+    # Nothing listens on the port: a call would be refused (503).
+    n = start(nginx_for, upstream, limiter(free_port(), '{ name = "key", by = "$http_x_api_key", policy = "FIXED 5 1m" }'))
+    status, headers, body = n.get("/a")
+    assert status == 200 and body == {"path": "/a"} and "x-ratelimit-limit" not in headers
+    assert n.get("/a", {"X-API-Key": "k"})[0] == 503
+
+
+@pytest.mark.parametrize("fail_open", ["false", "true"])
+def test_errors_other_than_an_unreachable_redis_are_never_let_through(
+        servers, nginx_for, upstream, fail_open):
+    server = servers("redis", True)
+    c = server.client()
+    c.flushall()
+    c.set("rl:ip:127.0.0.1", "hello")  # a key the limiter did not write
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 5 1m" }',
+                                           f"fail_open = {fail_open},"))
+    served = len(upstream.served)
+    status, _, body = n.get("/a")
+    assert status == 500 and body == {"error": "rate limiter error"}
+    assert len(upstream.served) == served
+    assert "rl: request refused with 500: ERR key holds a value that RL.FIXED did not write" in n.log()
+    assert c.get("rl:ip:127.0.0.1") == "hello"
+
+
+def test_a_policy_variable_holding_no_policy_is_an_error(servers, nginx_for, upstream):
+    server = servers("redis", True)
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "api", by = "ip", policy = "$http_x_plan" }'),
+              http='map $http_x_api_key $plan { default ""; k "FIXED 1 1m"; }')
+    assert n.get("/a", {"X-Plan": "FIXED 0 1m"})[0] == 500
+    assert "layer 'api': policy 'FIXED 0 1m': limit must be an integer from 1" in n.log()
+
+
+@pytest.mark.parametrize("init, message", [
+    ('rl.new({ layers = { { name = "a", by = "ip", policy = "GCRA 10 1s" } } })', "`redis` is a table"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "QUEUE 10 1s" }'), "unknown algorithm 'QUEUE'"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "GCRA 10 1s BURST" }'), "BURST needs an integer"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "FIXED 10 1y" }'), "window must be a duration"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "free plan" }'), "unknown algorithm 'free'"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "GCRA 1 1s" }, { name = "a", by = "ip", policy = "p" }'),
+     "layer names are distinct"),
+    (limiter(6379, '{ name = "a b", by = "ip", policy = "p" }'), "`name` is 1 or more of"),
+    (limiter(6379, '{ name = "a", by = "header", policy = "p" }'), "`by` is \"ip\", an nginx variable"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'tag = "b",'), "`tag` names a layer"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', "ipv6_bits = 0,"), "`ipv6_bits` is an integer"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'fail_open = "yes",'), "`fail_open` is true or false"),
+    ('rl.new({ redis = { cluster = { { host = "127.0.0.1", port = 7000 } } }, layers = { '
+     '{ name = "a", by = "ip", policy = "p" }, { name = "b", by = "ip", policy = "q" } } })',
+     "on a cluster, `tag` names the layer"),
+])
+def test_nginx_refuses_to_start_with_a_configuration_the_package_cannot_run(tmp_path, upstream, init, message):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(custom_conf(free_port(), upstream.port, init))
+    # (`nginx -t` does not run init_by_lua: start it, and it must exit at once.)
+    out = subprocess.run(["nginx", "-p", str(tmp_path), "-c", str(conf), "-g", "daemon off;"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0
+    assert "init_by_lua error: resty.rl: " in out.stderr and message in out.stderr, out.stderr
+
+
+def test_openresty_s_resty_redis_is_used_where_it_is(servers, nginx_for, upstream, tmp_path):
+    # OpenResty installs lua-resty-redis as resty.redis: the same file, under that name here.
+    shim = tmp_path / "openresty/resty"
+    shim.mkdir(parents=True)
+    debian = open("/usr/share/lua/5.1/nginx/redis.lua").read()
+    assert debian.count("_M._VERSION = '") == 1
+    (shim / "redis.lua").write_text(debian.replace("_M._VERSION = '", "_M._VERSION = 'openresty-"))
+    server = servers("redis", True)
+    server.client().flushall()
+    init = limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 5 1m" }') + \
+        '\n        assert(require("resty.rl.server").redis._VERSION:find("^openresty%-"))'
+    n = start(nginx_for, upstream, init, package_path=f"{tmp_path}/openresty/?.lua;")
+    assert n.get("/a")[0] == 200
+    assert server.client().keys("*") == ["rl:ip:127.0.0.1"]
