@@ -4,7 +4,8 @@ from Debian's packages (`nginx -p DIR -c DIR/nginx.conf`), and an upstream for i
 
 Environment: RL_MODULE (default target/release/librl.so), RL_REDIS_SERVER (redis-server),
 RL_VALKEY_SERVER (default .tools/bin/valkey-server, else valkey-server on PATH), RL_NGINX
-(nginx)."""
+(nginx), RL_NGINX_LIB (the package's lib/ to serve: scripts/test-nginx-package.sh sets the
+packed archive's; default this checkout's clients/nginx/lib)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ import pytest
 import redis
 
 ROOT = Path(__file__).resolve().parents[3]
-LIB = ROOT / "clients/nginx/lib"
+CHECKOUT_LIB = ROOT / "clients/nginx/lib"
+LIB = Path(os.environ.get("RL_NGINX_LIB", CHECKOUT_LIB))
 EXAMPLE = ROOT / "clients/nginx/examples/nginx.conf"
 
 
@@ -73,7 +75,8 @@ class Server:
         if self.with_module:
             args += ["--loadmodule", os.environ.get("RL_MODULE", str(ROOT / "target/release/librl.so"))]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        wait_for(lambda: redis.Redis(port=self.port, socket_timeout=1).ping(), self.flavor,
+        password = self.extra[self.extra.index("--requirepass") + 1] if "--requirepass" in self.extra else None
+        wait_for(lambda: redis.Redis(port=self.port, password=password, socket_timeout=1).ping(), self.flavor,
                  self.proc, lambda: Path(self.dir, "server.log").read_text())
         return self
 
@@ -146,7 +149,10 @@ class Upstream:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Listener(ThreadingHTTPServer):
+            request_queue_size = 256  # 60 connections at once, not the default 5's SYN retries
+
+        self.server = Listener(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -212,7 +218,7 @@ def example_conf(redis_line: str, upstream: int, port: int, options: str = "") -
     its Redis connection (a cluster's, a port's) and `options` added to both limiters'."""
     conf = EXAMPLE.read_text()
     swaps = [
-        ('"/opt/rl-nginx/lib/?.lua;;"', f'"{LIB}/?.lua;;"'),
+        ('"/opt/rl-nginx-0.1.0/lib/?.lua;;"', f'"{LIB}/?.lua;;"'),
         ('local redis = { host = "127.0.0.1", port = 6379 }', redis_line),
         ("server 127.0.0.1:8080;", f"server 127.0.0.1:{upstream};"),
         ("listen 127.0.0.1:8000;", f"listen 127.0.0.1:{port};"),
@@ -299,7 +305,7 @@ def nginx_for(upstream):
 
 
 def custom_conf(port: int, upstream: int, init: str, access: str = "limiter:access()",
-                http: str = "", server: str = "", package_path: str = "") -> str:
+                http: str = "", server: str = "", package_path: str = "", lib: Path = LIB) -> str:
     """An NGINX conf of the tests' own: `init` runs in init_by_lua (`rl` is the package), every
     location runs `access` in its access phase then proxies to the upstream; `/ipkey` answers
     the key of the client's address (`?bits=`); `http` and `server` add directives."""
@@ -312,7 +318,7 @@ error_log error.log info;
 events {{ worker_connections 1024; }}
 http {{
     access_log off;
-    lua_package_path "{package_path}{LIB}/?.lua;;";
+    lua_package_path "{package_path}{lib}/?.lua;;";
     {http}
     init_by_lua_block {{
         rl = require "resty.rl"

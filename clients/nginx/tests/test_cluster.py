@@ -54,7 +54,7 @@ def slot_of(cluster: Cluster, key: str) -> int:
 def test_60_concurrent_clients_admit_exactly_the_limit_on_a_cluster(cluster, nginx_for, upstream):
     n = nginx_for(lambda port: cluster_conf(cluster, upstream.port, port))
     statuses = burst([n], "/export", FREE)
-    assert sorted(statuses) == [200] * 10 + [429] * 50
+    assert sorted(statuses) == [200] * 10 + [429] * 50, n.log()
     # Every key of the request lives in the API key's slot, on that slot's master.
     node = redis.Redis(port=cluster.nodes[owner(cluster, slot_of(cluster, "free-key"))].port,
                        decode_responses=True)

@@ -167,7 +167,10 @@ function _M.new(opts)
         layers = {},
         state = {}, -- per worker: the backend in use, a cluster's slot map
     }
-    self.o.library = opts.library
+    if opts.library ~= nil and type(opts.library) ~= "string" then
+        refuse("`library` is the path of the Functions library's file")
+    end
+    self.o.library_text, self.o.library_missing = backend.library_text(opts.library)
     if type(self.prefix) ~= "string" then
         refuse("`prefix` is a string")
     end

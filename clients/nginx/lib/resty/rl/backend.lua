@@ -11,26 +11,35 @@ local server = require "resty.rl.server"
 
 local _M = { MODULE = "module", LIBRARY = "library" }
 
-local source -- the library's text, read once per worker
+local default_text, default_missing -- the shipped library's text, read once per process
 
--- Where the library's text is: `library` when given; else beside this package, in the
--- release package (`resty/rl/library.lua`) or in a checkout of the repository
--- (`functions/rl.lua`, five folders above `resty/rl/`).
-local function library_text(library)
-    if source then
-        return source
+-- The library's text, or nil and why: the file `library` when given; else the one beside
+-- this package, in the release package (`resty/rl/library.lua`) or in a checkout of the
+-- repository (`functions/rl.lua`, five folders above `resty/rl/`). Read when a limiter is made
+-- (in init_by_lua, by NGINX's master, before its workers drop their privileges), never while
+-- a request waits.
+function _M.library_text(library)
+    if not library and (default_text or default_missing) then
+        return default_text, default_missing
     end
     local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
     local paths = library and { library } or { here .. "/library.lua", here .. "/../../../../../functions/rl.lua" }
+    local text, why
     for _, path in ipairs(paths) do
         local f = io.open(path, "rb")
         if f then
-            source = f:read("*a")
+            text = f:read("*a")
             f:close()
-            return source
+            break
         end
     end
-    return nil, "the Functions library is not at " .. table.concat(paths, " or ")
+    if not text then
+        why = "the Functions library is not at " .. table.concat(paths, " or ")
+    end
+    if not library then
+        default_text, default_missing = text, why
+    end
+    return text, why
 end
 
 local function send(o, state, key, args)
@@ -65,11 +74,10 @@ function _M.all(o, state, keys, clauses)
     table.insert(args, 3, n)
     local res, err, kind = send(o, state, keys[1], args)
     if res == nil and kind == server.REPLY and err:lower():match("function not found") then
-        local text, why = library_text(o.library)
-        if not text then
-            return nil, why, server.REPLY
+        if not o.library_text then
+            return nil, o.library_missing, server.REPLY
         end
-        local loaded, e, k = send(o, state, keys[1], { "FUNCTION", "LOAD", "REPLACE", text })
+        local loaded, e, k = send(o, state, keys[1], { "FUNCTION", "LOAD", "REPLACE", o.library_text })
         if not loaded then
             return nil, "loading the Functions library: " .. tostring(e), k
         end
