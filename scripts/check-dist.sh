@@ -12,7 +12,9 @@
 # The client packages (the Python sdist and wheel, the npm tarball) must match their .sha256
 # files; docs/python.md's and docs/node.md's `install release` blocks run as written (a fresh
 # virtualenv, a fresh npm project), the sdist installs into a virtualenv of its own, and each
-# decides one call through the module in both servers.
+# decides one call through the module in both servers. The NGINX package (rl-nginx) must match
+# its .sha256; docs/nginx.md's `install release` block unpacks it as written, and NGINX serves
+# the example nginx.conf from the unpacked folder, deciding through the module in both servers.
 # Then it runs README.md's install steps (its `install release` block) as written beside this
 # machine's archive, and loads the librl.so they unpacked into Redis 7.0 (Debian's redis-server) and
 # Valkey 9.1 (.tools/bin/valkey-server, from scripts/install-deps.sh test), each on a free
@@ -113,8 +115,10 @@ say "README.md's install steps ran in $install"
 # virtualenv of its own; check_server then calls the module through each.
 pyversion=$(sed -n 's/^version *= *"\(.*\)"/\1/p' clients/python/pyproject.toml | head -n1)
 nodeversion=$(sed -n 's/^ *"version": *"\(.*\)",*$/\1/p' clients/node/package.json | head -n1)
+nginxversion=$(sed -n 's/^local _M = { _VERSION = "\(.*\)" }$/\1/p' clients/nginx/lib/resty/rl.lua)
 wheel=redis_rl-$pyversion-py3-none-any.whl sdist=redis_rl-$pyversion.tar.gz tarball=redis-rl-$nodeversion.tgz
-for f in "$wheel" "$sdist" "$tarball"; do
+edge=rl-nginx-$nginxversion.tar.gz
+for f in "$wheel" "$sdist" "$tarball" "$edge"; do
   [ -f "dist/$f" ] && [ -f "dist/$f.sha256" ] || fail "dist/$f or its .sha256 is missing: run scripts/dist.sh"
   (cd dist && sha256sum --quiet --strict -c "$f.sha256") || fail "dist/$f: checksum mismatch"
 done
@@ -131,7 +135,14 @@ cp "dist/$tarball" "dist/$tarball.sha256" "$node_app/"
   fail "npm could not make a project with node-redis"
 release_steps docs/node.md "$node_app"
 [ -f "$node_app/node_modules/redis-rl/package.json" ] || fail "docs/node.md's install steps installed no redis-rl"
-say "the packages' install steps ran in $python_app and $node_app; $sdist installed"
+nginx_app=$scratch/nginx-app
+mkdir "$nginx_app"
+cp "dist/$edge" "dist/$edge.sha256" "$nginx_app/"
+release_steps docs/nginx.md "$nginx_app"
+edge_lib=$nginx_app/rl-nginx-$nginxversion/lib
+[ -f "$edge_lib/resty/rl.lua" ] && [ -f "$edge_lib/resty/rl/library.lua" ] ||
+  fail "docs/nginx.md's install steps did not unpack rl-nginx-$nginxversion/lib"
+say "the packages' install steps ran in $python_app, $node_app and $nginx_app; $sdist installed"
 
 # --- Loading the x86_64 module ---------------------------------------------------------------
 valkey=.tools/bin/valkey-server
@@ -160,6 +171,32 @@ expect() {
     [ "${w[$i]}" = "*" ] || [ "${w[$i]}" = "${g[$i]}" ] || fail "$server_name: $* replied '$got', expected '$want'"
   done
   printf '  %-72s -> %s\n' "$*" "$got"
+}
+
+# NGINX serving the unpacked package's example nginx.conf (its ports and package folder
+# changed) in front of a static upstream: a request with a known API key is answered with
+# the headers of a decision the module made.
+check_nginx() {
+  local dir=$scratch/nginx-$port up listen conf got i
+  mkdir -p "$dir"
+  up=$(free_port) listen=$(free_port)
+  python3 -m http.server "$up" --bind 127.0.0.1 --directory "$dir" >/dev/null 2>&1 &
+  pids+=("$!")
+  sed -e "s|/opt/rl-nginx-$nginxversion/lib|$edge_lib|" -e "s|port = 6379|port = $port|" \
+    -e "s|127.0.0.1:8080|127.0.0.1:$up|" -e "s|127.0.0.1:8000|127.0.0.1:$listen|" \
+    -e "s|worker_processes auto|worker_processes 1|" "$nginx_app/rl-nginx-$nginxversion/nginx.conf" >"$dir/nginx.conf"
+  nginx -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;' 2>"$dir/stderr.log" &
+  pids+=("$!")
+  for i in $(seq 100); do
+    got=$(curl -s -D - -o /dev/null -H 'X-API-Key: free-key' "http://127.0.0.1:$listen/" 2>/dev/null) && break
+    sleep 0.1
+  done
+  grep -q '^HTTP/1.1 200' <<<"$got" && grep -q '^X-RateLimit-Limit: 20' <<<"$got" &&
+    grep -q '^RateLimit-Policy: "ip";q=100;w=1' <<<"$got" ||
+    { cat "$dir/stderr.log" "$dir/error.log" >&2 2>/dev/null; fail "$server_name: NGINX with $edge answered: $got"; }
+  [ "$(call EXISTS rl:key:free-key)" = 1 ] || fail "$server_name: NGINX with $edge stored no key"
+  say "$server_name: NGINX serving $edge's nginx.conf decides through the module"
+  kill "${pids[-1]}" "${pids[-2]}" 2>/dev/null || true
 }
 
 check_server() {
@@ -214,6 +251,7 @@ console.log(d.allowed, d.limit, d.remaining, d.backend); await c.close();'
   got=$(cd "$node_app" && node --input-type=module -e "$js" "$port" d:node 2>&1) || true
   [ "$got" = "true 5 4 module" ] || fail "$server_name: redis-rl from $tarball answered '$got'"
   say "$server_name: the wheel, the sdist and the npm tarball each decide through the module"
+  check_nginx
   ! grep -qi 'panic\|# Module .* failed' "$log" || { cat "$log" >&2; fail "$server_name logged an error"; }
 
   call SHUTDOWN NOSAVE >/dev/null 2>&1 || true

@@ -6,6 +6,7 @@
 #   dist/redis_rl-<pyversion>.tar.gz and dist/redis_rl-<pyversion>-py3-none-any.whl (+ .sha256):
 #     the Python package's sdist, and its wheel built from that sdist (as pip builds one)
 #   dist/redis-rl-<nodeversion>.tgz (+ .sha256): the Node package, as `npm pack` makes it
+#   dist/rl-nginx-<nginxversion>.tar.gz (+ .sha256): the NGINX package (scripts/pack-nginx.sh)
 #
 # <version> is Cargo.toml's. Each archive holds one folder, rl-<version>-linux-<arch>/, with
 # librl.so, README.md (its install section: download, verify, loadmodule), docs/ and LICENSE. Each
@@ -120,14 +121,15 @@ done
 
 # --- The client packages ---------------------------------------------------------------------
 # Each with a .sha256 beside it; scripts/check-dist.sh installs each into a fresh environment.
-rm -f dist/redis_rl-* dist/redis-rl-*
+rm -f dist/redis_rl-* dist/redis-rl-* dist/rl-nginx-*
 .tools/venv/bin/python -m build --outdir dist clients/python >"$stage/build.log" 2>&1 || {
   cat "$stage/build.log" >&2
   exit 1
 }
 (cd clients/node && npm ci --silent --no-audit --no-fund &&
   npm pack --silent --pack-destination "$root/dist" >"$stage/pack.log")
-for f in dist/redis_rl-*.tar.gz dist/redis_rl-*.whl dist/redis-rl-*.tgz; do
+bash scripts/pack-nginx.sh dist >/dev/null
+for f in dist/redis_rl-*.tar.gz dist/redis_rl-*.whl dist/redis-rl-*.tgz dist/rl-nginx-*.tar.gz; do
   [ -f "$f" ] || { echo "dist: $f was not built" >&2; exit 1; }
   (cd dist && sha256sum "${f#dist/}" >"${f#dist/}.sha256")
   echo "dist: $f ($(du -h "$f" | cut -f1)), sha256 $(cut -d' ' -f1 "$f.sha256")"

@@ -1,6 +1,6 @@
 """The documentation's fenced blocks: README.md, CONTRIBUTING.md, every docs/*.md and the
 packages' READMEs (whose examples their own tests run: clients/python/tests,
-clients/node/test). Each block is preceded by a marker that says what kind of example it is:
+clients/node/test, clients/nginx/tests). Each block is preceded by a marker that says what kind of example it is:
 
     <!-- example: KIND [ARGUMENT] -->
 
@@ -10,7 +10,9 @@ Kinds and how tests/python/test_docs.py treats them:
                  output compared; with ARGS (e.g. `--enable-module-command yes`), against a
                  second fresh server started with them
   python         a redis-py fragment: run in the file's order against the same server
-  curl           a curl transcript against the gateway example: run, output compared
+  curl           a curl transcript against the gateway example: run, output compared;
+                 `curl nginx`, against the NGINX example (docs/nginx.md): the NGINX package's
+                 tests run it (clients/nginx/tests/test_docs.py)
   file PATH      the block is PATH's whole text; PATH runs in its own test
   quoted PATH    the block is quoted from PATH, which checks the quote and runs it
   not-run WHY    shown but not run here, for the reason given (e.g. no Go toolchain)
@@ -31,7 +33,8 @@ from conftest import ROOT
 README = ROOT / "README.md"
 # Every file whose examples run and whose links are checked, README first.
 DOCS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
-        ROOT / "clients/python/README.md", ROOT / "clients/node/README.md"]
+        ROOT / "clients/python/README.md", ROOT / "clients/node/README.md",
+        ROOT / "clients/nginx/README.md"]
 MARKER = re.compile(r"^<!-- example: (\S+)(?: ([^\n]*?))? -->\n```(\w*)\n(.*?)^```$", re.M | re.S)
 FENCE = re.compile(r"^```\w*\n.*?^```$", re.M | re.S)
 KINDS = {"cli", "python", "curl", "file", "quoted", "not-run", "install", "shell", "text"}

@@ -45,6 +45,9 @@ CHECKS = {
                "import limits.storage, redis_rl;"
                "print(sorted(s for s in limits.storage.SCHEMES if s.startswith('rl+'))[0])"],
         "rl+redis"),
+    "apt-get install -y nginx libnginx-mod-http-lua lua-nginx-redis": (
+        "rl", ["bash", "-c", "nginx -v 2>&1 | cut -d/ -f1; ls /usr/lib/nginx/modules/ngx_http_lua_module.so"
+               " /usr/share/lua/5.1/nginx/redis.lua >/dev/null && echo lua"], "nginx version: nginx\nlua"),
     "pip install -r examples/gateway/requirements.txt": (
         "rl", [".venv/bin/python", "-c", "import flask, redis; print('ok')"], "ok"),
 }
