@@ -128,8 +128,9 @@ class Cluster:
 
 
 class Upstream:
-    """The service behind NGINX: answers every GET with 200 and a JSON body naming its path,
-    and counts the requests that reached it."""
+    """The service behind NGINX: answers every GET with 200 and a JSON body naming its path
+    (and an `X-RateLimit-Remaining` of its own when asked, by `X-Upstream-Limits`), and counts
+    the requests that reached it."""
 
     def __init__(self) -> None:
         served = self.served = []
@@ -141,6 +142,8 @@ class Upstream:
                 served.append(self.path)
                 body = json.dumps({"path": self.path}).encode()
                 self.send_response(200)
+                if self.headers.get("X-Upstream-Limits"):  # an app that limits too
+                    self.send_header("X-RateLimit-Remaining", "999")
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()

@@ -9,6 +9,7 @@ import ipaddress
 import random
 import subprocess
 import sys
+import time
 
 import pytest
 import redis
@@ -192,3 +193,74 @@ def test_openresty_s_resty_redis_is_used_where_it_is(servers, nginx_for, upstrea
     n = start(nginx_for, upstream, init, package_path=f"{tmp_path}/openresty/?.lua;")
     assert n.get("/a")[0] == 200
     assert server.client().keys("*") == ["rl:ip:127.0.0.1"]
+
+
+def test_the_tag_is_escaped_and_a_request_without_it_is_tagged_none(servers, nginx_for, upstream):
+    server = servers("redis", True)
+    c = server.client()
+    c.flushall()
+    n = start(nginx_for, upstream, limiter(
+        server.port, '{ name = "ip", by = "ip", policy = "FIXED 100 1h" }, '
+                     '{ name = "key", by = "$http_x_api_key", policy = "FIXED 100 1h" }', 'tag = "key",'))
+    assert n.get("/a", {"X-API-Key": "a{b}%"})[0] == 200
+    assert n.get("/a")[0] == 200
+    assert sorted(c.keys("*")) == ["rl:{%none}:ip:127.0.0.1", "rl:{a%7Bb%7D%25}:ip:127.0.0.1",
+                                   "rl:{a%7Bb%7D%25}:key:a{b}%"]
+
+
+def test_ipv6_bits_chooses_the_subnet(servers, nginx_for, upstream):
+    server = servers("redis", True)
+    c = server.client()
+    c.flushall()
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 100 1h" }',
+                                           "ipv6_bits = 64,"),
+              server="set_real_ip_from 127.0.0.1; real_ip_header X-Forwarded-For;")
+    for address in ("2001:db8:1:1::1", "2001:db8:1:1:ffff::2", "2001:db8:1:2::1"):
+        assert n.get("/a", {"X-Forwarded-For": address})[0] == 200
+    assert sorted(c.keys("*")) == ["rl:ip:2001:db8:1:1::/64", "rl:ip:2001:db8:1:2::/64"]
+
+
+def test_decide_answers_without_answering_the_request(servers, nginx_for, upstream):
+    server = servers("redis", True)
+    server.client().flushall()
+    show = ('local r, err, kind = limiter:decide() '
+            'if r then ngx.say(r.allowed, " ", r.layer.name, " ", r.layer.key, " ", table.concat(r.reply, " ")) '
+            'else ngx.say(tostring(err), " ", tostring(kind)) end return ngx.exit(200)')
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "ip", by = "ip", policy = "GCRA 1 1h" }'),
+              access=show)
+    assert n.text("/a") == "true ip rl:ip:127.0.0.1 1 1 0 0 3600000"
+    got = n.text("/a").split()
+    assert got[:6] == ["false", "ip", "rl:ip:127.0.0.1", "0", "1", "0"] and 0 < int(got[6]) <= 3600000
+
+
+def test_an_upstreams_own_headers_are_hidden_with_proxy_hide_header(servers, nginx_for, upstream):
+    server = servers("redis", True)
+    server.client().flushall()
+    init = limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 100 1h" }')
+    both = start(nginx_for, upstream, init)
+    raw = subprocess.run(["curl", "-s", "-D", "-", "-o", "/dev/null", "-H", "X-Upstream-Limits: 1",
+                          f"http://127.0.0.1:{both.port}/a"], capture_output=True, text=True).stdout
+    assert raw.count("X-RateLimit-Remaining:") == 2, raw
+    hidden = start(nginx_for, upstream, init, server="proxy_hide_header X-RateLimit-Remaining;")
+    raw = subprocess.run(["curl", "-s", "-D", "-", "-o", "/dev/null", "-H", "X-Upstream-Limits: 1",
+                          f"http://127.0.0.1:{hidden.port}/a"], capture_output=True, text=True).stdout
+    assert raw.count("X-RateLimit-Remaining:") == 1 and "X-RateLimit-Remaining: 999" not in raw, raw
+
+
+def test_a_busy_server_is_out_of_reach(nginx_for, upstream):
+    server = Server("redis", True, ("--busy-reply-threshold", "50")).start()
+    try:
+        n = start(nginx_for, upstream, limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 100 1h" }'))
+        script = subprocess.Popen(["redis-cli", "-p", str(server.port), "EVAL",
+                                   "local t = redis.call('TIME') while true do end", "0"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.3)
+            assert n.get("/a")[0] == 503
+            assert "fail closed): BUSY" in n.log()
+        finally:
+            redis.Redis(port=server.port).script_kill()
+            script.wait(timeout=10)
+        assert n.get("/a")[0] == 200
+    finally:
+        server.close()
