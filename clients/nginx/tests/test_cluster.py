@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import redis
-
 from conftest import Cluster, burst, example_conf
 
 FREE = {"X-API-Key": "free-key"}

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import redis as redis_client
-
 from conftest import CHECKOUT_LIB, Server, burst, custom_conf, free_port
 
 LAYER = '{ name = "ip", by = "ip", policy = "FIXED 5 1h" }'

@@ -13,8 +13,7 @@ import time
 
 import pytest
 import redis
-
-from conftest import LIB, ROOT, Server, custom_conf, free_port
+from conftest import ROOT, Server, custom_conf, free_port
 
 LOCAL = 'redis = { host = "127.0.0.1", port = %d }'
 
@@ -121,7 +120,8 @@ def test_the_clients_own_forwarded_for_does_not_choose_its_counter(server, nginx
 
 def test_a_request_no_layer_applies_to_passes_without_a_call(nginx_for, upstream):
     # Nothing listens on the port: a call would be refused (503).
-    n = start(nginx_for, upstream, limiter(free_port(), '{ name = "key", by = "$http_x_api_key", policy = "FIXED 5 1m" }'))
+    layer = '{ name = "key", by = "$http_x_api_key", policy = "FIXED 5 1m" }'
+    n = start(nginx_for, upstream, limiter(free_port(), layer))
     status, headers, body = n.get("/a")
     assert status == 200 and body == {"path": "/a"} and "x-ratelimit-limit" not in headers
     assert n.get("/a", {"X-API-Key": "k"})[0] == 503
