@@ -150,6 +150,9 @@ def test_a_policy_variable_holding_no_policy_is_an_error(servers, nginx_for, ups
               http='map $http_x_api_key $plan { default ""; k "FIXED 1 1m"; }')
     assert n.get("/a", {"X-Plan": "FIXED 0 1m"})[0] == 500
     assert "layer 'api': policy 'FIXED 0 1m': limit must be an integer from 1" in n.log()
+    # The client's text reaches the log line escaped, never as a line of its own.
+    assert n.get("/a", {"X-Plan": "FIXED 0\t1m\x7f"})[0] == 500
+    assert "policy 'FIXED 0\\x091m\\x7f'" in n.log()
 
 
 @pytest.mark.parametrize("init, message", [
@@ -161,6 +164,7 @@ def test_a_policy_variable_holding_no_policy_is_an_error(servers, nginx_for, ups
     (limiter(6379, '{ name = "a", by = "ip", policy = "GCRA 1 1s" }, { name = "a", by = "ip", policy = "p" }'),
      "layer names are distinct"),
     (limiter(6379, '{ name = "a b", by = "ip", policy = "p" }'), "`name` is 1 or more of"),
+    (limiter(6379, '{ name = "a:b", by = "ip", policy = "p" }'), "`name` is 1 or more of A-Z, a-z, 0-9 and _ . -"),
     (limiter(6379, '{ name = "a", by = "header", policy = "p" }'), "`by` is \"ip\", an nginx variable"),
     (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'tag = "b",'), "`tag` names a layer"),
     (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', "ipv6_bits = 0,"), "`ipv6_bits` is an integer"),

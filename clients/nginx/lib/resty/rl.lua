@@ -25,8 +25,13 @@ local type, ipairs, tostring = type, ipairs, tostring
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
 
--- A layer's name goes into headers and a JSON body as it is: it holds nothing to escape.
-local LAYER_NAME = "^[A-Za-z0-9_.:-]+$"
+-- A layer's name goes into keys, headers and a JSON body as it is: it holds nothing to escape,
+-- and no `:`, so that no layer's keys are another's (`rl:a:b:x` is layer `a`'s alone).
+local LAYER_NAME = "^[A-Za-z0-9_.-]+$"
+
+-- Per worker, one state per Redis (the backend it answers with, a cluster's slot map), shared
+-- by the limiters that use it.
+local states = {}
 
 -- Policies read from a variable or a function at request time, parsed once per worker (at
 -- most this many kept: past it they are parsed on each request).
@@ -165,12 +170,17 @@ function _M.new(opts)
         shadow = opts.shadow == true,
         fail_open = opts.fail_open == true,
         layers = {},
-        state = {}, -- per worker: the backend in use, a cluster's slot map
     }
     if opts.library ~= nil and type(opts.library) ~= "string" then
         refuse("`library` is the path of the Functions library's file")
     end
     self.o.library_text, self.o.library_missing = backend.library_text(opts.library)
+    local where = self.o.pool_prefix .. (self.o.host or "") .. ":" .. (self.o.port or "")
+    for _, n in ipairs(self.o.cluster or {}) do
+        where = where .. "," .. n.host .. ":" .. n.port
+    end
+    states[where] = states[where] or {}
+    self.state = states[where]
     if type(self.prefix) ~= "string" then
         refuse("`prefix` is a string")
     end
@@ -186,7 +196,7 @@ function _M.new(opts)
     for i, layer in ipairs(layers) do
         local name = type(layer) == "table" and layer.name
         if type(name) ~= "string" or not name:match(LAYER_NAME) then
-            refuse("layer " .. i .. ": `name` is 1 or more of A-Z, a-z, 0-9 and _ . : -")
+            refuse("layer " .. i .. ": `name` is 1 or more of A-Z, a-z, 0-9 and _ . -")
         end
         if seen[name] then
             refuse("layer names are distinct: '" .. name .. "' twice")
@@ -311,6 +321,13 @@ function _M.decide(self)
              shadowed = shadowed }
 end
 
+-- Client text as a log line may hold it: control characters escaped (`\x0a`).
+local function printable(text)
+    return (text:gsub("[%c\\]", function(c)
+        return string.format("\\x%02x", c:byte())
+    end))
+end
+
 local function set_headers(list)
     for _, h in ipairs(list) do
         ngx.header[h[1]] = h[2]
@@ -340,13 +357,13 @@ function _M.access(self)
         end
         if kind == "unavailable" then
             if self.fail_open then
-                ngx.log(ngx.ERR, "rl: Redis unavailable, request let through (fail_open): ", err)
+                ngx.log(ngx.ERR, "rl: Redis unavailable, request let through (fail_open): ", printable(err))
                 return
             end
-            ngx.log(ngx.ERR, "rl: Redis unavailable, request refused with 503 (fail closed): ", err)
+            ngx.log(ngx.ERR, "rl: Redis unavailable, request refused with 503 (fail closed): ", printable(err))
             return answer(503, '{"error":"rate limiter unavailable"}\n')
         end
-        ngx.log(ngx.ERR, "rl: request refused with 500: ", err)
+        ngx.log(ngx.ERR, "rl: request refused with 500: ", printable(err))
         return answer(500, '{"error":"rate limiter error"}\n')
     end
     local layer = result.layer
@@ -356,8 +373,8 @@ function _M.access(self)
     end
     local would = not result.allowed and layer or result.shadowed
     if would then
-        ngx.log(ngx.WARN, "rl: rate limit would deny ", ngx.var.request_method, " ", ngx.var.uri,
-            ": layer ", would.name, ", key ", would.key,
+        ngx.log(ngx.WARN, "rl: rate limit would deny ", ngx.var.request_method, " ", printable(ngx.var.uri),
+            ": layer ", would.name, ", key ", printable(would.key),
             result.allowed and " (SHADOW policy '" .. would.policy.clause[2] .. "')" or " (shadow = true)")
     end
     set_headers(headers.of(layer.name, layer.policy, result.reply, false))
