@@ -4,6 +4,8 @@ and loads the library on each master that lacks it."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
 from conftest import Cluster, burst, example_conf
@@ -79,3 +81,23 @@ def test_a_moved_slot_is_followed_with_its_state(cluster, nginx_for, upstream):
         redis.Redis(port=node.port).execute_command("CLUSTER SETSLOT", slot, "NODE", dst_id)
     statuses = [n.get("/export", FREE)[0] for _ in range(6)]
     assert statuses == [200] * 4 + [429] * 2, n.log()
+
+
+def test_a_master_out_of_reach_fails_closed_then_decisions_resume(cluster, nginx_for, upstream):
+    n = nginx_for(lambda port: cluster_conf(cluster, upstream.port, port))
+    assert n.get("/export", FREE)[0] == 200
+    node = cluster.nodes[owner(cluster, slot_of(cluster, "free-key"))]
+    node.stop()  # its slots are served by no one: no replica here
+    try:
+        status, _, body = n.get("/export", FREE)
+        assert status == 503 and body == {"error": "rate limiter unavailable"}
+        assert "rl: Redis unavailable, request refused with 503 (fail closed)" in n.log()
+    finally:
+        node.start()  # the same port and nodes.conf: it rejoins as the slots' master
+    deadline = time.monotonic() + 30
+    while redis.Redis(port=cluster.nodes[0].port).cluster("info")["cluster_state"] != "ok":
+        assert time.monotonic() < deadline, "the cluster did not recover"
+        time.sleep(0.1)
+    # The restarted master lost its keys (no persistence) and, without the module, its library.
+    statuses = burst([n], "/export", FREE)
+    assert sorted(statuses) == [200] * 10 + [429] * 50, n.log()
