@@ -268,3 +268,16 @@ def test_a_busy_server_is_out_of_reach(nginx_for, upstream):
         assert n.get("/a")[0] == 200
     finally:
         server.close()
+
+
+def test_headers_write_the_largest_counts_in_digits(servers, nginx_for, upstream):
+    server = servers("redis", True)
+    server.client().flushall()
+    big = "GCRA 1000000000000 3650d BURST 1000000000000"
+    n = start(nginx_for, upstream, limiter(server.port, f'{{ name = "ip", by = "ip", policy = "{big}" }}'))
+    status, headers, _ = n.get("/a")
+    assert status == 200
+    assert headers["x-ratelimit-limit"] == "1000000000000"
+    assert headers["x-ratelimit-remaining"] == "999999999999"
+    assert headers["ratelimit-policy"] == '"ip";q=1000000000000;w=315360000'
+    assert headers["ratelimit"] == f'"ip";r=999999999999;t={headers["x-ratelimit-reset"]}'

@@ -105,6 +105,7 @@ local function connection(r)
     -- Connections are pooled per server and per login, never shared between two logins.
     o.pool_prefix = "rl:" .. (o.username or "") .. ":" .. (o.password and ngx.md5(o.password) or "")
         .. ":" .. o.database .. ":"
+    o.pools = {} -- per server: its connect options (server.lua)
     return o
 end
 
@@ -328,16 +329,11 @@ local function printable(text)
     end))
 end
 
-local function set_headers(list)
-    for _, h in ipairs(list) do
-        ngx.header[h[1]] = h[2]
-    end
-end
-
-local function answer(status, body, extra)
+-- Answers the request itself: `status`, a JSON `body`, and a denial's headers for `layer`.
+local function answer(status, body, layer, reply)
     ngx.status = status
-    if extra then
-        set_headers(extra)
+    if layer then
+        headers.set(layer.name, layer.policy, reply, true)
     end
     ngx.header["Content-Type"] = "application/json"
     ngx.header["Content-Length"] = #body
@@ -368,8 +364,7 @@ function _M.access(self)
     end
     local layer = result.layer
     if not result.allowed and not self.shadow then
-        return answer(429, '{"error":"rate limited","layer":"' .. layer.name .. '"}\n',
-            headers.of(layer.name, layer.policy, result.reply, true))
+        return answer(429, '{"error":"rate limited","layer":"' .. layer.name .. '"}\n', layer, result.reply)
     end
     local would = not result.allowed and layer or result.shadowed
     if would then
@@ -377,7 +372,7 @@ function _M.access(self)
             ": layer ", would.name, ", key ", printable(would.key),
             result.allowed and " (SHADOW policy '" .. would.policy.clause[2] .. "')" or " (shadow = true)")
     end
-    set_headers(headers.of(layer.name, layer.policy, result.reply, false))
+    headers.set(layer.name, layer.policy, result.reply, false)
 end
 
 _M.ip_key = identity.ip_key

@@ -1,39 +1,44 @@
 -- The HTTP headers of a decision (docs/commands.md, "The shared reply" and "The IETF
 -- RateLimit fields"), as the Python and Node packages write them: seconds are milliseconds
 -- divided by 1,000 and rounded up, so a client that waits them is never early.
-local ceil, format = math.ceil, string.format
+local ceil = math.ceil
+local ngx = ngx
 
 local _M = {}
 
--- An integer as digits (Lua writes 10^12 as `1e+12`).
-local function int(n)
-    return format("%.0f", n)
-end
-
-local function seconds(ms)
-    return int(ceil(ms / 1000))
-end
-
--- The headers of the binding layer `name` (its `policy`, parse()'s, and its `reply`, the
--- five integers), as { name, value } pairs in this order: `X-RateLimit-Limit`, `-Remaining`,
--- `-Reset`, the IETF `RateLimit-Policy` (`"<name>";q=<quota>;w=<window s>`; a policy named
--- on the server has no `w`, and its `q` is the reply's limit) and `RateLimit`
--- (`"<name>";r=<remaining>;t=<reset s>`), and with `retry` a denial's `Retry-After` (never
--- for one that can never be admitted).
-function _M.of(name, policy, reply, retry)
-    local limit, remaining, retry_ms, reset = int(reply[2]), int(reply[3]), reply[4], seconds(reply[5])
-    local q = policy.named and limit or int(policy.quota) .. ";w=" .. int(policy.window_s)
-    local out = {
-        { "X-RateLimit-Limit", limit },
-        { "X-RateLimit-Remaining", remaining },
-        { "X-RateLimit-Reset", reset },
-        { "RateLimit-Policy", '"' .. name .. '";q=' .. q },
-        { "RateLimit", '"' .. name .. '";r=' .. remaining .. ";t=" .. reset },
-    }
-    if retry and reply[1] == 0 and retry_ms >= 0 then
-        out[#out + 1] = { "Retry-After", seconds(retry_ms) }
+-- `RateLimit-Policy` of layer `name` under `policy` (policy.lua's): `"<name>";q=<quota>;w=<window
+-- s>`; for a policy named on the server, `"<name>";q=` and the reply's limit goes after it
+-- (the server knows the window, the gateway does not). Made once per layer and policy.
+local function policy_field(name, policy)
+    local made = policy.fields[name]
+    if not made then
+        if policy.named then
+            made = '"' .. name .. '";q='
+        else
+            made = '"' .. name .. '";q=' .. policy.quota .. ";w=" .. policy.window_s
+        end
+        policy.fields[name] = made
     end
-    return out
+    return made
+end
+
+-- Sets the response headers of layer `name`'s decision (its `policy`, and its `reply`, the five
+-- integers), in this order: `X-RateLimit-Limit`, `-Remaining`, `-Reset`, the IETF
+-- `RateLimit-Policy` and `RateLimit` (`"<name>";r=<remaining>;t=<reset s>`), and with `retry`
+-- a denial's `Retry-After` (never for one that can never be admitted). The integers are at
+-- most 10^12, which Lua writes in digits.
+function _M.set(name, policy, reply, retry)
+    local header = ngx.header
+    local remaining, reset = reply[3], ceil(reply[5] / 1000)
+    header["X-RateLimit-Limit"] = reply[2]
+    header["X-RateLimit-Remaining"] = remaining
+    header["X-RateLimit-Reset"] = reset
+    local field = policy_field(name, policy)
+    header["RateLimit-Policy"] = policy.named and field .. reply[2] or field
+    header["RateLimit"] = '"' .. name .. '";r=' .. remaining .. ";t=" .. reset
+    if retry and reply[1] == 0 and reply[4] >= 0 then
+        header["Retry-After"] = ceil(reply[4] / 1000)
+    end
 end
 
 return _M

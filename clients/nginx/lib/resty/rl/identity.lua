@@ -18,7 +18,8 @@ function _M.ip_key(binary, bits)
         binary = binary:sub(13)
     end
     if #binary == 4 then
-        return format("%d.%d.%d.%d", byte(binary, 1, 4))
+        local a, b, c, d = byte(binary, 1, 4)
+        return a .. "." .. b .. "." .. c .. "." .. d
     end
     if #binary ~= 16 then
         return nil

@@ -40,7 +40,7 @@ local function words(text)
     return out
 end
 
--- `text` as a policy: { clause = { words }, named = bool, quota = n, window_s = n }, or
+-- `text` as a policy: { clause = { words }, named = bool, quota = n, window_s = n, fields }, or
 -- nil and why. A spelled-out policy's `quota` is its count before the duration (GCRA's
 -- limit, the token bucket's refill, the leaky bucket's leak, a window's limit) and
 -- `window_s` the duration in whole seconds, rounded up; a named one has neither (the
@@ -55,7 +55,7 @@ function _M.parse(text)
             return nil, "a policy name is 1 to " .. facts.MAX_POLICY_NAME
                 .. " of A-Z, a-z, 0-9 and _ . : -: '" .. text .. "'"
         end
-        return { clause = { "POLICY", text }, named = true }
+        return { clause = { "POLICY", text }, named = true, fields = {} }
     end
     local algo = w[1]:upper()
     local kind = facts.KINDS[algo]
@@ -100,6 +100,7 @@ function _M.parse(text)
         named = false,
         quota = tonumber(w[n]),
         window_s = ceil(ms / 1000),
+        fields = {}, -- its RateLimit-Policy field per layer name (headers.lua)
     }
 end
 

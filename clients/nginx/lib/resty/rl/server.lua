@@ -23,14 +23,25 @@ function _M.not_now(err)
     return NOT_NOW[err:match("^(%u+)")] == true
 end
 
+-- The connect options of a server: its pool's name, made once per server and login.
+local function pool_of(o, host, port)
+    local where = port and host .. ":" .. port or host
+    local pool = o.pools[where]
+    if not pool then
+        pool = { pool = o.pool_prefix .. where }
+        o.pools[where] = pool
+    end
+    return pool
+end
+
 local function connect(o, host, port)
     local red = redis:new()
     red:set_timeout(o.timeout_ms)
     local ok, err
     if port then
-        ok, err = red:connect(host, port, { pool = o.pool_prefix .. host .. ":" .. port })
+        ok, err = red:connect(host, port, pool_of(o, host, port))
     else
-        ok, err = red:connect(host, { pool = o.pool_prefix .. host })
+        ok, err = red:connect(host, pool_of(o, host))
     end
     if not ok then
         return nil, "connecting to " .. host .. (port and ":" .. port or "") .. ": " .. tostring(err)
