@@ -350,12 +350,14 @@ def nginx_lua(facts: dict) -> str:
         "  -- Each duration unit in milliseconds, by its lower-case suffix ('' is a bare integer's).",
         "  UNIT_MS = { " + ", ".join(f"[{lua_str(u.lower())}] = {ms}" for u, ms in units_ms(facts))
         + " },",
-        "  -- The algorithms, by their RL.ALL word: their positional parameters after the key.",
+        "  -- The algorithms, by their RL.ALL word: their positional parameters after the key,",
+        "  -- their command and the Functions library's function.",
         "  KINDS = {",
     ]
     for k in facts["kinds"]:
         params = ", ".join(lua_str(p) for p in k["params"])
-        out.append(f"    {k['algo']} = {{ params = {{ {params} }} }},")
+        out.append(f"    {k['algo']} = {{ params = {{ {params} }}, command = {lua_str(k['command'])}, "
+                   f"fcall = {lua_str(k['fcall'])} }},")
     out += ["  },", "}", ""]
     return "\n".join(out)
 

@@ -1,6 +1,7 @@
 -- resty.rl: rate limits at the edge, for NGINX's Lua module (OpenResty, or Debian's nginx with
 -- libnginx-mod-http-lua). A limiter decides a request's layers (per client address, per API
--- key, per endpoint ...) with ONE RL.ALL, all or nothing, from `access_by_lua*`:
+-- key, per endpoint ...) with ONE RL.ALL, all or nothing, from `access_by_lua*` (a request
+-- that only one layer applies to, with that layer's own command: the same decision):
 --
 --     init_by_lua_block {
 --         edge = require("resty.rl").new({
@@ -291,18 +292,15 @@ function _M.decide(self)
     if #layers == 0 then
         return nil
     end
-    local keys, clauses = {}, {}
+    local keys, policies = {}, {}
     for i, l in ipairs(layers) do
-        keys[i] = l.key
-        for _, word in ipairs(l.policy.clause) do
-            clauses[#clauses + 1] = word
-        end
+        keys[i], policies[i] = l.key, l.policy
     end
-    local res, e, kind = backend.all(self.o, self.state, keys, clauses)
+    local res, e, kind = backend.decide(self.o, self.state, keys, policies)
     if res == nil then
         return nil, e, kind == server.UNAVAILABLE and "unavailable" or "error"
     end
-    local replies = res[6]
+    local replies = res[6] or { res }
     local index = 1
     for i, r in ipairs(replies) do
         if r[1] == res[1] and r[2] == res[2] and r[3] == res[3] and r[4] == res[4] and r[5] == res[5] then

@@ -49,19 +49,45 @@ local function send(o, state, key, args)
     return server.call(o, o.host, o.port, args)
 end
 
--- RL.ALL of `keys` with `clauses` (each layer's clause, in key order), or FCALL rl_all:
--- the reply, or nil, the error's text and server.UNAVAILABLE or server.REPLY.
-function _M.all(o, state, keys, clauses)
+-- The module's call for `keys` under `policies` (in key order): one layer by its own command
+-- (`RL.GCRA key params`, `RL.LIMIT key name`), whose reply is its five integers; several by
+-- `RL.ALL`, whose reply adds every layer's.
+local function module_call(keys, policies)
     local n = #keys
+    if n == 1 then
+        local p = policies[1]
+        return { p.command, keys[1], unpack(p.args) }
+    end
     local args = { "RL.ALL", n }
     for i = 1, n do
         args[2 + i] = keys[i]
     end
-    for _, word in ipairs(clauses) do
-        args[#args + 1] = word
+    for _, p in ipairs(policies) do
+        for _, word in ipairs(p.clause) do
+            args[#args + 1] = word
+        end
     end
+    return args
+end
+
+-- The library's: `FCALL rl_<algo> 1 key params`, `FCALL rl_limit 1 key name`, or
+-- `FCALL rl_all n keys clauses`.
+local function library_call(keys, policies)
+    if #keys == 1 then
+        local p = policies[1]
+        return { "FCALL", p.fcall, 1, keys[1], unpack(p.args) }
+    end
+    local args = module_call(keys, policies)
+    args[1], args[2] = "FCALL", "rl_all"
+    table.insert(args, 3, #keys)
+    return args
+end
+
+-- Decides `keys` under `policies`: the reply, or nil, the error's text and server.UNAVAILABLE
+-- or server.REPLY.
+function _M.decide(o, state, keys, policies)
     if state.backend ~= _M.LIBRARY then
-        local res, err, kind = send(o, state, keys[1], args)
+        local res, err, kind = send(o, state, keys[1], module_call(keys, policies))
         if res ~= nil or not err:lower():match("^err unknown command") then
             if res ~= nil or kind == server.REPLY then
                 state.backend = _M.MODULE
@@ -70,8 +96,7 @@ function _M.all(o, state, keys, clauses)
         end
         state.backend = _M.LIBRARY
     end
-    args[1], args[2] = "FCALL", "rl_all"
-    table.insert(args, 3, n)
+    local args = library_call(keys, policies)
     local res, err, kind = send(o, state, keys[1], args)
     if res == nil and kind == server.REPLY and err:lower():match("function not found") then
         if not o.library_text then

@@ -8,13 +8,14 @@ return {
   MAX_POLICY_NAME = 64,
   -- Each duration unit in milliseconds, by its lower-case suffix ('' is a bare integer's).
   UNIT_MS = { [''] = 1000, ['ms'] = 1, ['s'] = 1000, ['m'] = 60000, ['h'] = 3600000, ['d'] = 86400000 },
-  -- The algorithms, by their RL.ALL word: their positional parameters after the key.
+  -- The algorithms, by their RL.ALL word: their positional parameters after the key,
+  -- their command and the Functions library's function.
   KINDS = {
-    GCRA = { params = { 'limit', 'period' } },
-    TOKENBUCKET = { params = { 'capacity', 'refill', 'period' } },
-    LEAKY = { params = { 'capacity', 'leak', 'period' } },
-    SLIDING = { params = { 'limit', 'window' } },
-    SLIDINGLOG = { params = { 'limit', 'window' } },
-    FIXED = { params = { 'limit', 'window' } },
+    GCRA = { params = { 'limit', 'period' }, command = 'rl.gcra', fcall = 'rl_gcra' },
+    TOKENBUCKET = { params = { 'capacity', 'refill', 'period' }, command = 'rl.tokenbucket', fcall = 'rl_tokenbucket' },
+    LEAKY = { params = { 'capacity', 'leak', 'period' }, command = 'rl.leaky', fcall = 'rl_leaky' },
+    SLIDING = { params = { 'limit', 'window' }, command = 'rl.sliding', fcall = 'rl_sliding' },
+    SLIDINGLOG = { params = { 'limit', 'window' }, command = 'rl.slidinglog', fcall = 'rl_slidinglog' },
+    FIXED = { params = { 'limit', 'window' }, command = 'rl.fixed', fcall = 'rl_fixed' },
   },
 }

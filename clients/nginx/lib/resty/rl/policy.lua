@@ -40,11 +40,11 @@ local function words(text)
     return out
 end
 
--- `text` as a policy: { clause = { words }, named = bool, quota = n, window_s = n, fields }, or
--- nil and why. A spelled-out policy's `quota` is its count before the duration (GCRA's
--- limit, the token bucket's refill, the leaky bucket's leak, a window's limit) and
--- `window_s` the duration in whole seconds, rounded up; a named one has neither (the
--- server holds its parameters).
+-- `text` as a policy, or nil and why: { clause (its words in RL.ALL), named, quota, window_s,
+-- fields, command, fcall, args (alone: `<command> key <args>`, `FCALL <fcall> 1 key <args>`) }.
+-- A spelled-out policy's `quota` is its count before the duration (GCRA's limit, the token
+-- bucket's refill, the leaky bucket's leak, a window's limit) and `window_s` the duration in
+-- whole seconds, rounded up; a named one has neither (the server holds its parameters).
 function _M.parse(text)
     if type(text) ~= "string" then
         return nil, "a policy is a string: " .. tostring(text)
@@ -55,7 +55,8 @@ function _M.parse(text)
             return nil, "a policy name is 1 to " .. facts.MAX_POLICY_NAME
                 .. " of A-Z, a-z, 0-9 and _ . : -: '" .. text .. "'"
         end
-        return { clause = { "POLICY", text }, named = true, fields = {} }
+        return { clause = { "POLICY", text }, named = true, fields = {},
+                 command = "RL.LIMIT", fcall = "rl_limit", args = { text } }
     end
     local algo = w[1]:upper()
     local kind = facts.KINDS[algo]
@@ -101,6 +102,9 @@ function _M.parse(text)
         quota = tonumber(w[n]),
         window_s = ceil(ms / 1000),
         fields = {}, -- its RateLimit-Policy field per layer name (headers.lua)
+        command = kind.command,
+        fcall = kind.fcall,
+        args = { unpack(clause, 2) },
     }
 end
 
