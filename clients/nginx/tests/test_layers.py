@@ -281,3 +281,14 @@ def test_headers_write_the_largest_counts_in_digits(servers, nginx_for, upstream
     assert headers["x-ratelimit-remaining"] == "999999999999"
     assert headers["ratelimit-policy"] == '"ip";q=1000000000000;w=315360000'
     assert headers["ratelimit"] == f'"ip";r=999999999999;t={headers["x-ratelimit-reset"]}'
+
+
+def test_headers_false_leaves_admitted_responses_bare_and_denials_whole(servers, nginx_for, upstream):
+    server = servers("redis", True)
+    server.client().flushall()
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 1 1h" }',
+                                           "headers = false,"))
+    status, headers, _ = n.get("/a")
+    assert status == 200 and not any(h.startswith(("x-ratelimit", "ratelimit")) for h in headers)
+    status, headers, _ = n.get("/a")
+    assert status == 429 and headers["x-ratelimit-limit"] == "1" and "retry-after" in headers

@@ -151,6 +151,7 @@ end
 --   prefix     the start of every key ("rl")
 --   tag        the name of the layer whose identity is the hash tag of every key (Cluster)
 --   ipv6_bits  the subnet an IPv6 client is keyed by (56)
+--   headers    set the binding layer's headers on admitted responses too (true; a 429 always has them)
 --   shadow     let denials through, logged (false)
 --   fail_open  let requests through, logged, when Redis cannot be reached (false: 503)
 --   library    the Functions library's file (default: the one this package ships)
@@ -170,6 +171,7 @@ function _M.new(opts)
         prefix = opts.prefix or "rl",
         ipv6_bits = opts.ipv6_bits or 56,
         shadow = opts.shadow == true,
+        headers = opts.headers ~= false,
         fail_open = opts.fail_open == true,
         layers = {},
     }
@@ -189,7 +191,7 @@ function _M.new(opts)
     if not integer_in(self.ipv6_bits, 1, 128) then
         refuse("`ipv6_bits` is an integer from 1 to 128: " .. tostring(self.ipv6_bits))
     end
-    for _, name in ipairs({ "shadow", "fail_open" }) do
+    for _, name in ipairs({ "shadow", "fail_open", "headers" }) do
         if opts[name] ~= nil and type(opts[name]) ~= "boolean" then
             refuse("`" .. name .. "` is true or false: " .. tostring(opts[name]))
         end
@@ -370,7 +372,9 @@ function _M.access(self)
             ": layer ", would.name, ", key ", printable(would.key),
             result.allowed and " (SHADOW policy '" .. would.policy.clause[2] .. "')" or " (shadow = true)")
     end
-    headers.set(layer.name, layer.policy, result.reply, false)
+    if self.headers then
+        headers.set(layer.name, layer.policy, result.reply, false)
+    end
 end
 
 _M.ip_key = identity.ip_key
