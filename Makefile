@@ -59,9 +59,11 @@ memcheck: deps build
 # Side-by-side benchmark (INCR, SET … PXAT, RL.*, the seed articles' Lua scripts, the
 # Functions library), with a replica, with an AOF, on Valkey; memory per key, scaling and
 # the worst calls. Prints Markdown tables; the side-by-side ones give medians over 5 rounds,
-# every row measured once per round; last, limits' stock Redis storage next to rl+redis:// per
-# strategy (scripts/bench_limits.py; `bench.py --limits-only` runs that alone). Runs under
-# .tools/venv, which has redis-py and limits. Not a test: figures are as measured.
+# every row measured once per round; then limits' stock Redis storage next to rl+redis:// per
+# strategy (scripts/bench_limits.py; `bench.py --limits-only` runs that alone); last, NGINX
+# at the edge: requests per second and Redis time per request with limit_req, a hand-written
+# EVALSHA script and resty.rl, driven by wrk (scripts/bench_nginx.py; `--nginx-only`). Runs
+# under .tools/venv, which has redis-py and limits. Not a test: figures are as measured.
 bench: deps build
 	.tools/venv/bin/python scripts/bench.py --module $(MODULE)
 

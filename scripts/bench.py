@@ -22,11 +22,13 @@ runs that table alone); and rate-limit-redis next to RlStore and rate-limiter-fl
 RateLimiterRedis next to RateLimiterRl, on the same traffic
 (clients/node/scripts/bench-stores.mjs drives each through ioredis), with the server's time
 per request summed over every command in INFO commandstats, and its CPU from INFO cpu
-(--stores runs that table alone).
+(--stores runs that table alone). Then NGINX at the edge: requests per second and Redis time per
+request with no limit, NGINX's limit_req, a hand-written EVALSHA script and resty.rl
+(scripts/bench_nginx.py; --nginx-only runs that table alone).
 
 Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--rounds N]
                        [--quick] [--valkey PATH] [--bounds-only] [--limits-only] [--stores]
-                       [--debit-only]
+                       [--debit-only] [--nginx-only]
 """
 
 import argparse
@@ -41,6 +43,7 @@ import tempfile
 import time
 
 import bench_limits
+import bench_nginx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -786,6 +789,8 @@ def main():
     p.add_argument("--stores", action="store_true",
                    help="only the framework stores (express-rate-limit, rate-limiter-flexible)")
     p.add_argument("--debit-only", action="store_true", help="only the DEBIT next to COST table")
+    p.add_argument("--nginx-only", action="store_true",
+                   help="only the NGINX table (limit_req, EVALSHA, resty.rl; scripts/bench_nginx.py)")
     a = p.parse_args()
     requests = a.requests or (100_000 if a.quick else 400_000)
     rounds = max(a.rounds or (3 if a.quick else 5), 1)
@@ -796,6 +801,9 @@ def main():
         return
     if a.limits_only:
         bench_limits.limits_table(a.module, 5_000 if a.quick else 20_000)
+        return
+    if a.nginx_only:
+        bench_nginx.nginx_table(a.module, rounds, 2 if a.quick else 5)
         return
     if a.stores:
         stores_table(a.module, a.requests or 20_000, rounds)
@@ -829,6 +837,7 @@ def main():
     bounds_table(a.module, "this build")
     bench_limits.limits_table(a.module, 5_000 if a.quick else 20_000)
     stores_table(a.module, 20_000, rounds)
+    bench_nginx.nginx_table(a.module, rounds, 2 if a.quick else 5)
 
 
 if __name__ == "__main__":
