@@ -118,3 +118,30 @@ def test_nothing_listening_is_out_of_reach(nginx_for, upstream):
     status, _, body = n.get("/a")
     assert status == 503 and body == {"error": "rate limiter unavailable"}
     assert "connection refused" in n.log()
+
+
+def test_replies_are_read_whole_whatever_they_hold(nginx_for, upstream):
+    # server.call as the package makes it, its reply printed: a bulk string holding CRLF, one of
+    # 1 MB (read in several receives), a nil, nested arrays, an error reply.
+    server = Server("redis", True).start()
+    try:
+        c = server.client()
+        c.set("big", "x" * 1_000_000)
+        c.rpush("list", "a", "b\r\nc")
+        show = (
+            f'local call = function(...) return require("resty.rl.server").call(limiter.o, "127.0.0.1", '
+            f'{server.port}, {{ ... }}) end '
+            'local v = call("ECHO", "a\\r\\nb") ngx.say(#v, " ", v == "a\\r\\nb") '
+            'v = call("GET", "big") ngx.say(#v) '
+            'v = call("GET", "none") ngx.say(tostring(v == ngx.null)) '
+            'v = call("LRANGE", "list", 0, -1) ngx.say(#v, " ", v[2] == "b\\r\\nc") '
+            'v = call("EVAL", "return {1, {2, {3, \'x\'}}, \'y\'}", 0) '
+            'ngx.say(v[1], v[2][1], v[2][2][1], v[2][2][2], v[3]) '
+            'local _, err, kind = call("INCR", "big") ngx.say(err, " ", kind) '
+            'return ngx.exit(200)')
+        n = start(nginx_for, upstream, limiter(f"port = {server.port}"), access=show)
+        assert n.text("/a").split("\n") == [
+            "4 true", "1000000", "true", "2 true", "123xy",
+            "ERR value is not an integer or out of range reply"]
+    finally:
+        server.close()

@@ -183,20 +183,26 @@ def test_nginx_refuses_to_start_with_a_configuration_the_package_cannot_run(tmp_
     assert "init_by_lua error: resty.rl: " in out.stderr and message in out.stderr, out.stderr
 
 
-def test_openresty_s_resty_redis_is_used_where_it_is(servers, nginx_for, upstream, tmp_path):
-    # OpenResty installs lua-resty-redis as resty.redis: the same file, under that name here.
+@pytest.mark.parametrize("socket_field", ["_sock", "_socket"])
+def test_openresty_s_resty_redis_is_used_where_it_is(servers, nginx_for, upstream, tmp_path, socket_field):
+    # OpenResty installs lua-resty-redis as resty.redis: the same file, under that name here;
+    # with its socket field renamed too, as a version keeping it elsewhere would, the package
+    # asks it for its commands the usual way.
     shim = tmp_path / "openresty/resty"
     shim.mkdir(parents=True)
     debian = open("/usr/share/lua/5.1/nginx/redis.lua").read()
-    assert debian.count("_M._VERSION = '") == 1
-    (shim / "redis.lua").write_text(debian.replace("_M._VERSION = '", "_M._VERSION = 'openresty-"))
+    assert debian.count("_M._VERSION = '") == 1 and '"_sock"' in debian
+    text = debian.replace("_M._VERSION = '", "_M._VERSION = 'openresty-")
+    (shim / "redis.lua").write_text(text.replace('"_sock"', f'"{socket_field}"').replace(
+        "_sock = sock", f"{socket_field} = sock"))
     server = servers("redis", True)
     server.client().flushall()
-    init = limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 5 1m" }') + \
+    init = limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 5 1m" }, '
+                                '{ name = "all", by = "$host", policy = "FIXED 5 1m" }') + \
         '\n        assert(require("resty.rl.server").redis._VERSION:find("^openresty%-"))'
     n = start(nginx_for, upstream, init, package_path=f"{tmp_path}/openresty/?.lua;")
-    assert n.get("/a")[0] == 200
-    assert server.client().keys("*") == ["rl:ip:127.0.0.1"]
+    assert [n.get("/a")[0] for _ in range(6)] == [200] * 5 + [429]
+    assert sorted(server.client().keys("*")) == ["rl:all:127.0.0.1", "rl:ip:127.0.0.1"]
 
 
 def test_the_tag_is_escaped_and_a_request_without_it_is_tagged_none(servers, nginx_for, upstream):

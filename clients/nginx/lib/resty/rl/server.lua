@@ -8,6 +8,8 @@ if not found then
     redis = require "nginx.redis"
 end
 
+local resp = require "resty.rl.resp"
+
 local _M = { redis = redis }
 
 -- What a command's outcome is, besides its reply: UNAVAILABLE (the server could not be
@@ -65,6 +67,21 @@ local function connect(o, host, port)
     return red
 end
 
+-- `args` sent on `red`, its reply read: lua-resty-redis connected it (pool, login, database);
+-- the command goes on its socket in one send and the reply is read in as few receives as it
+-- arrives in (resp.lua). A lua-resty-redis without its `_sock` field is asked as usual.
+local function command(red, args)
+    local sock = rawget(red, "_sock")
+    if not sock then
+        return red[args[1]](red, unpack(args, 2))
+    end
+    local sent, err = sock:send(resp.encode(args))
+    if not sent then
+        return nil, err
+    end
+    return resp.read(sock)
+end
+
 -- Sends `args` (a command and its arguments) to `host`:`port` (`port` nil: `host` is a Unix
 -- socket, `unix:/path`), `asking` first when set (a cluster's ASK redirection). Returns the
 -- reply, or nil, the error's text and UNAVAILABLE or REPLY. A refused AUTH or SELECT is a
@@ -75,13 +92,13 @@ function _M.call(o, host, port, args, asking)
         return nil, err, refused and _M.REPLY or _M.UNAVAILABLE
     end
     if asking then
-        local ok, e = red:asking()
+        local ok, e = command(red, { "ASKING" })
         if not ok then
             red:close()
             return nil, "ASKING: " .. tostring(e), ok == false and _M.REPLY or _M.UNAVAILABLE
         end
     end
-    local res, e = red[args[1]](red, unpack(args, 2))
+    local res, e = command(red, args)
     if res == nil then -- nothing or part of a reply was read: the connection is unusable
         red:close()
         return nil, host .. (port and ":" .. port or "") .. ": " .. tostring(e), _M.UNAVAILABLE
