@@ -4,6 +4,8 @@ and loads the library on each master that lacks it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
@@ -101,3 +103,18 @@ def test_a_master_out_of_reach_fails_closed_then_decisions_resume(cluster, nginx
     # The restarted master lost its keys (no persistence) and, without the module, its library.
     statuses = burst([n], "/export", FREE)
     assert sorted(statuses) == [200] * 10 + [429] * 50, n.log()
+
+
+def test_a_silent_master_fails_closed_within_the_timeout(cluster, nginx_for, upstream):
+    n = nginx_for(lambda port: cluster_conf(cluster, upstream.port, port))
+    assert n.get("/export", FREE)[0] == 200
+    node = cluster.nodes[owner(cluster, slot_of(cluster, "free-key"))]
+    os.kill(node.proc.pid, signal.SIGSTOP)  # connected, and silent
+    try:
+        began = time.monotonic()
+        assert n.get("/export", FREE)[0] == 503
+        assert time.monotonic() - began < 1.5  # timeout_ms is 500: the command is not sent again
+        assert "timeout" in n.log()
+    finally:
+        os.kill(node.proc.pid, signal.SIGCONT)
+    assert n.get("/export", FREE)[0] == 200

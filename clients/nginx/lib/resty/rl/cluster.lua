@@ -82,10 +82,15 @@ end
 
 -- Sends `args` to the master of `key`'s slot, following redirections: the reply, or nil,
 -- the error's text and server.UNAVAILABLE or server.REPLY. A command is sent again only
--- when it cannot have run: after a redirection, or when no connection could be made.
+-- when it cannot have run: after a redirection, or when no connection could be made; and
+-- not once `timeout_ms` has passed, so a call takes at most about twice that.
 function _M.call(o, state, key, args)
     local slot, asking, err, kind = _M.slot(key), nil, nil, nil
+    local deadline = ngx.now() + o.timeout_ms / 1000
     for attempt = 1, ATTEMPTS do
+        if attempt > 1 and ngx.now() >= deadline then
+            break
+        end
         if not state.slots then
             local ok, e = refresh(o, state)
             if not ok then
