@@ -169,6 +169,10 @@ def test_a_policy_variable_holding_no_policy_is_an_error(servers, nginx_for, ups
     (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'tag = "b",'), "`tag` names a layer"),
     (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', "ipv6_bits = 0,"), "`ipv6_bits` is an integer"),
     (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'fail_open = "yes",'), "`fail_open` is true or false"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', "fail_opn = true,"), "fail_opn is not an option"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p", cost = 2 }'), "cost is not a field of layer 'a'"),
+    ('rl.new({ redis = { hots = "x" }, layers = { { name = "a", by = "ip", policy = "p" } } })',
+     "hots is not a field of `redis`"),
     ('rl.new({ redis = { cluster = { { host = "127.0.0.1", port = 7000 } } }, layers = { '
      '{ name = "a", by = "ip", policy = "p" }, { name = "b", by = "ip", policy = "q" } } })',
      "on a cluster, `tag` names the layer"),

@@ -14,9 +14,9 @@
 -- On a server without the module it calls the Functions library instead (backend.lua). See
 -- docs/nginx.md for every option.
 local backend = require "resty.rl.backend"
-local facts = require "resty.rl.facts"
 local headers = require "resty.rl.headers"
 local identity = require "resty.rl.identity"
+local options = require "resty.rl.options"
 local policy = require "resty.rl.policy"
 local server = require "resty.rl.server"
 
@@ -25,10 +25,6 @@ local type, ipairs, tostring = type, ipairs, tostring
 
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
-
--- A layer's name goes into keys, headers and a JSON body as it is: it holds nothing to escape,
--- and no `:`, so that no layer's keys are another's (`rl:a:b:x` is layer `a`'s alone).
-local LAYER_NAME = "^[A-Za-z0-9_.-]+$"
 
 -- Per worker, one state per Redis (the backend it answers with, a cluster's slot map), shared
 -- by the limiters that use it.
@@ -52,132 +48,10 @@ local function parse_cached(text)
     return p, err
 end
 
-local function refuse(message)
-    error("resty.rl: " .. message, 0)
-end
-
-local function integer_in(value, low, high)
-    return type(value) == "number" and value == math.floor(value) and value >= low and value <= high
-end
-
--- The connection options, checked: a server (host and port, or a Unix socket) or a
--- cluster's seed nodes.
-local function connection(r)
-    if type(r) ~= "table" then
-        refuse("`redis` is a table: { host = ..., port = ... }, { socket = ... } or { cluster = { ... } }")
-    end
-    local o = {
-        timeout_ms = r.timeout_ms or 500,
-        pool_size = r.pool_size or 100,
-        idle_ms = r.idle_ms or 60000,
-        password = r.password,
-        username = r.username,
-        database = r.database or 0,
-    }
-    for _, name in ipairs({ "timeout_ms", "pool_size", "idle_ms" }) do
-        if not integer_in(o[name], 1, 2 ^ 31) then
-            refuse("redis." .. name .. " is a positive integer: " .. tostring(o[name]))
-        end
-    end
-    if not integer_in(o.database, 0, 2 ^ 31) then
-        refuse("redis.database is an integer from 0: " .. tostring(o.database))
-    end
-    if r.cluster then
-        if type(r.cluster) ~= "table" or #r.cluster == 0 then
-            refuse("redis.cluster lists the seed nodes: { { host = ..., port = ... }, ... }")
-        end
-        for _, n in ipairs(r.cluster) do
-            if type(n) ~= "table" or type(n.host) ~= "string" or not integer_in(n.port, 1, 65535) then
-                refuse("each of redis.cluster is { host = ..., port = ... }")
-            end
-        end
-        if o.database ~= 0 then
-            refuse("a cluster has database 0 only")
-        end
-        o.cluster = r.cluster
-    elseif r.socket then
-        o.host = "unix:" .. r.socket
-    else
-        o.host, o.port = r.host or "127.0.0.1", r.port or 6379
-        if type(o.host) ~= "string" or not integer_in(o.port, 1, 65535) then
-            refuse("redis.host is a string and redis.port an integer from 1 to 65535")
-        end
-    end
-    -- Connections are pooled per server and per login, never shared between two logins.
-    o.pool_prefix = "rl:" .. (o.username or "") .. ":" .. (o.password and ngx.md5(o.password) or "")
-        .. ":" .. o.database .. ":"
-    o.pools = {} -- per server: its connect options (server.lua)
-    return o
-end
-
--- A layer's identity source: `"ip"` (the client's address, an IPv6 one by its subnet), an
--- nginx variable (`"$http_x_api_key"`), or a function returning the text. Empty or nil: the
--- layer does not apply to the request.
-local function identify_by(by, name)
-    if by == "ip" then
-        return "ip"
-    end
-    if type(by) == "string" and by:match("^%$[%w_]+$") then
-        return by:sub(2)
-    end
-    if type(by) == "function" then
-        return by
-    end
-    refuse("layer '" .. name .. "': `by` is \"ip\", an nginx variable (\"$http_x_api_key\") or a function: "
-        .. tostring(by))
-end
-
--- A layer's policy: text parsed now (spelled out, or a policy's name on the server), or an
--- nginx variable / a function whose value is such text, parsed when a request is decided.
-local function policy_of(p, name)
-    if type(p) == "string" and p:match("^%$[%w_]+$") then
-        return { variable = p:sub(2) }
-    end
-    if type(p) == "function" then
-        return { call = p }
-    end
-    local parsed_policy, err = policy.parse(p)
-    if not parsed_policy then
-        refuse("layer '" .. name .. "': " .. err)
-    end
-    return { fixed = parsed_policy }
-end
-
--- A limiter: `opts.layers` decided together by one RL.ALL per request. Raises an error for a
--- configuration it cannot run (in init_by_lua, nginx then refuses to start: never unlimited).
---   redis      { host, port } | { socket } | { cluster = { { host, port }, ... } }, with
---              password, username, database, timeout_ms (500), pool_size (100), idle_ms (60000)
---   layers     { { name, by, policy }, ... }
---   prefix     the start of every key ("rl")
---   tag        the name of the layer whose identity is the hash tag of every key (Cluster)
---   ipv6_bits  the subnet an IPv6 client is keyed by (56)
---   headers    set the binding layer's headers on admitted responses too (true; a 429 always has them)
---   shadow     let denials through, logged (false)
---   fail_open  let requests through, logged, when Redis cannot be reached (false: 503)
---   library    the Functions library's file (default: the one this package ships)
+-- A limiter: `opts.layers` decided together by one RL.ALL per request (options.lua checks
+-- `opts`; docs/nginx.md lists them). Raises an error for a configuration it cannot run.
 function _M.new(opts)
-    if type(opts) ~= "table" then
-        refuse("new() takes a table of options")
-    end
-    local layers = opts.layers
-    if type(layers) ~= "table" or #layers == 0 then
-        refuse("`layers` lists at least one { name = ..., by = ..., policy = ... }")
-    end
-    if #layers > facts.MAX_LAYERS then
-        refuse("at most " .. facts.MAX_LAYERS .. " layers (one RL.ALL): " .. #layers)
-    end
-    local self = {
-        o = connection(opts.redis),
-        prefix = opts.prefix or "rl",
-        ipv6_bits = opts.ipv6_bits or 56,
-        shadow = opts.shadow == true,
-        headers = opts.headers ~= false,
-        fail_open = opts.fail_open == true,
-        layers = {},
-    }
-    if opts.library ~= nil and type(opts.library) ~= "string" then
-        refuse("`library` is the path of the Functions library's file")
-    end
+    local self = options.check(opts)
     self.o.library_text, self.o.library_missing = backend.library_text(opts.library)
     local where = self.o.pool_prefix .. (self.o.host or "") .. ":" .. (self.o.port or "")
     for _, n in ipairs(self.o.cluster or {}) do
@@ -185,40 +59,6 @@ function _M.new(opts)
     end
     states[where] = states[where] or {}
     self.state = states[where]
-    if type(self.prefix) ~= "string" then
-        refuse("`prefix` is a string")
-    end
-    if not integer_in(self.ipv6_bits, 1, 128) then
-        refuse("`ipv6_bits` is an integer from 1 to 128: " .. tostring(self.ipv6_bits))
-    end
-    for _, name in ipairs({ "shadow", "fail_open", "headers" }) do
-        if opts[name] ~= nil and type(opts[name]) ~= "boolean" then
-            refuse("`" .. name .. "` is true or false: " .. tostring(opts[name]))
-        end
-    end
-    local seen = {}
-    for i, layer in ipairs(layers) do
-        local name = type(layer) == "table" and layer.name
-        if type(name) ~= "string" or not name:match(LAYER_NAME) then
-            refuse("layer " .. i .. ": `name` is 1 or more of A-Z, a-z, 0-9 and _ . -")
-        end
-        if seen[name] then
-            refuse("layer names are distinct: '" .. name .. "' twice")
-        end
-        seen[name] = i
-        self.layers[i] = { name = name, by = identify_by(layer.by, name), policy = policy_of(layer.policy, name) }
-    end
-    if opts.tag ~= nil then
-        if not seen[opts.tag] then
-            refuse("`tag` names a layer: '" .. tostring(opts.tag) .. "' is none of them")
-        end
-        if self.prefix:find("[{}]") then
-            refuse("with a tag, the prefix holds no brace (the tag is the keys' hash tag)")
-        end
-        self.tag = seen[opts.tag]
-    elseif self.o.cluster and #layers > 1 then
-        refuse("on a cluster, `tag` names the layer whose identity puts a request's keys in one slot")
-    end
     return setmetatable(self, mt)
 end
 
