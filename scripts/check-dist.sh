@@ -185,10 +185,15 @@ check_nginx() {
   sed -e "s|/opt/rl-nginx-$nginxversion/lib|$edge_lib|" -e "s|port = 6379|port = $port|" \
     -e "s|127.0.0.1:8080|127.0.0.1:$up|" -e "s|127.0.0.1:8000|127.0.0.1:$listen|" \
     -e "s|worker_processes auto|worker_processes 1|" "$nginx_app/rl-nginx-$nginxversion/nginx.conf" >"$dir/nginx.conf"
+  for i in $(seq 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$up/" && break
+    sleep 0.1
+  done
   nginx -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;' 2>"$dir/stderr.log" &
   pids+=("$!")
   for i in $(seq 100); do
-    got=$(curl -s -D - -o /dev/null -H 'X-API-Key: free-key' "http://127.0.0.1:$listen/" 2>/dev/null) && break
+    got=$(curl -s -D - -o /dev/null -H 'X-API-Key: free-key' "http://127.0.0.1:$listen/" 2>/dev/null) &&
+      grep -q '^HTTP/1.1 200' <<<"$got" && break
     sleep 0.1
   done
   grep -q '^HTTP/1.1 200' <<<"$got" && grep -q '^X-RateLimit-Limit: 20' <<<"$got" &&
