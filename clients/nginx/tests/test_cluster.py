@@ -118,3 +118,13 @@ def test_a_silent_master_fails_closed_within_the_timeout(cluster, nginx_for, ups
     finally:
         os.kill(node.proc.pid, signal.SIGCONT)
     assert n.get("/export", FREE)[0] == 200
+
+
+def test_a_server_without_cluster_support_named_as_a_seed_is_an_error(servers, nginx_for, upstream):
+    # Not a Redis out of reach: a configuration to fix, refused with 500 even with fail_open.
+    server = servers("redis", True)
+    seeds = f'{{ host = "127.0.0.1", port = {server.port} }}'
+    n = nginx_for(lambda port: example_conf(f"local redis = {{ cluster = {{ {seeds} }} }}", upstream.port, port,
+                                            options='tag = "key", fail_open = true, '))
+    assert n.get("/export", FREE)[0] == 500
+    assert "cluster slots: ERR This instance has cluster support disabled" in n.log()

@@ -45,9 +45,11 @@ local function address(text)
     return host, tonumber(port)
 end
 
--- Reads the slot map from the first node that answers (the seeds, then the masters known).
+-- Reads the slot map from the first node that answers (the seeds, then the masters known):
+-- true, or nil, the last error and its kind (a node that refuses CLUSTER SLOTS, a server
+-- without cluster support named as a seed, is a configuration to fix: server.REPLY).
 local function refresh(o, state)
-    local tried, last = {}, "no node to ask"
+    local tried, last, last_kind = {}, "no node to ask", server.UNAVAILABLE
     local candidates = {}
     for _, n in ipairs(o.cluster) do
         candidates[#candidates + 1] = n.host .. ":" .. n.port
@@ -59,7 +61,7 @@ local function refresh(o, state)
         if not tried[addr] then
             tried[addr] = true
             local host, port = address(addr)
-            local res, err = server.call(o, host, port, { "cluster", "slots" })
+            local res, err, kind = server.call(o, host, port, { "cluster", "slots" })
             if type(res) == "table" then
                 local slots, masters = {}, {}
                 for _, range in ipairs(res) do
@@ -74,10 +76,10 @@ local function refresh(o, state)
                 state.slots, state.masters = slots, masters
                 return true
             end
-            last = err or "CLUSTER SLOTS answered no slots"
+            last, last_kind = err or "CLUSTER SLOTS answered no slots", kind or server.UNAVAILABLE
         end
     end
-    return nil, last
+    return nil, last, last_kind
 end
 
 -- Sends `args` to the master of `key`'s slot, following redirections: the reply, or nil,
@@ -92,9 +94,9 @@ function _M.call(o, state, key, args)
             break
         end
         if not state.slots then
-            local ok, e = refresh(o, state)
+            local ok, e, k = refresh(o, state)
             if not ok then
-                return nil, "cluster slots: " .. tostring(e), server.UNAVAILABLE
+                return nil, "cluster slots: " .. tostring(e), k
             end
         end
         local target = asking or state.slots[slot]
