@@ -134,11 +134,7 @@ function _M.decide(self)
     if #layers == 0 then
         return nil
     end
-    local keys, policies = {}, {}
-    for i, l in ipairs(layers) do
-        keys[i], policies[i] = l.key, l.policy
-    end
-    local res, e, kind = backend.decide(self.o, self.state, keys, policies)
+    local res, e, kind = backend.decide(self.o, self.state, layers)
     if res == nil then
         return nil, e, kind == server.UNAVAILABLE and "unavailable" or "error"
     end

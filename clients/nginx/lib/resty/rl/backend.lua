@@ -49,21 +49,21 @@ local function send(o, state, key, args)
     return server.call(o, o.host, o.port, args)
 end
 
--- The module's call for `keys` under `policies` (in key order): one layer by its own command
--- (`RL.GCRA key params`, `RL.LIMIT key name`), whose reply is its five integers; several by
--- `RL.ALL`, whose reply adds every layer's.
-local function module_call(keys, policies)
-    local n = #keys
+-- The module's call for `layers` (rl.lua's { key, policy }, in order): one layer by its own
+-- command (`RL.GCRA key params`, `RL.LIMIT key name`), whose reply is its five integers;
+-- several by `RL.ALL`, whose reply adds every layer's.
+local function module_call(layers)
+    local n = #layers
     if n == 1 then
-        local p = policies[1]
-        return { p.command, keys[1], unpack(p.args) }
+        local p = layers[1].policy
+        return { p.command, layers[1].key, unpack(p.args) }
     end
     local args = { "RL.ALL", n }
     for i = 1, n do
-        args[2 + i] = keys[i]
+        args[2 + i] = layers[i].key
     end
-    for _, p in ipairs(policies) do
-        for _, word in ipairs(p.clause) do
+    for _, l in ipairs(layers) do
+        for _, word in ipairs(l.policy.clause) do
             args[#args + 1] = word
         end
     end
@@ -72,22 +72,23 @@ end
 
 -- The library's: `FCALL rl_<algo> 1 key params`, `FCALL rl_limit 1 key name`, or
 -- `FCALL rl_all n keys clauses`.
-local function library_call(keys, policies)
-    if #keys == 1 then
-        local p = policies[1]
-        return { "FCALL", p.fcall, 1, keys[1], unpack(p.args) }
+local function library_call(layers)
+    if #layers == 1 then
+        local p = layers[1].policy
+        return { "FCALL", p.fcall, 1, layers[1].key, unpack(p.args) }
     end
-    local args = module_call(keys, policies)
+    local args = module_call(layers)
     args[1], args[2] = "FCALL", "rl_all"
-    table.insert(args, 3, #keys)
+    table.insert(args, 3, #layers)
     return args
 end
 
--- Decides `keys` under `policies`: the reply, or nil, the error's text and server.UNAVAILABLE
--- or server.REPLY.
-function _M.decide(o, state, keys, policies)
+-- Decides `layers`: the reply, or nil, the error's text and server.UNAVAILABLE or
+-- server.REPLY. Every key is in the first's slot (a cluster routes by it).
+function _M.decide(o, state, layers)
+    local key = layers[1].key
     if state.backend ~= _M.LIBRARY then
-        local res, err, kind = send(o, state, keys[1], module_call(keys, policies))
+        local res, err, kind = send(o, state, key, module_call(layers))
         if res ~= nil or not err:lower():match("^err unknown command") then
             if res ~= nil or kind == server.REPLY then
                 state.backend = _M.MODULE
@@ -96,18 +97,18 @@ function _M.decide(o, state, keys, policies)
         end
         state.backend = _M.LIBRARY
     end
-    local args = library_call(keys, policies)
-    local res, err, kind = send(o, state, keys[1], args)
+    local args = library_call(layers)
+    local res, err, kind = send(o, state, key, args)
     if res == nil and kind == server.REPLY and err:lower():match("function not found") then
         if not o.library_text then
             return nil, o.library_missing, server.REPLY
         end
-        local loaded, e, k = send(o, state, keys[1], { "FUNCTION", "LOAD", "REPLACE", o.library_text })
+        local loaded, e, k = send(o, state, key, { "FUNCTION", "LOAD", "REPLACE", o.library_text })
         if not loaded then
             return nil, "loading the Functions library: " .. tostring(e), k
         end
         ngx.log(ngx.NOTICE, "rl: loaded the Functions library (FUNCTION LOAD REPLACE)")
-        res, err, kind = send(o, state, keys[1], args)
+        res, err, kind = send(o, state, key, args)
     end
     return res, err, kind
 end

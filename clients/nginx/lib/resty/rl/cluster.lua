@@ -105,8 +105,8 @@ function _M.call(o, state, key, args)
             err, kind = "slot " .. slot .. " is served by no node", server.UNAVAILABLE
         else
             local host, port = address(target)
-            local res
-            res, err, kind = server.call(o, host, port, args, asking ~= nil)
+            local res, unsent
+            res, err, kind, unsent = server.call(o, host, port, args, asking ~= nil)
             asking = nil
             if res ~= nil then
                 return res
@@ -119,10 +119,10 @@ function _M.call(o, state, key, args)
                 state.slots[slot] = to
             elseif redirect == "ASK" then
                 asking = to
-            elseif kind == server.UNAVAILABLE and err:match("^connecting to ") then
+            elseif unsent and kind == server.UNAVAILABLE then
                 state.slots = nil -- a node gone: read the map again, try its successor
                 ngx.sleep(0.05 * attempt)
-            elseif server.not_now(err) and (err:match("^TRYAGAIN") or err:match("^CLUSTERDOWN")) then
+            elseif err:match("^TRYAGAIN") or err:match("^CLUSTERDOWN") then
                 state.slots = nil
                 ngx.sleep(0.05 * attempt)
             else

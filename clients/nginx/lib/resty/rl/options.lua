@@ -195,5 +195,4 @@ function _M.check(opts)
     return self
 end
 
-
 return _M

@@ -21,17 +21,22 @@ _M.REPLY = "reply"
 -- a slow script, a cluster without a quorum or a master): the same as out of reach.
 local NOT_NOW = { LOADING = true, BUSY = true, MASTERDOWN = true, CLUSTERDOWN = true, TRYAGAIN = true }
 
-function _M.not_now(err)
+local function not_now(err)
     return NOT_NOW[err:match("^(%u+)")] == true
 end
 
--- The connect options of a server: its pool's name, made once per server and login.
+-- The connect options of a server: its pool's name, made once per server and login (looked
+-- up by host, then port: 0 for a Unix socket).
 local function pool_of(o, host, port)
-    local where = port and host .. ":" .. port or host
-    local pool = o.pools[where]
+    local ports = o.pools[host]
+    if not ports then
+        ports = {}
+        o.pools[host] = ports
+    end
+    local pool = ports[port or 0]
     if not pool then
-        pool = { pool = o.pool_prefix .. where }
-        o.pools[where] = pool
+        pool = { pool = o.pool_prefix .. (port and host .. ":" .. port or host) }
+        ports[port or 0] = pool
     end
     return pool
 end
@@ -84,12 +89,13 @@ end
 
 -- Sends `args` (a command and its arguments) to `host`:`port` (`port` nil: `host` is a Unix
 -- socket, `unix:/path`), `asking` first when set (a cluster's ASK redirection). Returns the
--- reply, or nil, the error's text and UNAVAILABLE or REPLY. A refused AUTH or SELECT is a
--- REPLY: a configuration to fix, not a server out of reach.
+-- reply, or nil, the error's text, UNAVAILABLE or REPLY, and true when the command was not
+-- sent (no connection could be made or logged in). A refused AUTH or SELECT is a REPLY: a
+-- configuration to fix, not a server out of reach.
 function _M.call(o, host, port, args, asking)
     local red, err, refused = connect(o, host, port)
     if not red then
-        return nil, err, refused and _M.REPLY or _M.UNAVAILABLE
+        return nil, err, refused and _M.REPLY or _M.UNAVAILABLE, true
     end
     if asking then
         local ok, e = command(red, { "ASKING" })
@@ -105,7 +111,7 @@ function _M.call(o, host, port, args, asking)
     end
     red:set_keepalive(o.idle_ms, o.pool_size)
     if res == false then
-        return nil, e, _M.not_now(e) and _M.UNAVAILABLE or _M.REPLY
+        return nil, e, not_now(e) and _M.UNAVAILABLE or _M.REPLY
     end
     return res
 end
