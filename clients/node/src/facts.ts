@@ -111,6 +111,19 @@ export const ERROR_PATTERNS: Readonly<Record<keyof typeof ERRORS, string>> = {
   internal: "internal error in (?<label>.*?): the request was not applied",
 };
 
+/** The error codes (a reply's first word) that mean Redis cannot decide right now: a
+ * middleware answers 503, or lets the request through with failOpen. Every other error
+ * is a configuration error: 500. */
+export const UNAVAILABLE_CODES: ReadonlySet<string> = new Set([
+  "LOADING",
+  "BUSY",
+  "MASTERDOWN",
+  "CLUSTERDOWN",
+  "TRYAGAIN",
+  "OOM",
+  "READONLY",
+]);
+
 /** The `syntax` error's fixed texts (after `ERR `), by name. */
 export const MESSAGES = {
   all_shape: "RL.ALL needs numkeys keys followed by one algorithm clause per key",

@@ -114,6 +114,19 @@ ERROR_PATTERNS: dict[str, str] = {
     'internal': 'internal error in (?P<label>.*?): the request was not applied',
 }
 
+#: The error codes (a reply's first word) that mean Redis cannot decide right now: a
+#: middleware answers 503, or lets the request through with fail_open. Every other error
+#: is a configuration error: 500.
+UNAVAILABLE_CODES: frozenset[str] = frozenset({
+    'LOADING',
+    'BUSY',
+    'MASTERDOWN',
+    'CLUSTERDOWN',
+    'TRYAGAIN',
+    'OOM',
+    'READONLY',
+})
+
 #: The `syntax` error's fixed texts (after `ERR `), by name.
 MESSAGES: dict[str, str] = {
     'all_shape': 'RL.ALL needs numkeys keys followed by one algorithm clause per key',

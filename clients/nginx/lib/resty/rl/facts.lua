@@ -6,6 +6,17 @@ return {
   MAX_DURATION_MS = 315360000000,
   MAX_LAYERS = 64,
   MAX_POLICY_NAME = 64,
+  -- The error codes (a reply's first word) that mean Redis cannot decide right now: 503,
+  -- or fail_open. Every other error is a configuration error: 500.
+  UNAVAILABLE = {
+    LOADING = true,
+    BUSY = true,
+    MASTERDOWN = true,
+    CLUSTERDOWN = true,
+    TRYAGAIN = true,
+    OOM = true,
+    READONLY = true,
+  },
   -- Each duration unit in milliseconds, by its lower-case suffix ('' is a bare integer's).
   UNIT_MS = { [''] = 1000, ['ms'] = 1, ['s'] = 1000, ['m'] = 60000, ['h'] = 3600000, ['d'] = 86400000 },
   -- The algorithms, by their RL.ALL word: their positional parameters after the key,
