@@ -1282,8 +1282,8 @@ local function build()
   end
 
   -- Windows in doubles (the fast paths of fixed and sliding windows): the window
-  -- of width w_ms that holds `at`, the later of now (s, n) and a stored window
-  -- start (whole ms, or nil). Returns the window's start in ms, ns from now to its
+  -- of width w_ms that holds `at`, the later of now (s, n) and the start of the
+  -- window holding a stored window start (whole ms, or nil; sliding.rs view). Returns the window's start in ms, ns from now to its
   -- end, ns from its start to `at` (elapsed) and from now to `at`; nil when the
   -- end is `bound_ms` or more ahead. (Windows are whole ms, so a window holds
   -- `at` exactly when it holds floor(at / 1 ms).)
@@ -1291,8 +1291,9 @@ local function build()
     local sub_ms = n % NS_PER_MS
     local now_ms = s * 1000 + (n - sub_ms) / NS_PER_MS
     local at_ms, frac, ahead = now_ms, sub_ms, 0
-    if stored_ms and stored_ms > now_ms then
-      at_ms, frac, ahead = stored_ms, 0, (stored_ms - now_ms) * NS_PER_MS - sub_ms
+    local floor_ms = stored_ms and stored_ms - stored_ms % w_ms
+    if floor_ms and floor_ms > now_ms then
+      at_ms, frac, ahead = floor_ms, 0, (floor_ms - now_ms) * NS_PER_MS - sub_ms
     end
     local start_ms = at_ms - at_ms % w_ms
     local to_end = start_ms + w_ms - now_ms
@@ -1373,7 +1374,9 @@ local function build()
     local limit = int(limitn)
     local stored = fields or read_string(v, kind, 3)
     local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
-    local at = max(now, stored_start)
+    -- A clock behind the stored start decides at the start of the window holding
+    -- it (sliding.rs view): what a write here stores, so the reply describes it.
+    local at = max(now, sub_(stored_start, mod(stored_start, w)))
     local start = sub_(at, mod(at, w))
     local prev, cur = ZERO, ZERO
     if stored then
@@ -2494,37 +2497,43 @@ local function build()
     local newest_live = c.newest and cmp(c.newest.score, cutoff) > 0 and c.newest.ns or nil
     local n = int(req.cost)
     if req.refund then
+      -- REFUND (decide.rs refund): the oldest live entries whole while their cost
+      -- fits, then the rest from the next one's cost (its sum stays); the newest
+      -- entry stays. If every live entry goes (units counted through entries an
+      -- earlier refund removed, brought back by a clock stepping back), the key goes.
       local give = min(n, c.units)
-      local remove, rewrite, newest_left = 0, nil, nil
+      local remove, rewrite, stopped = 0, nil, false
       if cmp(give, c.units) < 0 then
         local left = give
-        log.scan_newest(function(e)
+        log.scan_after(cutoff, function(e)
           if cmp(left, e.cost) >= 0 then
             left = sub_(left, e.cost)
             remove = remove + 1
             return true
           end
           if not is_zero(left) and e.sum then
-            rewrite = { ns = e.ns, cost = sub_(e.cost, left), sum = sub_(e.sum, left), score = e.score }
+            rewrite = { ns = e.ns, cost = sub_(e.cost, left), sum = e.sum, score = e.score }
           end
-          newest_left = e.ns
+          stopped = true
           return false
-        end)
-        if not newest_left then log_corrupt() end
+        end, 16)
+        if not stopped then give = c.units end
       end
+      local newest_left = stopped and (c.newest or log_corrupt()).ns or nil
       local d = decision(true, sub_(c.units, give), ZERO, newest_left)
       if is_zero(give) then return d end
       if not newest_left then return d, { op = 'del' } end
-      local take = remove + (rewrite and 1 or 0)
+      local take = str(remove + (rewrite and 1 or 0))
+      local cut = '(' .. str(cutoff)
       local expire = str(expire_ms(leaves_at(score_of(newest_left))))
       return d, { op = 'log', apply = function(k)
-        -- As the module: the newest members are listed first; the rewritten entry
-        -- is added before they go (the set never empties: no spurious del event);
-        -- one ZREM, in chunks only beyond what Lua can unpack at once.
-        local newest = redis.call('ZREVRANGE', k, 0, take - 1)
+        -- As the module: the oldest live members are listed first; the rewritten
+        -- entry is added before they go (the set never empties: no spurious del
+        -- event); one ZREM, in chunks only beyond what Lua can unpack at once.
+        local oldest = redis.call('ZRANGEBYSCORE', k, cut, '+inf', 'LIMIT', '0', take)
         if rewrite then redis.call('ZADD', k, str(rewrite.score), member_of(rewrite)) end
-        for i = 1, #newest, 4000 do
-          redis.call('ZREM', k, unpack(newest, i, i + 3999 < #newest and i + 3999 or #newest))
+        for i = 1, #oldest, 4000 do
+          redis.call('ZREM', k, unpack(oldest, i, i + 3999 < #oldest and i + 3999 or #oldest))
         end
         redis.call('PEXPIREAT', k, expire)
       end }
@@ -2532,19 +2541,24 @@ local function build()
     -- The entry `weight` units add (decide.rs next_entry), and its write: a
     -- nanosecond after every stored entry, even if the clock stepped back; sums
     -- run on from the newest.
-    local function add_entry(weight)
+    -- A debit joining the newest entry (`joins`) adds its weight to that entry's
+    -- cost and moves it here: ZADD of the new member, then ZREM of the old one.
+    local function add_entry(weight, joins)
       local ns, sum = now, weight
       if c.newest then
         ns = max(now, checked_u64(add(c.newest.ns, ONE)))
         sum = checked_u64(add(c.newest.sum or ZERO, weight))
       end
-      local entry = { ns = ns, cost = weight, sum = sum, score = score_of(ns) }
+      local cost = joins and checked_u64(add(joins.cost, weight)) or weight
+      local entry = { ns = ns, cost = cost, sum = sum, score = score_of(ns) }
       local cut, expire = str(cutoff), str(expire_ms(leaves_at(entry.score)))
       local lapsed = c.lapsed
+      local old = joins and member_of(joins)
       return ns, { op = 'log', apply = function(k)
         -- Only if an entry has lapsed: no seek otherwise (as the module).
         if lapsed then trim_through(k, cut) end
         redis.call('ZADD', k, str(entry.score), member_of(entry))
+        if old then redis.call('ZREM', k, old) end
         redis.call('PEXPIREAT', k, expire)
       end }
     end
@@ -2554,13 +2568,18 @@ local function build()
       -- once the oldest entries holding the excess have left.
       local weight = min(n, satsub(add(limit, MAX_DEBT), c.units))
       local after = add(c.units, weight)
+      -- At its limit, the debit joins the newest entry (live, weighted).
+      local joins = not is_zero(weight) and cmp(c.units, limit) >= 0 and c.newest.sum and c.newest
+        or nil
       local newest_ns, write = newest_live, nil
-      if not is_zero(weight) then newest_ns, write = add_entry(weight) end
+      if not is_zero(weight) then newest_ns, write = add_entry(weight, joins) end
+      -- The units in entries older than the one the debit adds (or joins).
+      local older = joins and sub_(c.units, joins.cost) or c.units
       local retry = ZERO
       if cmp(after, limit) >= 0 then
         local excess = add(sub_(after, limit), ONE)
         local leaves
-        if cmp(excess, c.units) <= 0 then
+        if cmp(excess, older) <= 0 then
           leaves = leaves_at(score_reaching(log, c, excess))
         elseif newest_ns then
           leaves = leaves_at(score_of(newest_ns))

@@ -9,8 +9,6 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
-use crate::server::Arg;
-
 /// Calls a Redis module API function that the server is required to provide
 /// (every one used exists in Redis 7.0 and Valkey 8).
 macro_rules! api {
@@ -121,3 +119,27 @@ pub fn server_version() -> c_int {
 
 /// An `OK` status for the server.
 pub const OK: c_int = raw::REDISMODULE_OK as c_int;
+
+/// A command argument or a key name: a module string the server (or an
+/// [`OwnedString`]) keeps alive while the command or callback runs.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct Arg(*mut raw::RedisModuleString);
+
+impl Arg {
+    #[inline]
+    pub(crate) fn from_raw(ptr: *mut raw::RedisModuleString) -> Arg {
+        Arg(ptr)
+    }
+
+    #[inline]
+    pub(crate) fn ptr(self) -> *mut raw::RedisModuleString {
+        self.0
+    }
+
+    /// The argument's bytes, valid while it lives.
+    #[inline]
+    pub fn bytes<'a>(self) -> &'a [u8] {
+        bytes_of(self.0)
+    }
+}

@@ -296,55 +296,79 @@ fn window_sequences(flavor: Flavor, seed: u64, counts: &[u64], durations_ms: &[u
     let mut rng = StdRng::seed_from_u64(seed);
     for round in 0..24 {
         let limit = *counts.choose(&mut rng).unwrap();
-        let window_ms = *durations_ms.choose(&mut rng).unwrap();
-        let window_ns = window_ms * MS;
+        let mut window_ms = *durations_ms.choose(&mut rng).unwrap();
         let key = format!("w{round}");
         let mut now = start_ns(&mut rng);
         let floor = now;
         let (mut fx, mut sw): (Option<FixedState>, Option<SlidingState>) = (None, None);
+        // The expiry the last write set (under the window of its own call).
+        let mut expire: Option<u64> = None;
         let fixed = round % 2 == 0;
         let name = if fixed { "RL.FIXED" } else { "RL.SLIDING" };
         for _ in 0..STEPS {
+            // Now and then the key's window changes (a plan change): its stored
+            // start may then lie off the new window's boundaries.
+            if rng.random_bool(0.05) {
+                window_ms = *durations_ms.choose(&mut rng).unwrap();
+            }
+            let window_ns = window_ms * MS;
             now = next_now(&mut rng, now, floor, (window_ns / limit).max(1));
             set_now(c, now);
             let n = cost(&mut rng, limit);
-            let refund = rng.random_bool(0.1);
-            let option = if refund { "REFUND" } else { "COST" };
+            let charge = match rng.random_range(0..10) {
+                0 => Charge::Refund,
+                1 if n > 0 => Charge::Debit,
+                _ => Charge::Cost,
+            };
+            let option = match charge {
+                Charge::Cost => "COST",
+                Charge::Refund => "REFUND",
+                Charge::Debit => "DEBIT",
+            };
             let words = format!("{name} {key} {limit} {window_ms}ms {option} {n}");
-            let what = format!("{words} at {now}");
+            let held: Option<String> = run(c, &format!("GET {key}"));
+            let what = format!("{words} at {now} on {held:?}");
             let got = Backend::Library.rl(c, &words);
-            let (decision, value, expire): (Decision, Option<String>, Option<u64>);
+            let (decision, value): (Decision, Option<String>);
             if fixed {
                 let f = Fixed::new(limit, window_ns).unwrap();
-                let out = if refund {
-                    f.refund(fx, now, n)
-                } else {
-                    f.decide(fx, now, n)
+                let out = match charge {
+                    Charge::Cost => f.decide(fx, now, n),
+                    Charge::Refund => f.refund(fx, now, n),
+                    Charge::Debit => f.debit(fx, now, n),
                 };
                 decision = out.decision;
                 if let Some(st) = out.write {
                     fx = (st.count > 0).then_some(st);
+                    expire = fx.map(|s| expire_ms(fixed::idle_at_ns(&s, f.window_ns)));
                 }
                 value = fx.map(|s| format!("fixed:{}:{}", s.start_ms, s.count));
-                expire = fx.map(|s| expire_ms(fixed::idle_at_ns(&s, f.window_ns)));
             } else {
                 let w = Sliding::new(limit, window_ns).unwrap();
-                let out = if refund {
-                    w.refund(sw, now, n)
-                } else {
-                    w.decide(sw, now, n)
+                let out = match charge {
+                    Charge::Cost => w.decide(sw, now, n),
+                    Charge::Refund => w.refund(sw, now, n),
+                    Charge::Debit => w.debit(sw, now, n),
                 };
                 decision = out.decision;
                 if let Some(st) = out.write {
                     sw = (st.previous > 0 || st.current > 0).then_some(st);
+                    expire = sw.map(|s| expire_ms(sliding::idle_at_ns(&s, w.window_ns)));
                 }
                 value = sw.map(|s| format!("sliding:{}:{}:{}", s.start_ms, s.previous, s.current));
-                expire = sw.map(|s| expire_ms(sliding::idle_at_ns(&s, w.window_ns)));
             }
             assert_reply(&got, capped(decision, now), &what);
             assert_stored(c, &key, value, expire, &what);
         }
     }
+}
+
+/// What a window sequence's call charges.
+#[derive(Clone, Copy)]
+enum Charge {
+    Cost,
+    Refund,
+    Debit,
 }
 
 /// CL.THROTTLE: redis-cell's rules, including its float emission interval.
@@ -476,19 +500,29 @@ impl Zset {
             let n = lapsed.take_while(|e| double(e.score()) <= cutoff).count();
             self.0.drain(..n);
         }
+        if let Some(joined) = w.replaces {
+            self.0.retain(|e| *e != joined);
+        }
         self.0.push(w.entry);
         self.sort();
     }
 
-    /// `Key::refund_log` (or the key's deletion): remove the `remove` newest
-    /// entries and, if one is rewritten, the next one, then add its rewrite.
+    /// `Key::refund_log` (or the key's deletion): remove the `remove` oldest
+    /// entries scored above the cutoff and, if one is rewritten, the next one,
+    /// then add its rewrite.
     fn apply_refund(&mut self, r: &LogRefund) {
         if r.newest_left_ns.is_none() {
             self.0.clear();
             return;
         }
+        let cutoff = double(r.cutoff_us);
+        let first = self
+            .0
+            .iter()
+            .take_while(|e| double(e.score()) <= cutoff)
+            .count();
         let take = r.remove as usize + usize::from(r.rewrite.is_some());
-        self.0.truncate(self.0.len() - take);
+        self.0.drain(first..first + take);
         if let Some((_, new)) = r.rewrite {
             self.0.push(new);
             self.sort();
@@ -611,12 +645,20 @@ fn log_sequences(flavor: Flavor, seed: u64, limits: &[u64], durations_ms: &[u64]
             now = next_now(&mut rng, now, floor, (window_ns / limit).max(1));
             set_now(c, now);
             let n = cost(&mut rng, limit);
-            let refund = rng.random_bool(0.1);
-            let option = if refund { "REFUND" } else { "COST" };
+            let charge = match rng.random_range(0..10) {
+                0 => Charge::Refund,
+                1 if n > 0 => Charge::Debit,
+                _ => Charge::Cost,
+            };
+            let option = match charge {
+                Charge::Cost => "COST",
+                Charge::Refund => "REFUND",
+                Charge::Debit => "DEBIT",
+            };
             let words = format!("RL.SLIDINGLOG {key} {limit} {window_ms}ms {option} {n}");
             let what = format!("{words} at {now}");
             // The module refuses a log it cannot extend (a nanosecond past u64).
-            let outcome = if refund {
+            let outcome = if let Charge::Refund = charge {
                 l.refund(&log, now, n).map(|out| {
                     if let Some(r) = out.write {
                         log.apply_refund(&r);
@@ -627,7 +669,11 @@ fn log_sequences(flavor: Flavor, seed: u64, limits: &[u64], durations_ms: &[u64]
                     out.decision
                 })
             } else {
-                l.decide(&log, now, n).map(|out| {
+                let out = match charge {
+                    Charge::Debit => l.debit(&log, now, n),
+                    _ => l.decide(&log, now, n),
+                };
+                out.map(|out| {
                     if let Some(w) = out.write {
                         log.apply(&w);
                         expire = expire_ms(l.idle_at_ns(&w)) as i64;

@@ -31,7 +31,7 @@ fn peek_and_refund_0_write_nothing(flavor: Flavor) {
     }
 }
 
-fn sliding_log_removes_the_newest_entries(flavor: Flavor) {
+fn sliding_log_removes_the_oldest_entries(flavor: Flavor) {
     let s = Server::start(flavor);
     let c = &mut s.conn();
     rl(c, "RL.SLIDINGLOG log 5 1h COST 2");
@@ -42,18 +42,16 @@ fn sliding_log_removes_the_newest_entries(flavor: Flavor) {
     assert_eq!(before.len(), 2, "one entry per request");
     rl(c, "RL.SLIDINGLOG log 5 1h REFUND 3");
     let after: Vec<String> = run(c, "ZRANGE log 0 -1");
-    // The newest entry (2 units) goes whole; the oldest keeps its time, 1 unit.
-    let (ns, _) = before[0].split_once(':').unwrap();
+    // The oldest entry (2 units) goes whole; the newest keeps its time and its
+    // sum (4), 1 unit.
+    let (ns, _) = before[1].split_once(':').unwrap();
     assert_eq!(
         after,
-        [format!("{ns}:1:1")],
-        "the oldest entry stays, shrunk"
+        [format!("{ns}:1:4")],
+        "the newest entry stays, shrunk"
     );
     let expiry_after: i64 = run(c, "PEXPIRETIME log");
-    assert!(
-        expiry_after < expiry_before,
-        "the expiry follows the newest entry left"
-    );
+    assert_eq!(expiry_after, expiry_before, "the newest entry stays");
     let score: f64 = run(c, &format!("ZSCORE log {}", after[0]));
     assert_eq!(expiry_after, (score as i64 + 3_600_000_000 + 999) / 1_000);
 }
@@ -87,6 +85,6 @@ fn refunds_replicate_as_effects(flavor: Flavor) {
 
 server_tests! {
     fn peek_and_refund_0_write_nothing(flavor) { super::peek_and_refund_0_write_nothing(flavor) }
-    fn sliding_log_refund_removes_the_newest_entries(flavor) { super::sliding_log_removes_the_newest_entries(flavor) }
+    fn sliding_log_refund_removes_the_oldest_entries(flavor) { super::sliding_log_removes_the_oldest_entries(flavor) }
     fn refunds_replicate(flavor) { super::refunds_replicate_as_effects(flavor) }
 }

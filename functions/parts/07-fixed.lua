@@ -41,8 +41,8 @@
   end
 
   -- Windows in doubles (the fast paths of fixed and sliding windows): the window
-  -- of width w_ms that holds `at`, the later of now (s, n) and a stored window
-  -- start (whole ms, or nil). Returns the window's start in ms, ns from now to its
+  -- of width w_ms that holds `at`, the later of now (s, n) and the start of the
+  -- window holding a stored window start (whole ms, or nil; sliding.rs view). Returns the window's start in ms, ns from now to its
   -- end, ns from its start to `at` (elapsed) and from now to `at`; nil when the
   -- end is `bound_ms` or more ahead. (Windows are whole ms, so a window holds
   -- `at` exactly when it holds floor(at / 1 ms).)
@@ -50,8 +50,9 @@
     local sub_ms = n % NS_PER_MS
     local now_ms = s * 1000 + (n - sub_ms) / NS_PER_MS
     local at_ms, frac, ahead = now_ms, sub_ms, 0
-    if stored_ms and stored_ms > now_ms then
-      at_ms, frac, ahead = stored_ms, 0, (stored_ms - now_ms) * NS_PER_MS - sub_ms
+    local floor_ms = stored_ms and stored_ms - stored_ms % w_ms
+    if floor_ms and floor_ms > now_ms then
+      at_ms, frac, ahead = floor_ms, 0, (floor_ms - now_ms) * NS_PER_MS - sub_ms
     end
     local start_ms = at_ms - at_ms % w_ms
     local to_end = start_ms + w_ms - now_ms

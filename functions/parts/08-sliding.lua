@@ -5,7 +5,9 @@
     local limit = int(limitn)
     local stored = fields or read_string(v, kind, 3)
     local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
-    local at = max(now, stored_start)
+    -- A clock behind the stored start decides at the start of the window holding
+    -- it (sliding.rs view): what a write here stores, so the reply describes it.
+    local at = max(now, sub_(stored_start, mod(stored_start, w)))
     local start = sub_(at, mod(at, w))
     local prev, cur = ZERO, ZERO
     if stored then

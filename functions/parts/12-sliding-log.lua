@@ -255,37 +255,43 @@
     local newest_live = c.newest and cmp(c.newest.score, cutoff) > 0 and c.newest.ns or nil
     local n = int(req.cost)
     if req.refund then
+      -- REFUND (decide.rs refund): the oldest live entries whole while their cost
+      -- fits, then the rest from the next one's cost (its sum stays); the newest
+      -- entry stays. If every live entry goes (units counted through entries an
+      -- earlier refund removed, brought back by a clock stepping back), the key goes.
       local give = min(n, c.units)
-      local remove, rewrite, newest_left = 0, nil, nil
+      local remove, rewrite, stopped = 0, nil, false
       if cmp(give, c.units) < 0 then
         local left = give
-        log.scan_newest(function(e)
+        log.scan_after(cutoff, function(e)
           if cmp(left, e.cost) >= 0 then
             left = sub_(left, e.cost)
             remove = remove + 1
             return true
           end
           if not is_zero(left) and e.sum then
-            rewrite = { ns = e.ns, cost = sub_(e.cost, left), sum = sub_(e.sum, left), score = e.score }
+            rewrite = { ns = e.ns, cost = sub_(e.cost, left), sum = e.sum, score = e.score }
           end
-          newest_left = e.ns
+          stopped = true
           return false
-        end)
-        if not newest_left then log_corrupt() end
+        end, 16)
+        if not stopped then give = c.units end
       end
+      local newest_left = stopped and (c.newest or log_corrupt()).ns or nil
       local d = decision(true, sub_(c.units, give), ZERO, newest_left)
       if is_zero(give) then return d end
       if not newest_left then return d, { op = 'del' } end
-      local take = remove + (rewrite and 1 or 0)
+      local take = str(remove + (rewrite and 1 or 0))
+      local cut = '(' .. str(cutoff)
       local expire = str(expire_ms(leaves_at(score_of(newest_left))))
       return d, { op = 'log', apply = function(k)
-        -- As the module: the newest members are listed first; the rewritten entry
-        -- is added before they go (the set never empties: no spurious del event);
-        -- one ZREM, in chunks only beyond what Lua can unpack at once.
-        local newest = redis.call('ZREVRANGE', k, 0, take - 1)
+        -- As the module: the oldest live members are listed first; the rewritten
+        -- entry is added before they go (the set never empties: no spurious del
+        -- event); one ZREM, in chunks only beyond what Lua can unpack at once.
+        local oldest = redis.call('ZRANGEBYSCORE', k, cut, '+inf', 'LIMIT', '0', take)
         if rewrite then redis.call('ZADD', k, str(rewrite.score), member_of(rewrite)) end
-        for i = 1, #newest, 4000 do
-          redis.call('ZREM', k, unpack(newest, i, i + 3999 < #newest and i + 3999 or #newest))
+        for i = 1, #oldest, 4000 do
+          redis.call('ZREM', k, unpack(oldest, i, i + 3999 < #oldest and i + 3999 or #oldest))
         end
         redis.call('PEXPIREAT', k, expire)
       end }
@@ -293,19 +299,24 @@
     -- The entry `weight` units add (decide.rs next_entry), and its write: a
     -- nanosecond after every stored entry, even if the clock stepped back; sums
     -- run on from the newest.
-    local function add_entry(weight)
+    -- A debit joining the newest entry (`joins`) adds its weight to that entry's
+    -- cost and moves it here: ZADD of the new member, then ZREM of the old one.
+    local function add_entry(weight, joins)
       local ns, sum = now, weight
       if c.newest then
         ns = max(now, checked_u64(add(c.newest.ns, ONE)))
         sum = checked_u64(add(c.newest.sum or ZERO, weight))
       end
-      local entry = { ns = ns, cost = weight, sum = sum, score = score_of(ns) }
+      local cost = joins and checked_u64(add(joins.cost, weight)) or weight
+      local entry = { ns = ns, cost = cost, sum = sum, score = score_of(ns) }
       local cut, expire = str(cutoff), str(expire_ms(leaves_at(entry.score)))
       local lapsed = c.lapsed
+      local old = joins and member_of(joins)
       return ns, { op = 'log', apply = function(k)
         -- Only if an entry has lapsed: no seek otherwise (as the module).
         if lapsed then trim_through(k, cut) end
         redis.call('ZADD', k, str(entry.score), member_of(entry))
+        if old then redis.call('ZREM', k, old) end
         redis.call('PEXPIREAT', k, expire)
       end }
     end
@@ -315,13 +326,18 @@
       -- once the oldest entries holding the excess have left.
       local weight = min(n, satsub(add(limit, MAX_DEBT), c.units))
       local after = add(c.units, weight)
+      -- At its limit, the debit joins the newest entry (live, weighted).
+      local joins = not is_zero(weight) and cmp(c.units, limit) >= 0 and c.newest.sum and c.newest
+        or nil
       local newest_ns, write = newest_live, nil
-      if not is_zero(weight) then newest_ns, write = add_entry(weight) end
+      if not is_zero(weight) then newest_ns, write = add_entry(weight, joins) end
+      -- The units in entries older than the one the debit adds (or joins).
+      local older = joins and sub_(c.units, joins.cost) or c.units
       local retry = ZERO
       if cmp(after, limit) >= 0 then
         local excess = add(sub_(after, limit), ONE)
         local leaves
-        if cmp(excess, c.units) <= 0 then
+        if cmp(excess, older) <= 0 then
           leaves = leaves_at(score_reaching(log, c, excess))
         elseif newest_ns then
           leaves = leaves_at(score_of(newest_ns))

@@ -26,8 +26,9 @@ pub struct SlidingState {
 struct View {
     /// The current window's start (ns).
     start: u64,
-    /// The instant decided at: `now`, or the stored window's start if the clock
-    /// stepped back before it (which keeps the largest estimate).
+    /// The instant decided at: `now`, or the start of the window holding the
+    /// stored start if the clock stepped back before it (which keeps the
+    /// largest estimate).
     at: u64,
     previous: u64,
     current: u64,
@@ -45,8 +46,12 @@ impl Sliding {
 
     fn view(&self, stored: Option<SlidingState>, now: u64) -> View {
         let stored_start = stored.map_or(0, |s| s.start_ms.saturating_mul(NANOS_PER_MS));
-        let at = now.max(stored_start);
         let window_ns = self.window_ns.get();
+        // A clock behind the stored start decides at the start of the window
+        // holding it: the instant a write here stores (a start written under
+        // another window may lie off this one's boundaries), so the reply
+        // describes the state the next call reads.
+        let at = now.max(stored_start - stored_start % window_ns);
         let start = at - at % window_ns;
         let (previous, current) = match stored {
             Some(s) if stored_start >= start => (s.previous, s.current),

@@ -109,3 +109,62 @@ fn clock_stepping_back_keeps_the_largest_estimate() {
     assert!(!out.decision.allowed);
     assert_eq!(out.decision.reply()[3], 3_000 + 2_500);
 }
+
+/// A start stored under another window (off this window's boundaries), with
+/// the clock behind it: a debit's reply is the state it leaves, which the next
+/// call at the same instant reads (the reproduction of a reply that promised
+/// `remaining 4` and an admission the next call refused).
+#[test]
+fn a_debit_behind_an_off_boundary_start_replies_what_it_leaves() {
+    let lim = s(10);
+    let st = Some(SlidingState {
+        start_ms: 1_764_489_605_000,
+        previous: 10,
+        current: 0,
+    });
+    let now = 1_764_489_599_000 * MS;
+    let out = lim.debit(st, now, 1);
+    assert_eq!(out.decision.reply()[..4], [1, 10, 0, 3_000]);
+    let next = lim.decide(out.write, now, 1);
+    assert_eq!(next.decision.reply()[..4], [0, 10, 0, 3_000]);
+}
+
+/// Whatever the stored state (starts on or off the window's boundaries) and
+/// however far the clock is behind or ahead of it, a write's reply describes
+/// the state it leaves: a `COST 0` at the same instant on the written state
+/// reports the same `remaining`, and a debit's `retry_after` is a cost of 1's.
+#[test]
+fn every_write_replies_the_state_it_leaves() {
+    let mut seed = 0x5eed_u64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for _ in 0..20_000 {
+        let lim = s(1 + next(12));
+        let st = Some(SlidingState {
+            start_ms: W0 / MS + next(40_000),
+            previous: next(15),
+            current: next(15),
+        });
+        let now = W0 - 10 * SEC + next(60_000) * MS;
+        let n = 1 + next(6);
+        for (what, out) in [
+            ("cost", lim.decide(st, now, n)),
+            ("debit", lim.debit(st, now, n)),
+            ("refund", lim.refund(st, now, n)),
+        ] {
+            let Some(written) = out.write else { continue };
+            let seen = lim.decide(Some(written), now, 0).decision;
+            let case = format!("{what} {n} on {st:?} at {now}");
+            assert_eq!(seen.remaining, out.decision.remaining, "{case}");
+            assert_eq!(seen.reset_after_ns, out.decision.reset_after_ns, "{case}");
+            if what == "debit" {
+                let one = lim.decide(Some(written), now, 1).decision;
+                assert_eq!(one.retry_after, out.decision.retry_after, "{case}");
+            }
+        }
+    }
+}

@@ -26,8 +26,8 @@ use std::os::raw::{c_int, c_void};
 
 use redis_module::raw;
 
-pub use crate::ffi::ServerInfo;
-use crate::ffi::{api, bytes_of, OwnedString};
+use crate::ffi::{api, OwnedString};
+pub use crate::ffi::{Arg, ServerInfo};
 use crate::observe::{stats, Token};
 use crate::units::Millis;
 
@@ -166,30 +166,6 @@ impl Ctx {
 /// that would reach replicas wait.
 pub fn avoid_replica_traffic() -> bool {
     api!(RedisModule_AvoidReplicaTraffic()) != 0
-}
-
-/// A command argument or a key name: a module string the server (or an
-/// [`OwnedString`]) keeps alive while the command or callback runs.
-#[repr(transparent)]
-#[derive(Clone, Copy)]
-pub struct Arg(*mut raw::RedisModuleString);
-
-impl Arg {
-    #[inline]
-    pub(crate) fn from_raw(ptr: *mut raw::RedisModuleString) -> Arg {
-        Arg(ptr)
-    }
-
-    #[inline]
-    pub(crate) fn ptr(self) -> *mut raw::RedisModuleString {
-        self.0
-    }
-
-    /// The argument's bytes, valid while it lives.
-    #[inline]
-    pub fn bytes<'a>(self) -> &'a [u8] {
-        bytes_of(self.0)
-    }
 }
 
 /// Arguments beyond this many are only ever errors; they are collected on the heap.

@@ -84,32 +84,43 @@ impl Key {
         self.zset_add(entry.score(), entry.member().as_bytes());
     }
 
-    /// Drops up to [`TRIM_MAX`] lapsed entries, adds the write's entry, sets the
-    /// expiry, and replicates the same three effects.
+    /// Drops up to [`TRIM_MAX`] lapsed entries, adds the write's entry, removes
+    /// the entry it replaces (a debit joining the newest), sets the expiry, and
+    /// replicates the same effects (`ZREM`, `ZADD`, `ZREM`, `PEXPIREAT`).
     pub fn write_log(&self, write: &LogWrite, expire_ms: u64) {
         if write.lapsed {
             self.trim_through(write.cutoff_us);
         }
         self.add_entry(&write.entry);
+        if let Some(joined) = write.replaces {
+            let member = OwnedString::new(self.ctx, joined.member().as_bytes());
+            self.remove_members(&[member]);
+        }
         self.expire_at(expire_ms);
     }
 
     /// Applies a refund: adds the rewritten entry's new member if the refund
-    /// rewrites one (`ZADD`, same score), removes the `remove` newest entries and
-    /// the rewritten one's old member (`ZREM`), and sets the expiry (`PEXPIREAT`).
+    /// rewrites one (`ZADD`, same score), removes the `remove` oldest live
+    /// entries and the rewritten one's old member (`ZREM`), and sets the expiry
+    /// (`PEXPIREAT`).
     pub fn refund_log(&self, refund: &LogRefund, expire_ms: u64) {
         let take = refund.remove + u64::from(refund.rewrite.is_some());
-        let mut newest = Vec::new();
-        self.scan_newest(|k| {
-            newest.push(k.current().0);
-            (newest.len() as u64) < take
-        });
+        let mut oldest = Vec::new();
+        self.scan(
+            refund.cutoff_us as f64,
+            raw::REDISMODULE_POSITIVE_INFINITE,
+            true,
+            |k| {
+                oldest.push(k.current().0);
+                (oldest.len() as u64) < take
+            },
+        );
         // The rewritten entry goes in before the old members go out, so the set
         // never empties on the way (no `del` event for a key that stays).
         if let Some((_, new)) = refund.rewrite {
             self.add_entry(&new);
         }
-        self.remove_members(&newest);
+        self.remove_members(&oldest);
         self.expire_at(expire_ms);
     }
 }

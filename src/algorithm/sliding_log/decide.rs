@@ -49,6 +49,7 @@ impl SlidingLog {
                     cutoff_us,
                     lapsed: c.lapsed,
                     entry,
+                    replaces: None,
                 }),
             });
         }
@@ -61,8 +62,14 @@ impl SlidingLog {
 
     /// Charges `units` whatever is left (`DEBIT`): one entry of weight
     /// `units`, or less where the window would pass `limit + MAX_DEBT` (none
-    /// at the cap). Admitted; `retry_after` is when a request of cost 1 is:
-    /// once the oldest entries holding the excess have left.
+    /// at the cap). Once the window holds `limit` units, the debit joins the
+    /// newest entry instead, moved to the debit's time: a log never holds more
+    /// than `limit` live entries (an entry is at least one unit, and one is
+    /// added only while the window holds fewer than `limit`), however many
+    /// debits it takes, and the joined units leave no earlier than they would
+    /// apart. Admitted;
+    /// `retry_after` is when a request of cost 1 is: once the oldest entries
+    /// holding the excess have left.
     pub fn debit(
         &self,
         log: &(impl LogView + ?Sized),
@@ -74,29 +81,40 @@ impl SlidingLog {
         let c = census(log, cutoff_us)?;
         let weight = units.min((limit + MAX_DEBT).saturating_sub(c.units));
         let after = c.units + weight;
+        // The newest entry a debit joins: live (the window holds `limit`
+        // units, so it is) and weighted.
+        let joins = c
+            .newest
+            .filter(|e| weight > 0 && c.units >= limit && e.sum.is_some());
         let (write, newest_ns) = match weight {
             0 => (
                 None,
                 c.newest.filter(|e| e.score() > cutoff_us).map(|e| e.ns),
             ),
             _ => {
-                let entry = next_entry(&c, now, weight)?;
+                let mut entry = next_entry(&c, now, weight)?;
+                if let Some(newest) = joins {
+                    entry.cost = newest.cost.checked_add(weight).ok_or(Corrupt)?;
+                }
                 let write = LogWrite {
                     cutoff_us,
                     lapsed: c.lapsed,
                     entry,
+                    replaces: joins,
                 };
                 (Some(write), Some(entry.ns))
             }
         };
+        // The units in entries older than the one the debit adds (or joins).
+        let older = c.units - joins.map_or(0, |e| e.cost);
         let now_wide = now as u128;
         let retry = match after.checked_sub(limit) {
             None => 0,
             // The oldest entries holding `excess` units, or all of them and
-            // part of the new one (which then leaves last).
+            // part of the newest (which then leaves last).
             Some(over) => {
                 let excess = over + 1;
-                let leaves = match (excess <= c.units, newest_ns) {
+                let leaves = match (excess <= older, newest_ns) {
                     (true, _) => self.score_leaves_at_ns(self.score_reaching(log, &c, excess)?),
                     (false, Some(ns)) => self.leaves_at_ns(ns),
                     (false, None) => return Err(Corrupt),
@@ -182,34 +200,48 @@ impl SlidingLog {
         Ok(hi)
     }
 
-    /// Gives `units` back (`REFUND`): removes the newest entries whole while
-    /// their cost fits in what is left to give, then takes the rest from the next
-    /// one's cost and sum. Work: one step per removed entry (each was added by
-    /// one admitted request), plus the census.
+    /// Gives `units` back (`REFUND`): removes the oldest live entries whole
+    /// while their cost fits in what is left to give, then takes the rest from
+    /// the next one's cost (its sum stays: the units through it are its sum
+    /// less its cost). Oldest first, because a refund does not say which entry
+    /// was its own: the entries that stay are the newest, so the log never
+    /// holds fewer units in any window ending now than the requests in it
+    /// used, whichever of them gives back. Work: one step per removed entry
+    /// (each was added by one admitted request), plus the census.
     pub fn refund(
         &self,
         log: &(impl LogView + ?Sized),
         now: u64,
         units: u64,
     ) -> Result<Outcome<LogRefund>, Corrupt> {
-        let c = census(log, self.cutoff_us(now))?;
-        let give = units.min(c.units);
+        let cutoff_us = self.cutoff_us(now);
+        let c = census(log, cutoff_us)?;
+        let mut give = units.min(c.units);
         let (mut remove, mut rewrite, mut newest_left_ns) = (0u64, None, None);
         if give < c.units {
-            let mut left = give;
-            log.scan_newest(&mut |e| {
+            let (mut left, mut stopped) = (give, false);
+            log.scan_after(cutoff_us, &mut |e| {
                 if left >= e.cost {
                     left -= e.cost;
                     remove += 1;
                     return true;
                 }
                 if let (true, Some(sum)) = (left > 0, e.sum) {
-                    rewrite = Some((e, Entry::weighted(e.ns, e.cost - left, sum - left)));
+                    rewrite = Some((e, Entry::weighted(e.ns, e.cost - left, sum)));
                 }
-                newest_left_ns = Some(e.ns);
+                stopped = true;
                 false
             })?;
-            newest_left_ns.ok_or(Corrupt)?;
+            if stopped {
+                // An entry stays, so the newest one, live, stays.
+                newest_left_ns = Some(c.newest.ok_or(Corrupt)?.ns);
+            } else {
+                // Every live entry went: the census counted units of entries an
+                // earlier refund removed (their sums run on through the entries
+                // after them) behind lapsed ones a clock stepping back brought
+                // back. The key goes, as when everything is given back.
+                give = c.units;
+            }
         }
         let decision = Decision {
             allowed: true,
@@ -220,6 +252,7 @@ impl SlidingLog {
                 .map_or(0, |ns| self.leaves_at_ns(ns).saturating_sub(now as u128)),
         };
         let write = (give > 0).then_some(LogRefund {
+            cutoff_us,
             remove,
             rewrite,
             newest_left_ns,

@@ -64,6 +64,9 @@ impl VecLog {
             "the write knows whether entries lapsed"
         );
         self.0.drain(..lapsed);
+        if let Some(joined) = w.replaces {
+            assert_eq!(self.0.pop(), Some(joined), "a debit joins the newest entry");
+        }
         assert!(self.0.last().is_none_or(|e| e.ns < w.entry.ns));
         self.0.push(w.entry);
     }
@@ -74,11 +77,16 @@ impl VecLog {
             self.0.clear();
             return;
         }
-        self.0.truncate(self.0.len() - r.remove as usize);
+        let first = self
+            .0
+            .iter()
+            .take_while(|e| e.score() <= r.cutoff_us)
+            .count();
+        self.0.drain(first..first + r.remove as usize);
         if let Some((old, new)) = r.rewrite {
-            let last = self.0.last_mut().expect("an entry to rewrite");
-            assert_eq!(*last, old);
-            *last = new;
+            let next = self.0.get_mut(first).expect("an entry to rewrite");
+            assert_eq!(*next, old);
+            *next = new;
         }
         assert_eq!(self.0.last().map(|e| e.ns), r.newest_left_ns);
     }

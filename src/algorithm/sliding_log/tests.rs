@@ -142,38 +142,43 @@ fn mixed_logs_decide_as_legacy_logs_holding_the_same_units() {
 }
 
 #[test]
-fn refunds_remove_whole_entries_then_shrink_the_next() {
+fn refunds_remove_the_oldest_entries_whole_then_shrink_the_next() {
     let l = SlidingLog::new(10, 1_000 * MS).unwrap();
     let mut log = VecLog::default();
     run(&l, &mut log, T0, 2);
     run(&l, &mut log, T0 + 400 * MS, 3);
     run(&l, &mut log, T0 + 450 * MS, 1);
-    // 6 units; giving 2 back removes the newest (1) and takes 1 from the next (3).
-    let out = l.refund(&log, T0 + 500 * MS, 2).unwrap();
+    // 6 units; giving 3 back removes the oldest (2) and takes 1 from the next
+    // (3), whose sum stays: the newest entry stays, and so does the expiry.
+    let now = T0 + 500 * MS;
+    let cutoff_us = score_of(now) - 1_000_000;
+    let out = l.refund(&log, now, 3).unwrap();
     assert_eq!(
         out.write,
         Some(LogRefund {
+            cutoff_us,
             remove: 1,
             rewrite: Some((
                 Entry::weighted(T0 + 400 * MS, 3, 5),
-                Entry::weighted(T0 + 400 * MS, 2, 4)
+                Entry::weighted(T0 + 400 * MS, 2, 5)
             )),
-            newest_left_ns: Some(T0 + 400 * MS)
+            newest_left_ns: Some(T0 + 450 * MS)
         })
     );
-    assert_eq!(out.decision.reply(), [1, 10, 6, 0, 900]);
+    assert_eq!(out.decision.reply(), [1, 10, 7, 0, 950]);
     log.apply_refund(&out.write.unwrap());
-    // The log still decides right: 4 units, sums running on.
-    assert_eq!(run(&l, &mut log, T0 + 600 * MS, 6)[..3], [1, 10, 0]);
-    assert_eq!(log.0.last(), Some(&Entry::weighted(T0 + 600 * MS, 6, 10)));
+    // The log still decides right: 3 units, sums running on.
+    assert_eq!(run(&l, &mut log, T0 + 600 * MS, 7)[..3], [1, 10, 0]);
+    assert_eq!(log.0.last(), Some(&Entry::weighted(T0 + 600 * MS, 7, 13)));
     // An exact whole-entry refund rewrites nothing.
-    let out = l.refund(&log, T0 + 600 * MS, 6).unwrap();
+    let out = l.refund(&log, T0 + 600 * MS, 2).unwrap();
     assert_eq!(
         out.write,
         Some(LogRefund {
+            cutoff_us: score_of(T0 + 600 * MS) - 1_000_000,
             remove: 1,
             rewrite: None,
-            newest_left_ns: Some(T0 + 400 * MS)
+            newest_left_ns: Some(T0 + 600 * MS)
         })
     );
     // Giving back more than is held empties the log.
@@ -181,14 +186,68 @@ fn refunds_remove_whole_entries_then_shrink_the_next() {
     assert_eq!(all.write.and_then(|r| r.newest_left_ns), None);
     assert_eq!(all.decision.reply(), [1, 10, 10, 0, 0]);
     assert_eq!(l.refund(&VecLog::default(), T0, 1).unwrap().write, None);
-    // Refunds reach into legacy entries one unit at a time.
+    // Refunds reach into legacy entries (the oldest) one unit at a time, then
+    // into the weighted ones.
     let mut legacy = VecLog::legacy([T0, T0 + 1, T0 + 2]);
     run(&l, &mut legacy, T0 + 100 * MS, 4);
     assert_eq!(
         refund(&l, &mut legacy, T0 + 200 * MS, 5),
-        [1, 10, 8, 0, 800]
+        [1, 10, 8, 0, 900]
     );
-    assert_eq!(legacy.0, VecLog::legacy([T0, T0 + 1]).0);
+    assert_eq!(legacy.0, [Entry::weighted(T0 + 100 * MS, 2, 4)]);
+}
+
+/// Reservations settled out of order (the LLM proxy's case): A reserves 50,
+/// B reserves 50 two seconds later, A gives all 50 back, B uses its 50. A
+/// refund does not say whose entry it was, so it takes the oldest: B's units
+/// stay counted until B's own time leaves the window, and C's 100 waits for
+/// them. (Giving back the newest entry let C in while B's 50 still counted:
+/// 150 in one window of 100.)
+#[test]
+fn a_refund_never_frees_units_of_a_later_request() {
+    let l = SlidingLog::new(100, 4_000 * MS).unwrap();
+    let mut log = VecLog::default();
+    assert_eq!(run(&l, &mut log, T0, 50)[0], 1); // A
+    assert_eq!(run(&l, &mut log, T0 + 2_000 * MS, 50)[0], 1); // B
+    refund(&l, &mut log, T0 + 2_500 * MS, 50); // A settles at 0
+                                               // When A's time leaves the window, B's 50 are still in it.
+    let c = run(&l, &mut log, T0 + 4_500 * MS, 100);
+    assert_eq!(c[..4], [0, 100, 50, 1_500]);
+    assert_eq!(run(&l, &mut log, T0 + 6_000 * MS, 100)[0], 1);
+}
+
+/// A debit on a log at its limit joins the newest entry, moved to its own
+/// time: however many debits, at most `limit + 1` live entries, and no unit
+/// leaves before it would have as an entry of its own.
+#[test]
+fn debits_past_the_limit_join_the_newest_entry() {
+    let l = SlidingLog::new(3, 1_000 * MS).unwrap();
+    let mut log = VecLog::default();
+    let debit = |log: &mut VecLog, now: u64, n: u64| {
+        let out = l.debit(log, now, n).unwrap();
+        if let Some(w) = out.write {
+            log.apply(&w);
+        }
+        out.decision.reply()
+    };
+    assert_eq!(debit(&mut log, T0, 2), [1, 3, 1, 0, 1_000]);
+    // 4 units: a cost of 1 waits for the oldest entry to leave.
+    assert_eq!(debit(&mut log, T0 + 100 * MS, 2), [1, 3, 0, 900, 1_000]);
+    assert_eq!(log.0.len(), 2);
+    // At its limit: the next debits join the newest entry.
+    for i in 1..=100 {
+        let r = debit(&mut log, T0 + (100 + i) * MS, 1);
+        assert_eq!(r[..3], [1, 3, 0]);
+        // The joined entry (2 + i units) leaves a window after its new time.
+        assert_eq!(r[3..], [1_000, 1_000]);
+    }
+    assert_eq!(
+        log.0,
+        [
+            Entry::weighted(T0, 2, 2),
+            Entry::weighted(T0 + 200 * MS, 102, 104)
+        ]
+    );
 }
 
 #[test]

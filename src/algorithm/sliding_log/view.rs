@@ -39,20 +39,24 @@ pub trait LogView {
 
 /// What an admitted request writes: if `lapsed` (some entry is scored
 /// `<= cutoff_us`), remove up to [`TRIM_MAX`](super::TRIM_MAX) such entries (oldest first); then
-/// add `entry`.
+/// add `entry`, and remove `replaces` if set (a debit joining the newest entry:
+/// `entry` is that entry moved to the debit's time, its weight grown by the debit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogWrite {
     pub cutoff_us: u64,
     pub lapsed: bool,
     pub entry: Entry,
+    pub replaces: Option<Entry>,
 }
 
-/// What a refund writes: remove the `remove` newest entries, then, if
-/// `rewrite` is set, replace the next one (`.0`) by `.1` (same nanosecond and
-/// score, smaller cost and sum). `newest_left_ns` is the newest entry that
-/// stays; `None` when nothing in the window stays (the key is deleted).
+/// What a refund writes: remove the `remove` oldest live entries (scored above
+/// `cutoff_us`), then, if `rewrite` is set, replace the next one (`.0`) by `.1`
+/// (same nanosecond, score and sum, smaller cost). `newest_left_ns` is the
+/// newest entry, which stays; `None` when nothing in the window stays (the key
+/// is deleted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogRefund {
+    pub cutoff_us: u64,
     pub remove: u64,
     pub rewrite: Option<(Entry, Entry)>,
     pub newest_left_ns: Option<u64>,
