@@ -308,14 +308,16 @@ def nginx_for(upstream):
 
 
 def custom_conf(port: int, upstream: int, init: str, access: str = "limiter:access()",
-                http: str = "", server: str = "", package_path: str = "", lib: Path = LIB) -> str:
-    """An NGINX conf of the tests' own: `init` runs in init_by_lua (`rl` is the package), every
-    location runs `access` in its access phase then proxies to the upstream; `/ipkey` answers
-    the key of the client's address (`?bits=`); `http` and `server` add directives."""
+                http: str = "", server: str = "", package_path: str = "", lib: Path = LIB,
+                workers: int = 2) -> str:
+    """An NGINX conf of the tests' own, with `workers` worker processes: `init` runs in
+    init_by_lua (`rl` is the package), every location runs `access` in its access phase then
+    proxies to the upstream; `/ipkey` answers the key of the client's address (`?bits=`);
+    `http` and `server` add directives."""
     return f"""
 load_module /usr/lib/nginx/modules/ndk_http_module.so;
 load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;
-worker_processes 2;
+worker_processes {workers};
 pid nginx.pid;
 error_log error.log info;
 events {{ worker_connections 1024; }}

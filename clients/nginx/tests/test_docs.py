@@ -1,18 +1,22 @@
 """docs/nginx.md's curl transcripts (`<!-- example: curl nginx -->`) run against the example
-nginx.conf, served as in test_example.py on Redis with the module, and print what the page
-shows: the `Date` and `Server` headers left out, and a count of seconds until a window ends
+nginx.conf, served as in test_example.py on Redis with the module in front of the upstream the
+page starts (its "terminal 2" line, on another port), and print what the page shows: the
+`Date` and `Server` headers left out, and a count of seconds until a window ends
 (`X-RateLimit-Reset`, `Retry-After`, the IETF `t`) accepted anywhere from 1 to 60."""
 
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 
-from conftest import ROOT, example_conf
+import pytest
+from conftest import ROOT, example_conf, free_port, wait_for
 
 DOC = ROOT / "docs/nginx.md"
 BLOCK = re.compile(r"^<!-- example: curl nginx -->\n```\n(.*?)^```$", re.M | re.S)
 DROPPED = re.compile(r"^(Date|Server): ")
+TRY = re.compile(r"^<!-- example: shell -->\n```sh\n(.*?)^```$", re.M | re.S)
 SECONDS = re.compile(r"^(X-RateLimit-Reset: |Retry-After: |RateLimit: .*;t=)(\d+)$")
 
 
@@ -38,11 +42,31 @@ def test_the_page_has_its_transcripts():
     assert len(BLOCK.findall(DOC.read_text())) >= 1
 
 
-def test_the_curl_transcripts_print_what_the_page_shows(servers, nginx_for, upstream):
+@pytest.fixture
+def docs_upstream():
+    """The upstream the page's "try it from a checkout" starts, as it is written, on a free
+    port in place of 8080: that port."""
+    lines = [line for block in TRY.findall(DOC.read_text()) for line in block.split("\n")
+             if line.endswith("# terminal 2: an upstream")]
+    assert len(lines) == 1, "docs/nginx.md no longer starts an upstream in terminal 2"
+    command, port = lines[0].split("#")[0].strip(), free_port()
+    assert command.count("8080") == 1, command
+    proc = subprocess.Popen(["bash", "-c", "exec " + command.replace("8080", str(port))], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close() is None,
+                 "the page's upstream", proc, lambda: proc.stderr.read().decode())
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_the_curl_transcripts_print_what_the_page_shows(servers, nginx_for, docs_upstream):
     server = servers("redis", True)
     server.client().flushall()
     n = nginx_for(lambda port: example_conf(
-        f'local redis = {{ host = "127.0.0.1", port = {server.port} }}', upstream.port, port))
+        f'local redis = {{ host = "127.0.0.1", port = {server.port} }}', docs_upstream, port))
     for body in BLOCK.findall(DOC.read_text()):
         for command, want in transcript(body):
             out = subprocess.run(["bash", "-c", command.replace("localhost:8000", f"127.0.0.1:{n.port}")],

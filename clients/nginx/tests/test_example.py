@@ -114,3 +114,36 @@ def test_fail_open_lets_requests_through_while_redis_is_out_of_reach(nginx_for, 
         assert [n.get("/export", FREE)[0] for _ in range(11)] == [200] * 10 + [429]
     finally:
         server.close()
+
+
+def test_every_spelling_of_an_api_key_spends_from_its_one_counter(server, nginx_for, upstream):
+    # NGINX's map finds a plan without regard to case: `FREE-KEY` gets free-key's plan, and
+    # must spend from free-key's counters, not from fresh ones of its own. (The address layer
+    # is widened here, so that only the key's layers decide.)
+    n = nginx_for(lambda port: example_conf(redis_at(server.port), upstream.port, port).replace(
+        '"GCRA 100 1s BURST 20"', '"GCRA 1000 1s BURST 1000"'))
+    spellings = ["free-key", "FREE-KEY", "Free-key", "free-Key", "fRee-key", "frEe-key", "freE-key", "free-kEy"]
+    export = [n.get("/export", {"X-API-Key": key})[0] for key in spellings * 2]
+    assert sorted(export) == [200] * 10 + [429] * 6  # SLIDINGLOG 10 1m, once
+    hello = [n.get("/hello", {"X-API-Key": key})[0] for key in spellings * 7]
+    # The plan's 60, 10 of them spent on /export (SLIDING weighs the minute before the current
+    # one in too: fewer when the test spans two).
+    assert hello.count(200) <= 50 and hello[-1] == 429
+    assert sorted(server.client().keys("rl:[ek]*")) == ["rl:export:free-key", "rl:key:free-key"]
+
+
+def test_a_map_of_case_sensitive_expressions_refuses_other_spellings(servers, nginx_for, upstream):
+    # docs/nginx.md's other choice: the first map's keys as `~^free-key$`.
+    server = servers("redis", True)
+    server.client().flushall()
+
+    def conf(port: int) -> str:
+        text = example_conf(redis_at(server.port), upstream.port, port)
+        for key in ("free-key", "pro-key"):
+            text = text.replace(f"        {key} ", f"        ~^{key}$ ", 1)
+        assert "~^free-key$ free-key;" in text
+        return text
+
+    n = nginx_for(conf)
+    assert n.get("/hello", FREE)[0] == 200
+    assert [n.get("/hello", {"X-API-Key": key})[0] for key in ("FREE-KEY", "Free-key")] == [401, 401]

@@ -176,6 +176,17 @@ def test_a_policy_variable_holding_no_policy_is_an_error(servers, nginx_for, ups
     ('rl.new({ redis = { cluster = { { host = "127.0.0.1", port = 7000 } } }, layers = { '
      '{ name = "a", by = "ip", policy = "p" }, { name = "b", by = "ip", policy = "q" } } })',
      "on a cluster, `tag` names the layer"),
+    # Policies over the server's bounds, which it would refuse on every request.
+    (limiter(6379, '{ name = "a", by = "ip", policy = "SLIDINGLOG 1000000 1m" }'),
+     "policy 'SLIDINGLOG 1000000 1m': limit must be an integer from 1 to 100000 (rl.sliding-log-max-limit"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "GCRA 1000000000000 1ms" }'),
+     "policy 'GCRA 1000000000000 1ms': limit per period must be at most 1 per nanosecond"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "TOKENBUCKET 5 2000001 2ms" }'),
+     "refill per period must be at most 1 per nanosecond"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "LEAKY 5 1000001 1ms" }'),
+     "leak per period must be at most 1 per nanosecond"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'shared_dict = "nope",'),
+     "`shared_dict` names a lua_shared_dict the configuration declares"),
 ])
 def test_nginx_refuses_to_start_with_a_configuration_the_package_cannot_run(tmp_path, upstream, init, message):
     conf = tmp_path / "nginx.conf"
@@ -185,6 +196,56 @@ def test_nginx_refuses_to_start_with_a_configuration_the_package_cannot_run(tmp_
                          capture_output=True, text=True, timeout=30)
     assert out.returncode != 0
     assert "init_by_lua error: resty.rl: " in out.stderr and message in out.stderr, out.stderr
+
+
+def test_policies_at_the_servers_bounds_are_decided(server, nginx_for, upstream):
+    n = start(nginx_for, upstream, limiter(
+        server.port, '{ name = "log", by = "ip", policy = "SLIDINGLOG 100000 1m" }, '
+                     '{ name = "rate", by = "ip", policy = "GCRA 1000000 1ms" }'))
+    # (the server refusing either would be a 500)
+    assert [n.get("/a")[0] for _ in range(3)] == [200] * 3
+    assert server.client().exists("rl:log:127.0.0.1")
+
+
+def test_a_module_with_a_lower_sliding_log_bound_refuses_on_each_request(servers, nginx_for, upstream):
+    server = servers("redis", True)
+    c = server.client()
+    c.flushall()
+    c.config_set("rl.sliding-log-max-limit", 10)
+    try:
+        layer = '{ name = "log", by = "ip", policy = "SLIDINGLOG 100 1m" }'
+        n = start(nginx_for, upstream, limiter(server.port, layer))
+        assert n.get("/a")[0] == 500
+        assert "rl: request refused with 500: ERR limit must be an integer from 1 to 10" in n.log()
+    finally:
+        c.config_set("rl.sliding-log-max-limit", 100000)
+
+
+def test_nginx_t_passes_what_the_package_refuses_and_a_reload_keeps_the_old_configuration(
+        servers, nginx_for, upstream, tmp_path):
+    # `nginx -t` checks NGINX's own configuration: it does not run init_by_lua.
+    refused = '{ name = "ip", by = "ip", policy = "FIXED 3 1y" }'
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(custom_conf(free_port(), upstream.port, limiter(6379, refused)))
+    out = subprocess.run(["nginx", "-t", "-p", str(tmp_path), "-c", str(conf)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and "test is successful" in out.stderr, out.stderr
+    # `nginx -s reload` does: the master logs the refusal and keeps the configuration it had.
+    server = servers("redis", True)
+    server.client().flushall()
+    n = start(nginx_for, upstream, limiter(server.port, '{ name = "ip", by = "ip", policy = "FIXED 3 1h" }'))
+    assert n.get("/a")[0] == 200
+    conf = n.dir / "nginx.conf"
+    conf.write_text(custom_conf(n.port, upstream.port, limiter(server.port, refused)))
+    out = subprocess.run(["nginx", "-p", str(n.dir), "-c", str(conf), "-s", "reload"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    deadline = time.monotonic() + 10
+    while "init_by_lua error: resty.rl: layer 'ip': policy 'FIXED 3 1y'" not in n.log():
+        assert time.monotonic() < deadline, n.log()
+        time.sleep(0.05)
+    assert [n.get("/a")[0] for _ in range(3)] == [200, 200, 429]
+    assert n.proc.poll() is None
 
 
 @pytest.mark.parametrize("socket_field", ["_sock", "_socket"])

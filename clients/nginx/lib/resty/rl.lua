@@ -16,6 +16,7 @@
 local backend = require "resty.rl.backend"
 local headers = require "resty.rl.headers"
 local identity = require "resty.rl.identity"
+local loader = require "resty.rl.loader"
 local options = require "resty.rl.options"
 local policy = require "resty.rl.policy"
 local server = require "resty.rl.server"
@@ -26,8 +27,8 @@ local type, ipairs, tostring = type, ipairs, tostring
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
 
--- Per worker, one state per Redis (the backend it answers with, a cluster's slot map), shared
--- by the limiters that use it.
+-- Per worker, one state per Redis (the backend it answers with, a cluster's slot map, its
+-- name in the library loads' gate), shared by the limiters that use it.
 local states = {}
 
 -- Policies read from a variable or a function at request time, parsed once per worker (at
@@ -53,11 +54,12 @@ end
 function _M.new(opts)
     local self = options.check(opts)
     self.o.library_text, self.o.library_missing = backend.library_text(opts.library)
+    self.o.gate = loader.gate(self.shared_dict)
     local where = self.o.pool_prefix .. (self.o.host or "") .. ":" .. (self.o.port or "")
     for _, n in ipairs(self.o.cluster or {}) do
         where = where .. "," .. n.host .. ":" .. n.port
     end
-    states[where] = states[where] or {}
+    states[where] = states[where] or { where = ngx.md5(where) }
     self.state = states[where]
     return setmetatable(self, mt)
 end

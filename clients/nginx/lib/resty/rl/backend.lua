@@ -5,8 +5,10 @@
 -- from then on (per nginx worker) the limiter calls the library, and where the library is
 -- missing (`Function not found`: never loaded, FUNCTION FLUSH, a failover to a server
 -- without it) it loads the copy this package ships (FUNCTION LOAD REPLACE) on the server
--- that said so, and calls again, once.
+-- that said so, one load at a time with a backoff after a failure (loader.lua), and calls
+-- again, once.
 local cluster = require "resty.rl.cluster"
+local loader = require "resty.rl.loader"
 local server = require "resty.rl.server"
 
 local _M = { MODULE = "module", LIBRARY = "library" }
@@ -98,16 +100,18 @@ function _M.decide(o, state, layers)
         state.backend = _M.LIBRARY
     end
     local args = library_call(layers)
+    local sent = ngx.now()
     local res, err, kind = send(o, state, key, args)
     if res == nil and kind == server.REPLY and err:lower():match("function not found") then
         if not o.library_text then
             return nil, o.library_missing, server.REPLY
         end
-        local loaded, e, k = send(o, state, key, { "FUNCTION", "LOAD", "REPLACE", o.library_text })
-        if not loaded then
-            return nil, "loading the Functions library: " .. tostring(e), k
+        local ready, e, k = loader.ensure(o, o.gate, state.where, sent, function(load)
+            return send(o, state, key, load)
+        end)
+        if not ready then
+            return nil, e, k
         end
-        ngx.log(ngx.NOTICE, "rl: loaded the Functions library (FUNCTION LOAD REPLACE)")
         res, err, kind = send(o, state, key, args)
     end
     return res, err, kind

@@ -6,6 +6,9 @@ return {
   MAX_DURATION_MS = 315360000000,
   MAX_LAYERS = 64,
   MAX_POLICY_NAME = 64,
+  -- rl.sliding-log-max-limit's default: the largest SLIDINGLOG limit (the library's
+  -- bound; a module loaded with another setting holds its own).
+  SLIDING_LOG_MAX_LIMIT = 100000,
   -- The error codes (a reply's first word) that mean Redis cannot decide right now: 503,
   -- or fail_open. Every other error is a configuration error: 500.
   UNAVAILABLE = {

@@ -12,7 +12,7 @@ local _M = {}
 local LAYER_NAME = "^[A-Za-z0-9_.-]+$"
 
 local OPTIONS = { redis = true, layers = true, prefix = true, tag = true, ipv6_bits = true,
-                  headers = true, shadow = true, fail_open = true, library = true }
+                  headers = true, shadow = true, fail_open = true, library = true, shared_dict = true }
 local REDIS_FIELDS = { host = true, port = true, socket = true, cluster = true, password = true,
                        username = true, database = true, timeout_ms = true, pool_size = true,
                        idle_ms = true }
@@ -133,6 +133,8 @@ end
 --   shadow     let denials through, logged (false)
 --   fail_open  let requests through, logged, when Redis cannot be reached (false: 503)
 --   library    the Functions library's file (default: the one this package ships)
+--   shared_dict the lua_shared_dict through which the workers load the library one at a time
+--              (default none: one load at a time per worker)
 function _M.check(opts)
     if type(opts) ~= "table" then
         refuse("new() takes a table of options")
@@ -154,6 +156,13 @@ function _M.check(opts)
         fail_open = opts.fail_open == true,
         layers = {},
     }
+    if opts.shared_dict ~= nil then
+        if type(opts.shared_dict) ~= "string" or not ngx.shared[opts.shared_dict] then
+            refuse("`shared_dict` names a lua_shared_dict the configuration declares "
+                .. "(`lua_shared_dict rl 1m;` in `http`): '" .. tostring(opts.shared_dict) .. "' is none")
+        end
+        self.shared_dict = opts.shared_dict
+    end
     if opts.library ~= nil and type(opts.library) ~= "string" then
         refuse("`library` is the path of the Functions library's file")
     end

@@ -12,6 +12,10 @@ local _M = {}
 -- A server-side policy's name, as the server checks it: 1 to MAX_POLICY_NAME of these.
 local NAME = "^[A-Za-z0-9_.:-]+$"
 
+-- The algorithms that admit at a rate (their count before the duration per that duration):
+-- the server refuses a rate over 1 per nanosecond.
+local RATED = { GCRA = true, TOKENBUCKET = true, LEAKY = true }
+
 -- `text` (digits and an optional unit, a bare integer is seconds) in milliseconds, or nil
 -- when the server would refuse it.
 local function duration_ms(text)
@@ -79,6 +83,18 @@ function _M.parse(text)
         return nil, "policy '" .. text .. "': " .. kind.params[n]
             .. " must be a duration from 1ms to 3650d (ms, s, m, h or d; bare integers are seconds)"
     end
+    -- The server's bounds on a spelled-out policy, checked here so that a limiter it would
+    -- refuse on every request refuses to start instead.
+    local count = tonumber(w[n])
+    if RATED[algo] and count > ms * 1e6 then
+        return nil, "policy '" .. text .. "': " .. kind.params[n - 1] .. " per " .. kind.params[n]
+            .. " must be at most 1 per nanosecond"
+    end
+    if algo == "SLIDINGLOG" and count > facts.SLIDING_LOG_MAX_LIMIT then
+        return nil, "policy '" .. text .. "': limit must be an integer from 1 to "
+            .. facts.SLIDING_LOG_MAX_LIMIT .. " (rl.sliding-log-max-limit's default; for more, name a policy"
+            .. " held on a server configured for it)"
+    end
     local clause = { algo }
     for i = 2, n + 1 do
         clause[i] = w[i]
@@ -99,7 +115,7 @@ function _M.parse(text)
     return {
         clause = clause,
         named = false,
-        quota = tonumber(w[n]),
+        quota = count,
         window_s = ceil(ms / 1000),
         fields = {}, -- its RateLimit-Policy field per layer name (headers.lua)
         command = kind.command,

@@ -8,21 +8,22 @@ if not found then
     redis = require "nginx.redis"
 end
 
+local facts = require "resty.rl.facts"
 local resp = require "resty.rl.resp"
 
 local _M = { redis = redis }
 
--- What a command's outcome is, besides its reply: UNAVAILABLE (the server could not be
--- reached or cannot answer now) or REPLY (the server's own error reply).
+-- What a command's outcome is, besides its reply: UNAVAILABLE (Redis cannot decide right now:
+-- 503, or let through with fail_open) or REPLY (a configuration to fix: 500 whatever
+-- fail_open says).
 _M.UNAVAILABLE = "unavailable"
 _M.REPLY = "reply"
 
--- Error replies of a server that is there but cannot answer now (loading its data, running
--- a slow script, a cluster without a quorum or a master): the same as out of reach.
-local NOT_NOW = { LOADING = true, BUSY = true, MASTERDOWN = true, CLUSTERDOWN = true, TRYAGAIN = true }
-
-local function not_now(err)
-    return NOT_NOW[err:match("^(%u+)")] == true
+-- The class of an error reply, by its code (its first word): facts.UNAVAILABLE's codes (loading
+-- its data, busy with a script, no master or quorum, out of memory, a replica) are a server
+-- that cannot decide now, as one out of reach is; any other is the configuration's.
+function _M.class_of(err)
+    return facts.UNAVAILABLE[tostring(err):match("^(%u+)")] and _M.UNAVAILABLE or _M.REPLY
 end
 
 -- The connect options of a server: its pool's name, made once per server and login (looked
@@ -65,7 +66,7 @@ local function connect(o, host, port)
             local res, e = red[args[1]](red, unpack(args, 2))
             if not res then
                 red:close()
-                return nil, args[1] .. " refused: " .. tostring(e), res == false
+                return nil, args[1] .. " refused: " .. tostring(e), res == false and _M.class_of(e)
             end
         end
     end
@@ -90,18 +91,18 @@ end
 -- Sends `args` (a command and its arguments) to `host`:`port` (`port` nil: `host` is a Unix
 -- socket, `unix:/path`), `asking` first when set (a cluster's ASK redirection). Returns the
 -- reply, or nil, the error's text, UNAVAILABLE or REPLY, and true when the command was not
--- sent (no connection could be made or logged in). A refused AUTH or SELECT is a REPLY: a
--- configuration to fix, not a server out of reach.
+-- sent (no connection could be made or logged in). An AUTH or SELECT refused is classed by
+-- its code as any error reply is (WRONGPASS: a configuration to fix, not a server out of reach).
 function _M.call(o, host, port, args, asking)
-    local red, err, refused = connect(o, host, port)
+    local red, err, class = connect(o, host, port)
     if not red then
-        return nil, err, refused and _M.REPLY or _M.UNAVAILABLE, true
+        return nil, err, class or _M.UNAVAILABLE, true
     end
     if asking then
         local ok, e = command(red, { "ASKING" })
         if not ok then
             red:close()
-            return nil, "ASKING: " .. tostring(e), ok == false and _M.REPLY or _M.UNAVAILABLE
+            return nil, "ASKING: " .. tostring(e), ok == false and _M.class_of(e) or _M.UNAVAILABLE
         end
     end
     local res, e = command(red, args)
@@ -111,7 +112,7 @@ function _M.call(o, host, port, args, asking)
     end
     red:set_keepalive(o.idle_ms, o.pool_size)
     if res == false then
-        return nil, e, not_now(e) and _M.UNAVAILABLE or _M.REPLY
+        return nil, e, _M.class_of(e)
     end
     return res
 end
