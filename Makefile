@@ -52,9 +52,9 @@ test: deps build
 	RL_MODULE=$(MODULE) bash scripts/run-tests.sh
 
 # The wait, lease, sliding-log and flood scenarios on Redis 7.0 under valgrind's memcheck
-# (tests/memcheck.rs; `make test` runs it too): no invalid read or write, no use of freed memory.
+# (tests/it/memcheck.rs; `make test` runs it too): no invalid read or write, no use of freed memory.
 memcheck: deps build
-	RL_MODULE=$(MODULE) cargo test --release --test memcheck -- --ignored
+	RL_MODULE=$(MODULE) cargo test --profile harness --test it memcheck:: -- --ignored
 
 # Side-by-side benchmark (INCR, SET … PXAT, RL.*, the seed articles' Lua scripts, the
 # Functions library), with a replica, with an AOF, on Valkey; memory per key, scaling and

@@ -11,15 +11,23 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# The tests' own builds use the harness profile (release without LTO: Cargo.toml) with
+# RL.DEBUG compiled in; the library built so is the module the RL.DEBUG tests load (sharing
+# every dependency's build with the tests). The other tests decide through RL_MODULE, the
+# release build users get.
+build=(--profile harness --features debug-commands)
+cargo build "${build[@]}" --lib || exit 1
+export RL_DEBUG_MODULE=$PWD/target/harness/librl.so
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --release --no-fail-fast "$@"
+  cargo nextest run --cargo-profile harness --features debug-commands --no-fail-fast "$@"
   rust=$?
-  # The wait scenarios on Redis 7.0 under valgrind's memcheck (tests/memcheck.rs).
-  cargo nextest run --release --test memcheck --run-ignored only "$@" || rust=1
+  # The wait scenarios on Redis 7.0 under valgrind's memcheck (tests/it/memcheck.rs).
+  cargo nextest run --cargo-profile harness --features debug-commands --test it \
+    --run-ignored only -E 'test(/^memcheck::/)' "$@" || rust=1
 else
-  cargo test --release --no-fail-fast "$@"
+  cargo test "${build[@]}" --no-fail-fast "$@"
   rust=$?
-  cargo test --release --test memcheck "$@" -- --ignored || rust=1
+  cargo test "${build[@]}" --test it memcheck:: "$@" -- --ignored || rust=1
 fi
 
 if [ -x .tools/venv/bin/python ]; then

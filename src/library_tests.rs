@@ -5,7 +5,7 @@
 //! `functions/parts/04-facts.lua`), so this checks the generator and the join;
 //! the rest are typed on each side, and a change on one fails here until the
 //! other follows. (Error texts are compared byte for byte by the library's
-//! conformance fuzz, `tests/functions.rs`.)
+//! conformance fuzz, `tests/it/functions.rs`.)
 
 use crate::algorithm::MAX_EXPIRE_MS;
 use crate::bounds::{MAX_COST, MAX_COUNT, MAX_DURATION_MS, MAX_LAYERS, MAX_PERIOD_S, TRIM_MAX};

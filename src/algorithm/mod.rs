@@ -11,7 +11,7 @@
 //! GCRA family's `period_ns >= rate`) keeps them private behind a checked `new`.
 //!
 //! Of the crate, this module imports only [`crate::decimal`] (pure as well):
-//! `tests/functions_exact.rs` compiles the two on their own.
+//! `tests/it/functions_exact.rs` compiles the two on their own.
 
 use std::num::NonZeroU64;
 

@@ -1,6 +1,6 @@
 """The client snippets of docs/clients.md and docs/managed-redis.md: the redis-py and
 node-redis ones run here, exactly as the docs show them (test_docs.py checks the quotes; the
-Rust one runs in tests/clients.rs)."""
+Rust one runs in tests/it/clients.rs)."""
 
 import os
 import shutil
