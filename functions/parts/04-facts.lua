@@ -76,6 +76,10 @@
     policy_line_long = 'ERR a line is longer than 1024 bytes',
     policy_long = "ERR a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes",
     policy_file_large = 'ERR larger than 16777216 bytes',
+    policy_file_not_regular = 'ERR not a regular file',
+    policy_file_link = "ERR a symbolic link: RL.POLICY SAVE replaces only a regular file (name the link's target in policy-file)",
+    policy_save_large = "ERR the policies' lines come to more than 16777216 bytes, more than a policy file may hold: nothing was written",
+    policy_file_folder_sync = 'ERR replaced, but its folder could not be flushed to disk',
     policy_twice = 'ERR a policy of this name is on an earlier line',
     throttle_burst = 'ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
   }

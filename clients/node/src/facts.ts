@@ -137,6 +137,10 @@ export const MESSAGES = {
   policy_line_long: "a line is longer than 1024 bytes",
   policy_long: "a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes",
   policy_file_large: "larger than 16777216 bytes",
+  policy_file_not_regular: "not a regular file",
+  policy_file_link: "a symbolic link: RL.POLICY SAVE replaces only a regular file (name the link's target in policy-file)",
+  policy_save_large: "the policies' lines come to more than 16777216 bytes, more than a policy file may hold: nothing was written",
+  policy_file_folder_sync: "replaced, but its folder could not be flushed to disk",
   policy_twice: "a policy of this name is on an earlier line",
   throttle_burst: "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days",
 } as const;
