@@ -104,11 +104,11 @@ server_tests! {
         assert_eq!(list(c), before);
         // A good file replaces the whole set.
         std::fs::write(&path, "free FIXED 5 1m\nnew SLIDING 2 1s\n").unwrap();
-        let digest_before = info(c, "rl", "rl_policy_digest");
+        let digest_before = info(c, "rl", "rl_policies_digest");
         ok(c, "RL.POLICY LOAD");
         assert_eq!(list(c), ["free FIXED 5 1m", "new SLIDING 2 1s"]);
         let digest: String = run(c, "RL.POLICY DIGEST");
-        assert_eq!(info(c, "rl", "rl_policy_digest"), digest);
+        assert_eq!(info(c, "rl", "rl_policies_digest"), digest);
         assert_ne!(digest, digest_before);
         assert_eq!(rl(c, "RL.LIMIT k free")[..3], [1, 5, 4]);
     }

@@ -10,7 +10,7 @@ pub mod stats;
 
 use std::cell::Cell;
 
-pub use info::{policy_lines, section};
+pub use info::{is_policy_line, policy_lines, section, POLICIES, POLICIES_DIGEST};
 pub use ledger::Token;
 
 thread_local! {
