@@ -682,6 +682,7 @@ local function build()
     oom = "OOM command not allowed when used memory > 'maxmemory'.",
     shutting_down = 'UNBLOCKED the server is shutting down',
     no_such_policy = function(name) return fmt("ERR no such policy '%s'", name) end,
+    policy_reserved = function(name) return fmt("ERR the policy name '%s' is reserved: INFO rl's field rl_policy_%s is the module's own", name, name) end,
     policy_name = function(max) return fmt('ERR a policy name is 1 to %.0f of A-Z, a-z, 0-9 and _ . : -', max) end,
     policy_algorithm = function(name, was) return fmt("ERR policy '%s' is %s: DEL it before giving it another algorithm", name, was) end,
     too_many_policies = function(max) return fmt('ERR at most %.0f policies (rl.max-policies)', max) end,
@@ -705,6 +706,10 @@ local function build()
     policy_line_long = 'ERR a line is longer than 1024 bytes',
     policy_long = "ERR a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes",
     policy_file_large = 'ERR larger than 16777216 bytes',
+    policy_file_not_regular = 'ERR not a regular file',
+    policy_file_link = "ERR a symbolic link: RL.POLICY SAVE replaces only a regular file (name the link's target in policy-file)",
+    policy_save_large = "ERR the policies' lines come to more than 16777216 bytes, more than a policy file may hold: nothing was written",
+    policy_file_folder_sync = 'ERR replaced, but its folder could not be flushed to disk',
     policy_twice = 'ERR a policy of this name is on an earlier line',
     throttle_burst = 'ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
   }
@@ -1589,6 +1594,8 @@ local function build()
           for word in string.gmatch(line, '[^ \t\n\f\r]+') do words[#words + 1] = word end
           if not words[1] or sub(words[1], 1, 1) == '#' then return end
           local name = policy_name(table.remove(words, 1))
+          -- As the module's: its INFO line would be a field of the module's own.
+          if name == 'digest' then fail(ERR.policy_reserved(name)) end
           local definition = policy_definition(name, words)
           if held[name] then fail(MSG.policy_twice) end
           if count >= POLICY.max_count then fail(ERR.too_many_policies(POLICY.max_count)) end

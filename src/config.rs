@@ -4,7 +4,7 @@
 //! is a fact (facts/rl.toml's `settings`, generated into `facts::settings`);
 //! `lib.rs` registers them from the constants here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
 
@@ -31,7 +31,8 @@ pub const DEFAULT_MAX_WAITERS_PER_KEY: i64 = settings::MAX_WAITERS_PER_KEY.defau
 pub const MAX_WAITERS_PER_KEY_RANGE: (i64, i64) = settings::MAX_WAITERS_PER_KEY.range;
 
 /// `rl.max-policies`: the most named policies a node holds (`RL.POLICY SET`
-/// beyond it is refused; lowering it deletes none).
+/// of a new name beyond it is refused; lowering it deletes none, and a start
+/// loads a policy file holding more, up to the range's maximum: `policy.rs`).
 pub static MAX_POLICIES: AtomicI64 = AtomicI64::new(DEFAULT_MAX_POLICIES);
 pub const DEFAULT_MAX_POLICIES: i64 = settings::MAX_POLICIES.default;
 pub const MAX_POLICIES_RANGE: (i64, i64) = settings::MAX_POLICIES.range;
@@ -43,7 +44,8 @@ pub fn max_policies() -> usize {
 
 /// `rl.policy-file`: the policy file, read at load and by `RL.POLICY LOAD`,
 /// written by `RL.POLICY SAVE`; empty for none. Fixed at load (immutable, as
-/// `aclfile` is): no command can point the module at another file.
+/// `aclfile` is): no command can point the module at another file. Once the
+/// module is loaded it is absolute ([`fix_policy_file`]).
 pub static POLICY_FILE: Mutex<String> = Mutex::new(String::new());
 
 /// The module argument naming the policy file (not a shared fact: the library
@@ -54,6 +56,27 @@ pub const POLICY_FILE_ARG: &str = "policy-file";
 pub fn policy_file() -> Option<PathBuf> {
     let path = POLICY_FILE.lock().unwrap_or_else(|e| e.into_inner());
     (!path.is_empty()).then(|| PathBuf::from(path.as_str()))
+}
+
+/// Fixes `rl.policy-file` when the module loads: a relative path is made
+/// absolute against the working directory then (the server's `dir` at start),
+/// so that a later `CONFIG SET dir`, which moves the server's working
+/// directory, moves no policy file, and `CONFIG GET rl.policy-file` shows the
+/// file used.
+pub fn fix_policy_file() -> Result<(), String> {
+    let mut path = POLICY_FILE.lock().unwrap_or_else(|e| e.into_inner());
+    if path.is_empty() || Path::new(path.as_str()).is_absolute() {
+        return Ok(());
+    }
+    let cannot = |why: String| format!("policy file {path}: cannot make the path absolute: {why}");
+    let folder = std::env::current_dir().map_err(|e| cannot(e.to_string()))?;
+    let absolute = folder.join(path.as_str());
+    let absolute = absolute
+        .to_str()
+        .ok_or_else(|| cannot("the working directory is not UTF-8".into()))?
+        .to_owned();
+    *path = absolute;
+    Ok(())
 }
 
 /// `rl.gcra-command`: whether the module registers Redis's designed `GCRA`
@@ -96,6 +119,14 @@ impl Default for Caps {
 pub fn caps() -> Caps {
     Caps {
         sliding_log_max: SLIDING_LOG_MAX_LIMIT.load(Ordering::Relaxed).max(1) as u64,
+    }
+}
+
+/// The widest caps the settings allow: what any policy `SAVE` wrote was
+/// accepted under (a start reads the policy file under them).
+pub fn widest_caps() -> Caps {
+    Caps {
+        sliding_log_max: SLIDING_LOG_MAX_RANGE.1 as u64,
     }
 }
 

@@ -74,6 +74,8 @@ pub enum RlError {
     NoSuchPolicy(String),
     #[error(fmt = errors::policy_name)]
     PolicyName(usize),
+    #[error(fmt = errors::policy_reserved)]
+    PolicyReserved(String),
     #[error(fmt = errors::policy_algorithm)]
     PolicyAlgorithm { name: String, was: &'static str },
     #[error(fmt = errors::too_many_policies)]

@@ -256,6 +256,10 @@ pub mod errors {
         write!(f, "ERR no such policy '{name}'")
     }
 
+    pub fn policy_reserved(name: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR the policy name '{name}' is reserved: INFO rl's field rl_policy_{name} is the module's own")
+    }
+
     pub fn policy_name(max: impl Display, f: &mut Formatter<'_>) -> Result {
         write!(f, "ERR a policy name is 1 to {max} of A-Z, a-z, 0-9 and _ . : -")
     }
@@ -302,6 +306,10 @@ pub mod messages {
     pub const POLICY_LINE_LONG: &str = "a line is longer than 1024 bytes";
     pub const POLICY_LONG: &str = "a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes";
     pub const POLICY_FILE_LARGE: &str = "larger than 16777216 bytes";
+    pub const POLICY_FILE_NOT_REGULAR: &str = "not a regular file";
+    pub const POLICY_FILE_LINK: &str = "a symbolic link: RL.POLICY SAVE replaces only a regular file (name the link's target in policy-file)";
+    pub const POLICY_SAVE_LARGE: &str = "the policies' lines come to more than 16777216 bytes, more than a policy file may hold: nothing was written";
+    pub const POLICY_FILE_FOLDER_SYNC: &str = "replaced, but its folder could not be flushed to disk";
     pub const POLICY_TWICE: &str = "a policy of this name is on an earlier line";
     pub const THROTTLE_BURST: &str = "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days";
 }

@@ -61,9 +61,15 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("rl: {problem}; the module is not loaded"));
         return Status::Err;
     }
-    if let Err(problem) = policy::load_at_start() {
-        ctx.log_warning(&format!("rl: {problem}; the module is not loaded"));
-        return Status::Err;
+    let warnings = config::fix_policy_file().and_then(|_| policy::load_at_start());
+    match warnings {
+        Ok(warnings) => warnings
+            .iter()
+            .for_each(|w| ctx.log_warning(&format!("rl: {w}"))),
+        Err(problem) => {
+            ctx.log_warning(&format!("rl: {problem}; the module is not loaded"));
+            return Status::Err;
+        }
     }
     store::init_effects();
     commands::enable_optional(gcra_wanted(ctx));

@@ -5,20 +5,21 @@
 //! parsed under other caps (`rl.sliding-log-max-limit` changed since) is
 //! parsed again when used, so it decides under the bounds its command would.
 //! The policy file (`rl.policy-file`) is read as Redis reads an ACL file: all
-//! or nothing, the first bad line named; it is written through a temporary
-//! file renamed over it, so a crash mid-write leaves the old one.
+//! or nothing, the first bad line named; it is replaced whole through a
+//! temporary file (`file`). Whatever `SAVE` writes, the next start loads: at
+//! start the file is read against the largest values the settings can take,
+//! as Redis loads the RDB it wrote whatever `maxmemory` says by then.
+
+mod file;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{Read, Write};
-use std::path::Path;
 
 use crate::config::{self, Caps};
 use crate::error::RlError;
-use crate::facts::{messages, MAX_POLICY_FILE, MAX_POLICY_LINE};
+use crate::facts::{messages, MAX_POLICY_LINE};
 use crate::grammar::policy::{canonical, parse_definition, policy_name, Definition};
-use crate::observe::stats;
+use crate::observe::{self, stats};
 
 struct Policy {
     /// Names its counters (`INFO rl_policies`): kept while the name is held,
@@ -70,7 +71,13 @@ fn changed() {
 pub fn set(name: &[u8], words: &[&[u8]], caps: Caps) -> Result<(), RlError> {
     POLICIES.with_borrow_mut(|policies| {
         let (name, mut policy) = parse(name, words, caps)?;
-        admit(policies, policies, name, &policy.definition)?;
+        admit(
+            policies,
+            policies,
+            name,
+            &policy.definition,
+            config::max_policies(),
+        )?;
         policy.id = policies.get(name).map_or_else(new_id, |old| old.id);
         policies.insert(name.to_owned(), policy);
         changed();
@@ -81,6 +88,9 @@ pub fn set(name: &[u8], words: &[&[u8]], caps: Caps) -> Result<(), RlError> {
 /// A policy from its name and definition's words.
 fn parse<'a>(name: &'a [u8], words: &[&[u8]], caps: Caps) -> Result<(&'a str, Policy), RlError> {
     let name = policy_name(name)?;
+    if observe::is_reserved_policy_name(name) {
+        return Err(RlError::PolicyReserved(name.to_owned()));
+    }
     // Its line as `GET`, `LIST` and `SAVE` give it: what a policy file may hold.
     let line = name.len() + words.iter().map(|w| 1 + w.len()).sum::<usize>();
     if line > MAX_POLICY_LINE {
@@ -100,12 +110,13 @@ fn parse<'a>(name: &'a [u8], words: &[&[u8]], caps: Caps) -> Result<(&'a str, Po
 }
 
 /// Whether `name` may be defined as `definition` in `into`: not with another
-/// algorithm than `held` gives it, and within `rl.max-policies`.
+/// algorithm than `held` gives it, and within `max` policies.
 fn admit(
     held: &BTreeMap<String, Policy>,
     into: &BTreeMap<String, Policy>,
     name: &str,
     definition: &Definition,
+    max: usize,
 ) -> Result<(), RlError> {
     if let Some(old) = held
         .get(name)
@@ -116,30 +127,52 @@ fn admit(
             was: old.definition.kind.tag_upper(),
         });
     }
-    if !into.contains_key(name) && into.len() >= config::max_policies() {
-        return Err(RlError::TooManyPolicies(config::max_policies()));
+    if !into.contains_key(name) && into.len() >= max {
+        return Err(RlError::TooManyPolicies(max));
     }
     Ok(())
 }
 
+/// How a policy file is read.
+#[derive(Clone, Copy)]
+enum Reading {
+    /// At start: against the largest values the settings can take, so that
+    /// whatever `SAVE` wrote under settings changed since (and not saved) loads.
+    AtStart,
+    /// `RL.POLICY LOAD`: a change made now, held to the settings in force.
+    Now,
+}
+
 /// Reads the policy file at load: a file given and not readable, or with a bad
-/// line, refuses the load (the message names the file and the line).
-pub fn load_at_start() -> Result<(), String> {
-    load().or_else(|e| match e {
-        RlError::NoPolicyFile => Ok(()),
-        e => Err(e.to_string().trim_start_matches("ERR ").to_owned()),
-    })
+/// line, refuses the load (the message names the file and the line). `Ok`
+/// holds the warnings to log: what the settings in force would have refused.
+pub fn load_at_start() -> Result<Vec<String>, String> {
+    match read_file(Reading::AtStart) {
+        Ok(warnings) => Ok(warnings),
+        Err(RlError::NoPolicyFile) => Ok(Vec::new()),
+        Err(e) => Err(e.to_string().trim_start_matches("ERR ").to_owned()),
+    }
 }
 
 /// `RL.POLICY LOAD`: replaces the set by the policy file's, all or nothing.
 pub fn load() -> Result<(), RlError> {
+    read_file(Reading::Now).map(|_| ())
+}
+
+/// Replaces the set by the policy file's, all or nothing; the warnings of a
+/// start (see [`load_at_start`]).
+fn read_file(reading: Reading) -> Result<Vec<String>, RlError> {
     let path = config::policy_file().ok_or_else(|| RlError::NoPolicyFile)?;
     let file = path.display().to_string();
-    let text = read_bounded(&path).map_err(|problem| RlError::PolicyFile {
+    let text = file::read(&path).map_err(|problem| RlError::PolicyFile {
         file: file.as_str().into(),
         problem: problem.into(),
     })?;
-    let caps = config::caps();
+    let (caps, max) = match reading {
+        Reading::Now => (config::caps(), config::max_policies()),
+        Reading::AtStart => (config::widest_caps(), config::MAX_POLICIES_RANGE.1 as usize),
+    };
+    let mut warnings = Vec::new();
     let read = POLICIES.with_borrow(|held| {
         let mut read = BTreeMap::new();
         for (i, line) in text.split(|&b| b == b'\n').enumerate() {
@@ -148,10 +181,26 @@ pub fn load() -> Result<(), RlError> {
                 line: i + 1,
                 problem: e.to_string().trim_start_matches("ERR ").into(),
             };
-            read_line(held, &mut read, line, caps).map_err(at_line)?;
+            let policy = read_line(held, &mut read, line, caps, max).map_err(at_line)?;
+            if let Some((name, Err(refused))) = policy.map(|name| (name, usable(&read, name))) {
+                warnings.push(format!(
+                    "policy file {file} line {}: policy '{name}' is loaded, but calls by it \
+                     are refused until the settings allow it: {}",
+                    i + 1,
+                    refused.to_string().trim_start_matches("ERR ")
+                ));
+            }
         }
         Ok(read)
     })?;
+    if read.len() > config::max_policies() {
+        warnings.push(format!(
+            "policy file {file} holds {} policies, more than rl.max-policies ({}): all are \
+             loaded; RL.POLICY SET of a new name is refused until fewer are held",
+            read.len(),
+            config::max_policies()
+        ));
+    }
     POLICIES.with_borrow_mut(|policies| {
         let mut read = read;
         // Names kept keep their counters; the others' go, new ones' start.
@@ -166,17 +215,24 @@ pub fn load() -> Result<(), RlError> {
         *policies = read;
     });
     changed();
-    Ok(())
+    Ok(warnings)
+}
+
+/// Whether the policy `name` of `read` decides under the settings in force.
+fn usable(read: &BTreeMap<String, Policy>, name: &str) -> Result<(), RlError> {
+    read.get(name)
+        .map_or(Ok(()), |p| p.definition_under(config::caps()).map(|_| ()))
 }
 
 /// One line of a policy file into `read`: `name ALGO params [SHADOW]`, or a
-/// blank line, or a `#` comment.
-fn read_line(
+/// blank line, or a `#` comment. The name of the policy read, if any.
+fn read_line<'a>(
     held: &BTreeMap<String, Policy>,
     read: &mut BTreeMap<String, Policy>,
-    line: &[u8],
+    line: &'a [u8],
     caps: Caps,
-) -> Result<(), RlError> {
+    max: usize,
+) -> Result<Option<&'a str>, RlError> {
     if line.len() > MAX_POLICY_LINE {
         return Err(RlError::Syntax(messages::POLICY_LINE_LONG));
     }
@@ -185,32 +241,25 @@ fn read_line(
         .split(u8::is_ascii_whitespace)
         .filter(|w| !w.is_empty());
     let Some(name) = words.next().filter(|w| !w.starts_with(b"#")) else {
-        return Ok(());
+        return Ok(None);
     };
     let words: Vec<&[u8]> = words.collect();
-    let (name, policy) = parse(name, &words, caps)?;
+    // Parsed under the settings in force where it can be, so that a call by it
+    // need not parse it again.
+    let (name, policy) =
+        parse(name, &words, config::caps()).or_else(|e| match caps == config::caps() {
+            true => Err(e),
+            false => parse(name, &words, caps),
+        })?;
     if read.contains_key(name) {
         return Err(RlError::Syntax(messages::POLICY_TWICE));
     }
-    admit(held, read, name, &policy.definition)?;
+    admit(held, read, name, &policy.definition, max)?;
     read.insert(name.to_owned(), policy);
-    Ok(())
+    Ok(Some(name))
 }
 
-/// The file's bytes, if it has at most `MAX_POLICY_FILE` of them.
-fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
-    let mut bytes = Vec::new();
-    File::open(path)
-        .and_then(|f| f.take(MAX_POLICY_FILE + 1).read_to_end(&mut bytes))
-        .map_err(|e| e.to_string())?;
-    match bytes.len() as u64 > MAX_POLICY_FILE {
-        true => Err(messages::POLICY_FILE_LARGE.to_owned()),
-        false => Ok(bytes),
-    }
-}
-
-/// `RL.POLICY SAVE`: writes `LIST`'s lines to the policy file, through a
-/// temporary file in its folder renamed over it.
+/// `RL.POLICY SAVE`: writes `LIST`'s lines to the policy file (`file::replace`).
 pub fn save() -> Result<(), RlError> {
     let path = config::policy_file().ok_or_else(|| RlError::NoPolicyFile)?;
     let mut text = String::new();
@@ -218,26 +267,10 @@ pub fn save() -> Result<(), RlError> {
         text.push_str(&line);
         text.push('\n');
     }
-    let temporary = path.with_file_name(format!(
-        "{}.tmp-{}",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    let written = File::create(&temporary)
-        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|_| f.sync_all()))
-        .and_then(|_| std::fs::rename(&temporary, &path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        RlError::PolicyFile {
-            file: path.display().to_string().into(),
-            problem: e.to_string().into(),
-        }
-    })?;
-    // The rename is durable once the folder is.
-    if let Some(folder) = path.parent().and_then(|p| File::open(p).ok()) {
-        let _ = folder.sync_all();
-    }
-    Ok(())
+    file::replace(&path, text.as_bytes()).map_err(|problem| RlError::PolicyFile {
+        file: path.display().to_string().into(),
+        problem: problem.into(),
+    })
 }
 
 /// `RL.POLICY DEL name`: whether it existed.

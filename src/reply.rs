@@ -25,6 +25,8 @@ pub enum Reply {
     Bulk(Option<String>),
     /// An array of bulk strings.
     Bulks(Vec<String>),
+    /// An array of simple strings (`HELP`'s lines, as Redis answers `CONFIG HELP`).
+    Lines(&'static [&'static str]),
     /// The client waits (`BLOCK`): its reply comes when the wait ends.
     Blocked,
 }
@@ -60,6 +62,14 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, reply: &Reply) -> c_int {
             api!(RedisModule_ReplyWithArray(ctx, texts.len() as _));
             for text in texts {
                 bulk(ctx, Some(text));
+            }
+            OK
+        }
+        Reply::Lines(lines) => {
+            api!(RedisModule_ReplyWithArray(ctx, lines.len() as _));
+            for line in *lines {
+                let line = std::ffi::CString::new(*line).expect("help holds no NUL");
+                api!(RedisModule_ReplyWithSimpleString(ctx, line.as_ptr()));
             }
             OK
         }

@@ -50,6 +50,8 @@
           for word in string.gmatch(line, '[^ \t\n\f\r]+') do words[#words + 1] = word end
           if not words[1] or sub(words[1], 1, 1) == '#' then return end
           local name = policy_name(table.remove(words, 1))
+          -- As the module's: its INFO line would be a field of the module's own.
+          if name == 'digest' then fail(ERR.policy_reserved(name)) end
           local definition = policy_definition(name, words)
           if held[name] then fail(MSG.policy_twice) end
           if count >= POLICY.max_count then fail(ERR.too_many_policies(POLICY.max_count)) end

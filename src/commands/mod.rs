@@ -54,6 +54,19 @@ pub const TABLE: [Command; limiters::LIMITERS.len() + OTHERS.len()] = {
 
 const _: () = assert!(TABLE.len() <= stats::SLOTS);
 
+// No command's `INFO rl` field is named as a per-policy line is, so no policy's
+// name can make its line collide with a command's (`observe::is_policy_line`;
+// the one field so named, `policy_digest`, is a name policies may not take).
+const _: () = {
+    let mut i = 0;
+    while i < TABLE.len() {
+        if let Some(field) = TABLE[i].stat {
+            assert!(!crate::observe::is_policy_line(field.to_bytes()));
+        }
+        i += 1;
+    }
+};
+
 /// Whether the optional commands (`GCRA`) are registered: set once at load,
 /// before any command is registered, and never changed after.
 static OPTIONAL_ENABLED: AtomicBool = AtomicBool::new(false);

@@ -1,10 +1,11 @@
-//! `RL.POLICY SET | DEL | LOAD | SAVE | GET | LIST | DIGEST`: the named policies this node
-//! holds (`crate::policy`). Registered as subcommands, each with its own flags
+//! `RL.POLICY SET | DEL | LOAD | SAVE | GET | LIST | DIGEST | HELP`: the named policies this
+//! node holds (`crate::policy`). Registered as subcommands, each with its own flags
 //! and ACL categories: `SET`, `DEL`, `LOAD` and `SAVE` are `@admin` (where the server cannot
 //! declare a module command's categories, Redis 7.0, they require the
-//! caller's permission to run `CONFIG SET`, an `@admin` command), the others
-//! read-only. None is replicated or written to the AOF: policies are per
-//! node, like ACL users.
+//! caller's permission to run `CONFIG SET`, an `@admin` command) and refused
+//! inside scripts and functions (`deny-script`, as `CONFIG SET` and `ACL
+//! SETUSER` are `noscript`), the others read-only. None is replicated or
+//! written to the AOF: policies are per node, like ACL users.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,29 +44,32 @@ fn may_change(ctx: Ctx, command: &'static str) -> Result<(), RlError> {
     }
 }
 
-pub const SUBCOMMANDS: [Subcommand; 7] = [
+/// The changing subcommands' flags: administrative, never from a script.
+const CHANGES: &CStr = c"admin deny-script";
+
+pub const SUBCOMMANDS: [Subcommand; 8] = [
     Subcommand {
         name: c"set",
         handler: set,
-        flags: c"admin",
+        flags: CHANGES,
         acl: c"admin dangerous slow",
     },
     Subcommand {
         name: c"del",
         handler: del,
-        flags: c"admin",
+        flags: CHANGES,
         acl: c"admin dangerous slow",
     },
     Subcommand {
         name: c"load",
         handler: load,
-        flags: c"admin",
+        flags: CHANGES,
         acl: c"admin dangerous slow",
     },
     Subcommand {
         name: c"save",
         handler: save,
-        flags: c"admin",
+        flags: CHANGES,
         acl: c"admin dangerous slow",
     },
     Subcommand {
@@ -86,6 +90,34 @@ pub const SUBCOMMANDS: [Subcommand; 7] = [
         flags: c"readonly fast",
         acl: c"fast",
     },
+    Subcommand {
+        name: c"help",
+        handler: help,
+        flags: c"readonly fast allow-loading allow-stale",
+        acl: c"fast",
+    },
+];
+
+/// `RL.POLICY HELP`, as Redis's own `CONFIG HELP` answers: a line naming each
+/// subcommand, then what it does.
+const HELP: [&str; 17] = [
+    "RL.POLICY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "SET <name> <algorithm> <params> [BURST <b>] [SHADOW]",
+    "    Create or replace the policy <name> (not with another algorithm).",
+    "DEL <name>",
+    "    Delete the policy <name>: 1 if it existed, else 0.",
+    "GET <name>",
+    "    The policy's line, as a policy file holds it, or nil.",
+    "LIST",
+    "    Every policy's line, sorted by name.",
+    "DIGEST",
+    "    The SHA-1 of LIST's lines, each ended by a newline, in hex.",
+    "LOAD",
+    "    Replace every policy by the policy file's, all or nothing.",
+    "SAVE",
+    "    Write every policy to the policy file, replacing it whole.",
+    "HELP",
+    "    Print this help.",
 ];
 
 handler!(set, "RL.POLICY", |ctx: Ctx, argv: &[Arg]| {
@@ -149,4 +181,11 @@ handler!(save, "RL.POLICY", |ctx: Ctx, argv: &[Arg]| {
     may_change(ctx, "rl.policy|save")?;
     policy::save()?;
     Ok(Reply::Ok)
+});
+
+handler!(help, "RL.POLICY", |_: Ctx, argv: &[Arg]| {
+    if argv.len() != 2 {
+        return Err(RlError::WrongArity("rl.policy|help"));
+    }
+    Ok(Reply::Lines(&HELP))
 });

@@ -10,7 +10,9 @@ pub mod stats;
 
 use std::cell::Cell;
 
-pub use info::{policy_lines, section};
+pub use info::{
+    is_policy_line, is_reserved_policy_name, policy_lines, section, POLICIES, POLICY_DIGEST,
+};
 pub use ledger::Token;
 
 thread_local! {

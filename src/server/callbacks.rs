@@ -202,13 +202,13 @@ pub extern "C" fn on_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c
     if let Some((count, digest)) = policy::held() {
         api!(RedisModule_InfoAddFieldULongLong(
             ctx,
-            c"policies".as_ptr(),
+            observe::POLICIES.as_ptr(),
             count as u64
         ));
         let digest = std::ffi::CString::new(digest).expect("hex");
         api!(RedisModule_InfoAddFieldCString(
             ctx,
-            c"policy_digest".as_ptr(),
+            observe::POLICY_DIGEST.as_ptr(),
             digest.as_ptr()
         ));
     }

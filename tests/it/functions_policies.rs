@@ -196,6 +196,7 @@ server_tests! {
             "ok NOPE 1 1h\n",
             "ok FIXED 1\n",
             "o{k} FIXED 1 1h\n",
+            "ok FIXED 1 1h\ndigest FIXED 1 1h\n",
             &format!("{comments}ok FIXED 1 1h\nsecond FIXED 0 1h\n"),
             &too_many,
         ] {

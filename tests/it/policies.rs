@@ -224,6 +224,12 @@ server_tests! {
         ok(c, "RL.POLICY SET b FIXED 2 1s"); // replacing is not adding
         let _: () = run(c, "CONFIG SET rl.max-policies 1"); // lowering deletes none
         assert_eq!(run::<Vec<String>>(c, "RL.POLICY LIST").len(), 2);
+        // Held ones change as ever; a new name waits until fewer than the setting are held.
+        ok(c, "RL.POLICY SET a FIXED 3 1s");
+        assert_eq!(run::<i64>(c, "RL.POLICY DEL a"), 1);
+        assert_eq!(rl_err(c, "RL.POLICY SET c FIXED 1 1s"), "ERR at most 1 policies (rl.max-policies)");
+        assert_eq!(run::<i64>(c, "RL.POLICY DEL b"), 1);
+        ok(c, "RL.POLICY SET c FIXED 1 1s");
     }
 
     fn a_policy_decides_under_the_caps_in_force(flavor) {
@@ -268,9 +274,11 @@ server_tests! {
         let (flags, _) = info(c, "rl.limit");
         assert!(flags.contains(&"write".into()) && flags.contains(&"denyoom".into()), "{flags:?}");
         assert!(!flags.contains(&"fast".into()), "{flags:?}");
-        for (sub, flag) in [("set", "admin"), ("del", "admin"), ("get", "readonly"), ("list", "readonly"), ("digest", "readonly")] {
+        for (sub, flag) in [("set", "admin"), ("del", "admin"), ("load", "admin"), ("save", "admin"), ("get", "readonly"), ("list", "readonly"), ("digest", "readonly"), ("help", "readonly")] {
             let (flags, categories) = info(c, &format!("rl.policy|{sub}"));
             assert!(flags.contains(&flag.into()), "{sub}: {flags:?}");
+            // Changes are refused in scripts and functions, as CONFIG SET is.
+            assert_eq!(flags.contains(&"noscript".into()), flag == "admin", "{sub}: {flags:?}");
             // Where the server has module ACL categories (Valkey): @admin for changes.
             if flavor == Flavor::Valkey {
                 assert_eq!(categories.contains(&"@admin".into()), flag == "admin", "{sub}: {categories:?}");

@@ -59,6 +59,7 @@ server_tests! {
             ("a{b} FIXED 3 1m\n", "line 1: a policy name is 1 to 64"),
             ("free NOPE 3 1m\n", "line 1: RL.POLICY SET expects an algorithm"),
             ("free FIXED 3 1m COST 2\n", "line 1: unknown option 'COST'"),
+            ("free FIXED 3 1m\ndigest FIXED 3 1m\n", "line 2: the policy name 'digest' is reserved"),
         ];
         for (i, (text, message)) in cases.iter().enumerate() {
             let path = dir.join(format!("bad-{i}.conf"));
@@ -87,6 +88,7 @@ server_tests! {
             ("free FIXED 5 1m\nbroken\n", format!("ERR policy file {file} line 2: RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED")),
             ("free GCRA 5 1m\n", format!("ERR policy file {file} line 1: policy 'free' is FIXED: DEL it before giving it another algorithm")),
             (&format!("free FIXED 5 1m\n{}\n", "#".repeat(1_025)), format!("ERR policy file {file} line 2: a line is longer than 1024 bytes")),
+            ("digest FIXED 5 1m\n", format!("ERR policy file {file} line 1: the policy name 'digest' is reserved: INFO rl's field rl_policy_digest is the module's own")),
         ] {
             std::fs::write(&path, text).unwrap();
             assert_eq!(rl_err(c, "RL.POLICY LOAD"), error);
