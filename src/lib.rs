@@ -5,9 +5,12 @@
 //! follow, and the settings (`config.rs`). Modules depend downwards only:
 //! `commands` → `spend` → `wait` → `decision` → `store`/`algorithm`, with
 //! `server`, `grammar`, `observe`, `reply`, `ffi`, `bounds`, `config` and
-//! `units` beneath them; the server's ways in (this file, `server::handler`,
-//! `server::callbacks`) call down. Only the API layer (`server`, `store`,
-//! `reply`, `ffi`, this file and `docs`) touches the module API.
+//! `units` beneath them, `ffi` lowest; the server's ways in (this file,
+//! `callbacks`, and `server::handler`, the frame of every command) call down,
+//! and `server` reaches the callbacks it hands the server only through what
+//! this file installs (`server::install`). Only the API layer (`server`,
+//! `store`, `reply`, `ffi`, this file, `callbacks` and `docs`) touches the
+//! module API.
 // Under `cfg(test)` the module entry point is compiled out, leaving the Redis glue unused.
 #![cfg_attr(test, allow(dead_code))]
 // `RlError` has drop glue (some variants hold text): an eager
@@ -18,6 +21,7 @@
 
 mod algorithm;
 mod bounds;
+mod callbacks;
 mod clock;
 mod codec;
 mod commands;
@@ -53,7 +57,6 @@ use std::os::raw::c_int;
 use redis_module::{raw, Context, RedisString, RedisValue, Status};
 
 use ffi::api;
-use server::callbacks;
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
@@ -71,6 +74,7 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
+    server::install(callbacks::WAYS_IN);
     store::init_effects();
     commands::enable_optional(gcra_wanted(ctx));
     #[cfg(feature = "debug-commands")]

@@ -1,8 +1,8 @@
 //! The module API's wall: the few safe types the rest of the module reaches
-//! the server through, and the server's ways in. Of the crate, only this
-//! folder, [`crate::ffi`], [`crate::store`], [`crate::reply`], the module
-//! entry (`lib.rs`: registration) and `docs.rs` (`COMMAND DOCS`) name a raw
-//! pointer or call the module API.
+//! the server through, and the frame of the command handlers. Of the crate,
+//! only this folder, [`crate::ffi`], [`crate::store`], [`crate::reply`], the
+//! module entry (`lib.rs`: registration), its callbacks (`callbacks.rs`) and
+//! `docs.rs` (`COMMAND DOCS`) name a raw pointer or call the module API.
 //!
 //! - [`Ctx`]: the context of the current command or callback, with what
 //!   commands and waits need of it (the database, whether the call may block,
@@ -12,14 +12,13 @@
 //!   as the wait queue keeps them;
 //! - [`handler`]: the frame every command handler runs in (raw arguments to
 //!   safe ones, the panic guard, the count, the reply);
-//! - [`callbacks`]: what the server calls for blocked clients, timers,
-//!   keyspace and server events, `INFO` and the cron; each turns its raw
-//!   arguments into these types and calls a safe function of [`crate::wait`]
-//!   or [`crate::observe`].
+//! - [`WaysIn`]: the callbacks this layer hands the server for blocked
+//!   clients, timers and keyspace events, installed at load from
+//!   `crate::callbacks` (which lies above, and calls down into
+//!   [`crate::wait`] and [`crate::observe`]).
 //!
 //! Everything here runs on the server's main thread.
 
-pub mod callbacks;
 pub mod handler;
 
 use std::os::raw::{c_int, c_void};
@@ -112,19 +111,17 @@ impl Ctx {
     }
 
     /// Blocks the calling client with no server timeout; its reply, timeout,
-    /// disconnection and private data go through [`callbacks`].
+    /// disconnection and private data go through the [`WaysIn`] installed.
     pub fn block(self) -> Blocked {
+        let ways = ways_in();
         let bc = api!(RedisModule_BlockClient(
             self.0,
-            Some(callbacks::on_reply),
-            Some(callbacks::on_timeout),
-            Some(callbacks::free_finished),
+            ways.on_reply,
+            ways.on_timeout,
+            ways.free_finished,
             0
         ));
-        api!(RedisModule_SetDisconnectCallback(
-            bc,
-            Some(callbacks::on_disconnect)
-        ));
+        api!(RedisModule_SetDisconnectCallback(bc, ways.on_disconnect));
         Blocked(bc)
     }
 
@@ -134,7 +131,7 @@ impl Ctx {
         TimerId(api!(RedisModule_CreateTimer(
             self.0,
             period,
-            Some(callbacks::on_timer),
+            ways_in().on_timer,
             data as usize as *mut c_void
         )))
     }
@@ -157,9 +154,35 @@ impl Ctx {
             (raw::REDISMODULE_NOTIFY_GENERIC
                 | raw::REDISMODULE_NOTIFY_EXPIRED
                 | raw::REDISMODULE_NOTIFY_EVICTED) as c_int,
-            Some(callbacks::on_keyspace)
+            ways_in().on_keyspace
         ));
     }
+}
+
+/// What the server calls for a blocked client (its reply, timeout, private
+/// data and disconnection), a timer and a keyspace event: the module's ways in
+/// (`crate::callbacks`), which call into the layers above this one. They are
+/// handed here once, at load, so that this layer never imports them.
+#[derive(Clone, Copy)]
+pub struct WaysIn {
+    pub on_reply: raw::RedisModuleCmdFunc,
+    pub on_timeout: raw::RedisModuleCmdFunc,
+    pub free_finished: Option<unsafe extern "C" fn(*mut raw::RedisModuleCtx, *mut c_void)>,
+    pub on_disconnect: raw::RedisModuleDisconnectFunc,
+    pub on_timer: raw::RedisModuleTimerProc,
+    pub on_keyspace: raw::RedisModuleNotificationFunc,
+}
+
+static WAYS_IN: std::sync::OnceLock<WaysIn> = std::sync::OnceLock::new();
+
+/// Installs the ways in (at load, before any command can block a client, arm a
+/// timer or subscribe to keyspace events). A second call changes nothing.
+pub fn install(ways: WaysIn) {
+    let _ = WAYS_IN.set(ways);
+}
+
+fn ways_in() -> &'static WaysIn {
+    WAYS_IN.get().expect("the ways in are installed at load")
 }
 
 /// True while clients are paused for a failover (`CLIENT PAUSE`): writes
@@ -192,12 +215,18 @@ pub fn with_bytes<T>(params: &[Arg], f: impl FnOnce(&[&[u8]]) -> T) -> T {
 pub struct Blocked(*mut raw::RedisModuleBlockedClient);
 
 impl Blocked {
+    /// A handle the server passed to a callback.
+    #[inline]
+    pub(crate) fn from_raw(ptr: *mut raw::RedisModuleBlockedClient) -> Blocked {
+        Blocked(ptr)
+    }
+
     /// The handle as a number (the wait queue's index from client to queue).
     pub fn id(self) -> usize {
         self.0 as usize
     }
 
-    /// Ends the wait: the server then calls [`callbacks::on_reply`], which
+    /// Ends the wait: the server then calls the installed `on_reply`, which
     /// sends `finished`, and frees it after.
     pub fn unblock(self, finished: Box<Finished>) {
         let data = Box::into_raw(finished);

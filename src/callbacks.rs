@@ -1,22 +1,25 @@
-//! Every callback the server calls besides the command handlers: for waits,
+//! The server's ways in besides the command handlers: every callback it calls for waits,
 //! a blocked client's reply, timeout (`CLIENT UNBLOCK`) and disconnection, a
 //! key's timer, keyspace events, flushes, `SWAPDB`, role changes and
 //! shutdown; for `INFO rl`, the `INFO` callback and the cron event. Each turns
 //! its raw arguments into [`Ctx`], [`Blocked`] and bytes and calls a safe
 //! function of [`crate::wait`] or [`crate::observe`]; none lets a panic cross
-//! into the server.
+//! into the server. This file sits at the top, beside `lib.rs`, which registers
+//! them: they call down into the layers, and [`crate::server`] reaches the
+//! ones it hands the server (blocked clients, timers, keyspace events) through
+//! [`WAYS_IN`], never by importing this file.
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use super::{Blocked, Ctx, Finished};
 use crate::error::RlError;
 use crate::ffi::{api, bytes_of, OK};
 use crate::observe;
 use crate::policy;
 use crate::reply;
+use crate::server::{Blocked, Ctx, Finished, WaysIn};
 use crate::wait;
 
 /// The finished wait the server hands back with a callback, if any.
@@ -67,8 +70,8 @@ pub extern "C" fn on_timeout(
         // Already admitted or ended: that reply stands.
         return send(ctx, f);
     }
-    let bc = Blocked(api!(RedisModule_GetBlockedClientHandle(ctx)));
-    let Some(finished) = wait::timed_out(Ctx(ctx), bc) else {
+    let bc = Blocked::from_raw(api!(RedisModule_GetBlockedClientHandle(ctx)));
+    let Some(finished) = wait::timed_out(Ctx::from_raw(ctx), bc) else {
         return reply::error(ctx, &RlError::Syntax("wait ended"));
     };
     let sent = send(ctx, &finished);
@@ -84,7 +87,7 @@ pub extern "C" fn on_disconnect(
     bc: *mut raw::RedisModuleBlockedClient,
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        if wait::left(Ctx(ctx), Blocked(bc)) {
+        if wait::left(Ctx::from_raw(ctx), Blocked::from_raw(bc)) {
             return;
         }
         // The module had ended the wait (its handle is released), but the
@@ -97,7 +100,7 @@ pub extern "C" fn on_disconnect(
 
 /// The timer of one key's queue (`data` is the queue's id).
 pub extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    wait::on_timer(Ctx(ctx), data as usize as u64);
+    wait::on_timer(Ctx::from_raw(ctx), data as usize as u64);
 }
 
 /// A generic keyspace event (`del`, `expire`, `rename`, ...), an expiry or an
@@ -109,7 +112,7 @@ pub extern "C" fn on_keyspace(
     key: *mut raw::RedisModuleString,
 ) -> c_int {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        wait::key_event(Ctx(ctx), bytes_of(key))
+        wait::key_event(Ctx::from_raw(ctx), bytes_of(key))
     }));
     OK
 }
@@ -129,7 +132,7 @@ pub extern "C" fn on_flush(
     // SAFETY: the server passes a `RedisModuleFlushInfo` with this event.
     let dbnum = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        wait::wake_databases(Ctx(ctx), |db| dbnum == -1 || db == dbnum)
+        wait::wake_databases(Ctx::from_raw(ctx), |db| dbnum == -1 || db == dbnum)
     }));
 }
 
@@ -148,7 +151,7 @@ pub extern "C" fn on_swapdb(
     let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
     let (a, b) = (info.dbnum_first, info.dbnum_second);
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        wait::wake_databases(Ctx(ctx), |db| db == a || db == b)
+        wait::wake_databases(Ctx::from_raw(ctx), |db| db == a || db == b)
     }));
 }
 
@@ -161,7 +164,7 @@ pub extern "C" fn on_shutdown(
     _data: *mut c_void,
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        wait::end_all(Ctx(ctx), RlError::ShuttingDown)
+        wait::end_all(Ctx::from_raw(ctx), RlError::ShuttingDown)
     }));
 }
 
@@ -178,7 +181,7 @@ pub extern "C" fn on_role_change(
         return;
     }
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        wait::end_all(Ctx(ctx), RlError::Unblocked)
+        wait::end_all(Ctx::from_raw(ctx), RlError::Unblocked)
     }));
 }
 
@@ -239,3 +242,14 @@ pub extern "C" fn on_cron(
 ) {
     observe::stats::cron();
 }
+
+/// The callbacks [`crate::server`] hands the server for blocked clients, timers
+/// and keyspace events (installed at load by `lib.rs`).
+pub const WAYS_IN: WaysIn = WaysIn {
+    on_reply: Some(on_reply),
+    on_timeout: Some(on_timeout),
+    free_finished: Some(free_finished),
+    on_disconnect: Some(on_disconnect),
+    on_timer: Some(on_timer),
+    on_keyspace: Some(on_keyspace),
+};
