@@ -6,8 +6,11 @@
  * missing (`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server
  * without it) it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`) and calls
  * again, once; where it cannot (the load refused, no Functions) it rejects with a
- * LibraryUnavailableError. Any other error is the command's own, as its case (errors.ts:
- * ConfigurationError, ForeignKeyError, ServerUnavailableError) or as the driver gave it.
+ * LibraryUnavailableError (a ServerUnavailableError where the server cannot load it right
+ * now: `OOM`, `READONLY`). Concurrent calls that find the library missing make one load,
+ * and a failed load is tried again only after a backoff (loading.ts). Any other error is the
+ * command's own, as its case (errors.ts: ConfigurationError, ForeignKeyError,
+ * ServerUnavailableError) or as the driver gave it.
  *
  * Wherever a policy is taken, a string names a policy defined on the server (`RL.POLICY
  * SET`, or the lines written into the library by scripts/library-policies.py):
@@ -28,6 +31,7 @@ import { countArg } from "./policy.js";
 import type { Duration, PolicyOrName } from "./policy.js";
 import { functionMissing, isReplyError, libraryUnavailable, unknownCommand } from "./classify.js";
 import { NOT_LOADED, NO_FUNCTIONS, refused } from "./errors.js";
+import { LoadGate } from "./loading.js";
 import { Reservation, type Reserved } from "./reservation.js";
 import { type Transport, transportOf } from "./transport.js";
 
@@ -43,6 +47,8 @@ export class Limiter {
   /** undefined until the first call, then "module" or "library". */
   backend: Backend | undefined;
   private readonly transport: Transport;
+  /** The gate of a transport given without one. */
+  private ownGate: LoadGate | undefined;
 
   /** `client`: node-redis or ioredis (a client or a cluster), or a `sendCommand(args)`
    * function resolving with the reply. */
@@ -72,7 +78,10 @@ export class Limiter {
     } catch (err) {
       if (unknownCommand(err)) throw libraryUnavailable(err, NO_FUNCTIONS); // no FCALL
       if (!functionMissing(err)) throw err;
-      await this.transport.loadLibrary(LIBRARY_SOURCE, key); // a LibraryUnavailableError if refused
+      // One load at a time (the others wait for it), none while backing off after a failure;
+      // a LibraryUnavailableError (ServerUnavailableError) if refused.
+      const gate = this.transport.gate ?? (this.ownGate ??= new LoadGate());
+      await gate.load(() => this.transport.loadLibrary(LIBRARY_SOURCE, key));
       try {
         reply = await this.transport.send(args, key, cmd.readOnly);
       } catch (again) {
