@@ -18,6 +18,7 @@ from .decision import LIBRARY, MODULE, AllDecision, Decision
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
 from .loading import gate_for, raise_failed
 from .reservation import AsyncReservation
+from .reserving import Steps
 
 
 class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bool],
@@ -57,8 +58,16 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
         except RedisError as err:
             reraise(classify(err), err)
 
+    async def _drive(self, steps: Steps) -> Any:  # type: ignore[override]
+        try:
+            cmd = next(steps)
+            while True:
+                cmd = steps.send(await self._run(cmd))
+        except StopIteration as done:
+            return done.value
+
     async def _call(self, cmd: Command) -> Any:
-        key = cmd.keys[0]
+        key = cmd.node_key
         if self.backend != LIBRARY:
             try:
                 reply = await self._send(cmd.module, key)

@@ -15,6 +15,7 @@ from .decision import LIBRARY, MODULE, AllDecision, Decision
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
 from .loading import gate_for, raise_failed
 from .reservation import Reservation
+from .reserving import Steps
 
 
 class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservation]],
@@ -50,8 +51,16 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
         except RedisError as err:
             reraise(classify(err), err)
 
+    def _drive(self, steps: Steps) -> Any:
+        try:
+            cmd = next(steps)
+            while True:
+                cmd = steps.send(self._run(cmd))
+        except StopIteration as done:
+            return done.value
+
     def _call(self, cmd: Command) -> Any:
-        key = cmd.keys[0]
+        key = cmd.node_key
         if self.backend != LIBRARY:
             try:
                 reply = self._send(cmd.module, key)
