@@ -5,8 +5,14 @@
  * The texts are facts/rl.toml's (the module's and the Functions library's, word for word),
  * and the servers' own (`unknown command`, `Function not found`, `WRONGTYPE`), read
  * after a leading `ERR `. An error that is none of the cases is returned as it is.
+ *
+ * Every error is of one of two classes, as in the Python and NGINX packages: "unavailable"
+ * (the server out of reach, or an error whose code, its first word, is one of facts/rl.toml's
+ * UNAVAILABLE_CODES: LOADING, BUSY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN, OOM, READONLY), a
+ * ServerUnavailableError, which a middleware answers 503 (or lets through with failOpen);
+ * or any other error, a configuration's, which it answers 500 whatever failOpen says.
  */
-import { ERROR_PATTERNS, MESSAGES } from "./facts.js";
+import { ERROR_PATTERNS, MESSAGES, UNAVAILABLE_CODES } from "./facts.js";
 import { ConfigurationError, ForeignKeyError, type Holds, LibraryUnavailableError, RlError, ServerUnavailableError } from "./errors.js";
 
 /** A reply's text, less a leading `ERR `. */
@@ -65,6 +71,22 @@ export function unreachable(err: unknown): boolean {
   return DRIVER_UNREACHABLE.has(err.constructor.name) || IOREDIS_UNREACHABLE.test(err.message);
 }
 
+/** The code of a server's error reply (`OOM`, `READONLY`, `ERR` ...): its first word; undefined
+ * for an error that is no reply. */
+export function errorCode(err: unknown): string | undefined {
+  if (!isReplyError(err)) return undefined;
+  const message = err instanceof Error ? err.message : String(err);
+  return /^[A-Z][A-Z0-9]*(?= |$)/.exec(message)?.[0];
+}
+
+/** The class of `err`: true when the server cannot decide right now (out of reach, or an error
+ * whose code is one of UNAVAILABLE_CODES), false for every other error. */
+export function unavailable(err: unknown): boolean {
+  if (err instanceof RlError) return err instanceof ServerUnavailableError;
+  const code = errorCode(err);
+  return unreachable(err) || (code !== undefined && UNAVAILABLE_CODES.has(code));
+}
+
 /** What a key refused as foreign holds (`ForeignKeyError.holds`), or undefined. */
 export function foreignHolds(err: unknown): Holds | undefined {
   const t = text(err);
@@ -75,7 +97,7 @@ export function foreignHolds(err: unknown): Holds | undefined {
  * the cases. */
 export function classify(err: unknown): unknown {
   if (!(err instanceof Error) || err instanceof RlError) return err;
-  if (unreachable(err)) return new ServerUnavailableError(err.message, { cause: err });
+  if (unavailable(err)) return new ServerUnavailableError(err.message, { cause: err });
   if (!isReplyError(err) || unknownCommand(err) || functionMissing(err)) return err;
   const holds = foreignHolds(err);
   if (holds) return new ForeignKeyError(err.message, holds, { cause: err });
@@ -83,10 +105,13 @@ export function classify(err: unknown): unknown {
   return err;
 }
 
-/** The error of a library that cannot be used (`why`, then the server's text); a failure to
- * reach the server is still a ServerUnavailableError. */
+/** The error of a library that cannot be used (`why`, then the server's text): a
+ * LibraryUnavailableError, or a ServerUnavailableError where the reply's code says the server
+ * cannot do it right now (`OOM`, `READONLY` ...); a failure to reach the server is a
+ * ServerUnavailableError as any call's. */
 export function libraryUnavailable(err: unknown, why: string): unknown {
   if (err instanceof RlError) return err;
   if (unreachable(err)) return classify(err);
-  return new LibraryUnavailableError(`${why}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  const Case = unavailable(err) ? ServerUnavailableError : LibraryUnavailableError;
+  return new Case(`${why}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }

@@ -21,8 +21,17 @@ export interface Command<T> {
   readonly keys: readonly string[];
   readonly rest: readonly string[];
   readonly readOnly: boolean;
+  /** The key whose node the call goes to, where it is not `keys[0]` (a call without keys). */
+  readonly route?: string;
   decode(reply: unknown, backend: Backend): T;
 }
+
+/** The key whose node `cmd` goes to. */
+export const nodeKey = (cmd: Command<unknown>): string => cmd.route ?? cmd.keys[0];
+
+/** A charge that is never denied (`REFUND`, `DEBIT`), so never a shadowed denial: false;
+ * undefined for one that may be. */
+const neverDenied = (o: Charge): false | undefined => (o.refund !== undefined || o.debit !== undefined ? false : undefined);
 
 /** The library's command line of `cmd`. */
 export function libraryArgs(cmd: Command<unknown>): string[] {
@@ -66,11 +75,21 @@ function options(o: DecideOptions & Charge): string[] {
  * `RL.LIMIT key name [...]`. */
 export function decide(key: string, p: PolicyOrName, o: DecideOptions & Charge = {}): Command<Decision> {
   const policy = policyOrName(p);
-  const decode = (reply: unknown, backend: Backend) => Decision.fromReply(reply, backend, policy);
+  const known = neverDenied(o);
+  const decode = (reply: unknown, backend: Backend) => Decision.fromReply(reply, backend, policy, known);
   const [command, fn, params]: [string, string, readonly string[]] = typeof policy === "string"
     ? ["RL.LIMIT", "rl_limit", [policy]] : [`RL.${policy.algo}`, KINDS[policy.algo].fcall, policy.params];
   const rest = [...params, ...options(o)];
   return { module: [command, key, ...rest], fn, keys: [key], rest, readOnly: false, decode };
+}
+
+/** `RL.POLICY GET name` (`FCALL_RO rl_policy 0 GET name`): the policy's line (`name ALGO
+ * params [SHADOW]`) or null, from the node holding `key` (a node's policies are its own). */
+export function policyDefinition(key: string, name: string): Command<string | null> {
+  return {
+    module: ["RL.POLICY", "GET", name], fn: "rl_policy", keys: [], rest: ["GET", name], readOnly: true, route: key,
+    decode: (reply) => (reply === null || reply === undefined ? null : String(reply)),
+  };
 }
 
 /** `RL.PEEK ALGO key params [COST n]`, or for a name `RL.PEEK POLICY key name [COST n]`: read-only. */
@@ -110,7 +129,7 @@ export function allCharged(layers: readonly (readonly [string, PolicyOrName, Cha
     module: ["RL.ALL", String(keys.length), ...keys, ...rest], fn: "rl_all", keys, rest, readOnly: false,
     decode(reply, backend) {
       const r = reply as unknown[];
-      const per = (r[5] as unknown[]).map((x, i) => Decision.fromReply(x, backend, policies[i]));
+      const per = (r[5] as unknown[]).map((x, i) => Decision.fromReply(x, backend, policies[i], neverDenied(layers[i][2])));
       const head = r.slice(0, 5).map(Number).join(" ");
       const index = (r[5] as unknown[][]).findIndex((x) => x.map(Number).join(" ") === head);
       return { allowed: per[index].allowed, binding: per[index], layers: per, index };

@@ -8,7 +8,8 @@
  * A decision by a server policy's name knows the name, not the quota and window: its
  * `RateLimit-Policy` is `"<name>";q=<limit>`, the reply's limit (the burst or capacity for a
  * rate), without `w`. A `SHADOW` policy's denial is answered admitted, with nothing left
- * and a non-zero `retry_after_ms`: `shadowed`.
+ * and a non-zero `retry_after_ms`: `shadowed`. A `DEBIT` or `REFUND` is never denied, so its
+ * decision (a settlement's among them) is never `shadowed`, whatever its reply.
  */
 import { type Policy, type PolicyOrName, windowSeconds } from "./policy.js";
 
@@ -22,6 +23,10 @@ export class Decision {
   readonly policy?: Policy;
   /** The server policy decided, by name (`RL.LIMIT`, `RL.PEEK POLICY`, a `POLICY` clause). */
   readonly policyName?: string;
+  /** Whether this is a shadowed denial, where that is known besides the reply: false for a
+   * DEBIT's or a REFUND's (never denied), a reservation's as read from its policy's
+   * definition; undefined: read from the reply. */
+  readonly #knownShadowed: boolean | undefined;
 
   constructor(
     readonly allowed: boolean,
@@ -35,23 +40,34 @@ export class Decision {
     readonly backend: Backend,
     /** The policy decided: a policy object, or a server policy's name. */
     policy?: PolicyOrName,
+    /** Whether it is a shadowed denial, where known besides the reply (see `shadowed`). */
+    knownShadowed?: boolean,
   ) {
     if (typeof policy === "string") this.policyName = policy;
     else this.policy = policy;
+    this.#knownShadowed = knownShadowed;
   }
 
-  static fromReply(reply: unknown, backend: Backend, policy?: PolicyOrName): Decision {
+  static fromReply(reply: unknown, backend: Backend, policy?: PolicyOrName, knownShadowed?: boolean): Decision {
     const [allowed, limit, remaining, retry, reset] = (reply as unknown[]).slice(0, 5).map(Number);
-    return new Decision(allowed === 1, limit, remaining, retry, reset, backend, policy);
+    return new Decision(allowed === 1, limit, remaining, retry, reset, backend, policy, knownShadowed);
+  }
+
+  /** This decision, known to be a shadowed denial or not. */
+  knownAs(shadowed: boolean): Decision {
+    return new Decision(this.allowed, this.limit, this.remaining, this.retryAfterMs, this.resetAfterMs, this.backend,
+      this.policy ?? this.policyName, shadowed);
   }
 
   /** A server `SHADOW` policy's denial, answered as admitted: allowed, nothing remaining, and
    * a non-zero `retryAfterMs` (when enforced, the request would wait that long, or never be
-   * admitted: -1). Only a decision by a policy's name can be one. A named LEAKY policy's
-   * admission that fills its queue to the brim reads the same (its `retryAfterMs` is the
-   * delay before performing it): shadow other algorithms. */
+   * admitted: -1). Only a decision by a policy's name can be one, and never a `DEBIT`'s or a
+   * `REFUND`'s (a settlement's too), which is never denied. A named LEAKY policy's admission
+   * that fills its queue to the brim reads the same (its `retryAfterMs` is the delay before
+   * performing it); `reserve` tells the two apart by the policy's definition (docs/node.md,
+   * "Reservations"). */
   get shadowed(): boolean {
-    return this.policyName !== undefined && this.allowed && this.remaining === 0 && this.retryAfterMs !== 0;
+    return this.#knownShadowed ?? looksShadowed(this);
   }
 
   /** `Retry-After` in seconds on a denial; undefined when allowed or never admissible. */
@@ -95,6 +111,12 @@ export class Decision {
   allHeaders(name?: string): Record<string, string> {
     return { ...this.headers(), ...this.ietfHeaders(name) };
   }
+}
+
+/** The reply of a `SHADOW` policy's denial: by a policy's name, allowed, nothing remaining,
+ * a non-zero `retryAfterMs`. */
+export function looksShadowed(d: Decision): boolean {
+  return d.policyName !== undefined && d.allowed && d.remaining === 0 && d.retryAfterMs !== 0;
 }
 
 /** `RL.ALL`'s reply: the binding layer's decision, and every layer's in key order. */

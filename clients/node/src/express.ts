@@ -5,10 +5,15 @@
  * Every response carries the binding layer's headers (`Decision.allHeaders`); a denial is
  * answered by the middleware itself: 429 with those headers, `Retry-After` among them unless
  * the request can never be admitted, and a JSON body naming the layer. Nothing is spent
- * unless every layer admits. An error from the server goes to `next(err)`, so the request
- * fails (Express answers 500): it is never let through unchecked. It is the limiter's
- * (errors.ts): ServerUnavailableError, ConfigurationError (a policy the server refuses),
- * ForeignKeyError, LibraryUnavailableError.
+ * unless every layer admits. An error from the server is of one of two classes
+ * (classify.ts): the server cannot decide right now (out of reach, or `LOADING`, `BUSY`,
+ * `MASTERDOWN`, `CLUSTERDOWN`, `TRYAGAIN`, `OOM`, `READONLY`: a ServerUnavailableError),
+ * which the middleware answers 503 `{"error":"rate limiter unavailable"}`, or with
+ * `failOpen: true` lets through (one `console.warn` line per request either way); or any
+ * other error, a configuration's (ConfigurationError: a policy the server refuses;
+ * ForeignKeyError; LibraryUnavailableError; `NOPERM` ...), which goes to `next(err)`, so the
+ * request fails (Express answers 500) whatever `failOpen` says: it is never let through
+ * unchecked.
  *
  * A layer's policy may be a server policy's name (`RL.POLICY SET`): its clause is `POLICY
  * name`, its IETF policy that name, `q` the reply's limit, no `w`.
@@ -23,7 +28,7 @@
  */
 import type { Layer as Clause } from "./commands.js";
 import type { Decision } from "./decision.js";
-import { refused } from "./errors.js";
+import { ServerUnavailableError, refused } from "./errors.js";
 import type { Limiter } from "./limiter.js";
 import { type PolicyOrName, named, policyOrName } from "./policy.js";
 
@@ -84,6 +89,10 @@ export interface LayersOptions {
    * `SHADOW` server policy). Default: `console.warn` of one line naming the layer, the key and
    * the retry. */
   onShadowDenied?: (denial: ShadowDenial, req: RequestLike) => void;
+  /** When the server cannot decide (a ServerUnavailableError: out of reach, `OOM`,
+   * `READONLY` ...), let the request through instead of answering 503. Any other error goes
+   * to `next(err)` (500) whatever this says. Default false. */
+  failOpen?: boolean;
 }
 
 /** The default `onShadowDenied`: one line per would-be denial. */
@@ -250,6 +259,19 @@ export function rateLimitLayers(o: LayersOptions) {
   if (typeof shadow !== "boolean") throw refused(TypeError, `rateLimitLayers: shadow is true or false, not ${String(shadow)}`);
   const report = o.onShadowDenied ?? warnShadowDenied;
   if (typeof report !== "function") throw refused(TypeError, "rateLimitLayers: onShadowDenied must be a function");
+  const failOpen = o.failOpen ?? false;
+  if (typeof failOpen !== "boolean") throw refused(TypeError, `rateLimitLayers: failOpen is true or false, not ${String(failOpen)}`);
+
+  /** A request the server could not decide: let through (failOpen) or answered 503; any
+   * other error to `next(err)`. */
+  const failed = (err: unknown, res: ResponseLike, next: (err?: unknown) => void): void => {
+    if (!(err instanceof ServerUnavailableError)) return next(err);
+    console.warn(`rl: rate limiter unavailable, request ${failOpen ? "let through (failOpen)" : "answered 503"}: ${err.message}`);
+    if (failOpen) return next();
+    res.statusCode = 503;
+    res.setHeader("Content-Type", "application/json");
+    res.end(JSON.stringify({ error: "rate limiter unavailable" }));
+  };
 
   /** The layers applying to `req`: their clauses, and each one's layer name. */
   const applying = (req: RequestLike): { clauses: Clause[]; names: string[] } => {
@@ -295,7 +317,7 @@ export function rateLimitLayers(o: LayersOptions) {
       res.statusCode = 429;
       res.setHeader("Content-Type", "application/json");
       res.end(body);
-    }, next);
+    }, (err) => failed(err, res, next));
   };
 }
 

@@ -6,8 +6,11 @@
  * missing (`Function not found`: never loaded, `FUNCTION FLUSH`, a failover to a server
  * without it) it loads the copy shipped in this package (`FUNCTION LOAD REPLACE`) and calls
  * again, once; where it cannot (the load refused, no Functions) it rejects with a
- * LibraryUnavailableError. Any other error is the command's own, as its case (errors.ts:
- * ConfigurationError, ForeignKeyError, ServerUnavailableError) or as the driver gave it.
+ * LibraryUnavailableError (a ServerUnavailableError where the server cannot load it right
+ * now: `OOM`, `READONLY`). Concurrent calls that find the library missing make one load,
+ * and a failed load is tried again only after a backoff (loading.ts). Any other error is the
+ * command's own, as its case (errors.ts: ConfigurationError, ForeignKeyError,
+ * ServerUnavailableError) or as the driver gave it.
  *
  * Wherever a policy is taken, a string names a policy defined on the server (`RL.POLICY
  * SET`, or the lines written into the library by scripts/library-policies.py):
@@ -28,7 +31,9 @@ import { countArg } from "./policy.js";
 import type { Duration, PolicyOrName } from "./policy.js";
 import { functionMissing, isReplyError, libraryUnavailable, unknownCommand } from "./classify.js";
 import { NOT_LOADED, NO_FUNCTIONS, refused } from "./errors.js";
+import { LoadGate } from "./loading.js";
 import { Reservation, type Reserved } from "./reservation.js";
+import { readShadowed } from "./reserving.js";
 import { type Transport, transportOf } from "./transport.js";
 
 type Named = DecideOptions & { name?: string };
@@ -43,6 +48,8 @@ export class Limiter {
   /** undefined until the first call, then "module" or "library". */
   backend: Backend | undefined;
   private readonly transport: Transport;
+  /** The gate of a transport given without one. */
+  private ownGate: LoadGate | undefined;
 
   /** `client`: node-redis or ioredis (a client or a cluster), or a `sendCommand(args)`
    * function resolving with the reply. */
@@ -51,7 +58,7 @@ export class Limiter {
   }
 
   private async run<T>(cmd: Command<T>): Promise<T> {
-    const key = cmd.keys[0];
+    const key = commands.nodeKey(cmd);
     if (this.backend !== "library") {
       try {
         const reply = await this.transport.send([...cmd.module], key, cmd.readOnly);
@@ -72,7 +79,10 @@ export class Limiter {
     } catch (err) {
       if (unknownCommand(err)) throw libraryUnavailable(err, NO_FUNCTIONS); // no FCALL
       if (!functionMissing(err)) throw err;
-      await this.transport.loadLibrary(LIBRARY_SOURCE, key); // a LibraryUnavailableError if refused
+      // One load at a time (the others wait for it), none while backing off after a failure;
+      // a LibraryUnavailableError (ServerUnavailableError) if refused.
+      const gate = this.transport.gate ?? (this.ownGate ??= new LoadGate());
+      await gate.load(() => this.transport.loadLibrary(LIBRARY_SOURCE, key));
       try {
         reply = await this.transport.send(args, key, cmd.readOnly);
       } catch (again) {
@@ -146,32 +156,43 @@ export class Limiter {
   }
 
   /** Spends `COST estimate` now; admitted, `reservation.settle(actual)` later sends the
-   * difference (`DEBIT` or `REFUND`), once. Denied, `reservation` is null (nothing spent). */
+   * difference (`DEBIT` or `REFUND`), once. Denied, `reservation` is null (nothing spent). A
+   * `SHADOW` policy's denial, admitted, reserved nothing: its reservation settles by sending
+   * nothing (see reserving.ts). */
   async reserve(key: string, p: PolicyOrName, estimate: number): Promise<Reserved<Decision>> {
     const k = text(key, "key");
     countArg(estimate, "estimate");
-    const decision = await this.run(commands.decide(k, p, { cost: estimate }));
-    const reservation = decision.allowed
-      ? new Reservation<Decision>(estimate, (charge) => this.run(commands.decide(k, p, charge))) : null;
+    const sentAt = performance.now();
+    const replied = await this.run(commands.decide(k, p, { cost: estimate }));
+    if (!replied.allowed) return { decision: replied, reservation: null };
+    const [decision] = await readShadowed((cmd) => this.run(cmd), [k], [replied], [0]);
+    const held = decision.shadowed ? [] : [decision.resetAfterMs];
+    const reservation = new Reservation<Decision>(estimate, sentAt, held, (charge) => this.run(commands.decide(k, p, charge)));
     return { decision, reservation };
   }
 
-  /** One `RL.ALL` reserving `estimate` on every `[key, policy]` layer and spending its own
-   * cost on every `[key, policy, cost]` one; admitted, `reservation.settle(actual)` sends one
-   * `RL.ALL` over the `[key, policy]` layers alone, each with the difference (`DEBIT` or
-   * `REFUND`). At least one layer must reserve the estimate. */
+  /** One `RL.ALL` reserving `estimate` on every `[key, policy]` layer (or `[key, policy,
+   * null]`) and spending its own cost on every `[key, policy, cost]` one; admitted,
+   * `reservation.settle(actual)` sends one `RL.ALL` over the layers that reserved the
+   * estimate alone (not one a `SHADOW` policy denied, which spent nothing), each with the
+   * difference (`DEBIT` or `REFUND`). At least one layer must reserve the estimate. */
   async reserveAll(layers: readonly Layer[], estimate: number): Promise<Reserved<AllDecision>> {
     if (!Array.isArray(layers)) throw refused(TypeError, "reserveAll() takes an array of [key, policy, cost?] layers");
     layers.forEach((l, i) => text(l?.[0], `layer ${i}'s key`));
     countArg(estimate, "estimate");
-    const reserving = layers.filter((l) => l[2] === undefined);
-    if (layers.length > 0 && reserving.length === 0) {
+    // A cost of null or undefined is no cost: the layer reserves the estimate.
+    const spent = layers.flatMap((l, i) => (l[2] === undefined || l[2] === null ? [i] : []));
+    if (layers.length > 0 && spent.length === 0) {
       throw refused(RangeError, "reserveAll() needs a [key, policy] layer (without a cost) to reserve the estimate on");
     }
-    const decision = await this.run(commands.allCharged(layers.map(([key, pol, cost]) => [key, pol, { cost: cost ?? estimate }])));
-    const reservation = decision.allowed
-      ? new Reservation<AllDecision>(estimate, (charge) => this.run(commands.allCharged(reserving.map(([key, pol]) => [key, pol, charge]))))
-      : null;
+    const sentAt = performance.now();
+    const replied = await this.run(commands.allCharged(layers.map(([key, pol, cost]) => [key, pol, { cost: cost ?? estimate }])));
+    if (!replied.allowed) return { decision: replied, reservation: null };
+    const per = await readShadowed((cmd) => this.run(cmd), layers.map((l) => l[0]), replied.layers, spent);
+    const decision: AllDecision = { ...replied, binding: per[replied.index], layers: per };
+    const held = spent.filter((i) => !per[i].shadowed);
+    const reservation = new Reservation<AllDecision>(estimate, sentAt, held.map((i) => per[i].resetAfterMs),
+      (charge, which) => this.run(commands.allCharged(which.map((j) => [layers[held[j]][0], layers[held[j]][1], charge]))));
     return { decision, reservation };
   }
 

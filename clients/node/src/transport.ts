@@ -3,10 +3,13 @@
  * ioredis (a client or a cluster), or a `sendCommand(args)` function like rate-limit-redis
  * takes. A transport sends one command line and loads the library (on every master of a
  * cluster). Every transport rejects with the package's errors (classify.ts): a command's
- * failure classified, a load's failure a LibraryUnavailableError.
+ * failure classified, a load's failure a LibraryUnavailableError (a ServerUnavailableError
+ * where the server cannot load right now: out of reach, `OOM`, `READONLY` ...). It carries
+ * the gate its server's loads go through (loading.ts).
  */
 import { classify, libraryUnavailable } from "./classify.js";
 import { NOT_LOADABLE, refused } from "./errors.js";
+import { LoadGate, gateFor } from "./loading.js";
 
 /** A function sending one command line and resolving with its reply. */
 export type SendCommand = (args: string[]) => Promise<unknown>;
@@ -15,6 +18,8 @@ export interface Transport {
   send(args: string[], key: string, readOnly: boolean): Promise<unknown>;
   /** Loads the library where `key` lives (on every master of a cluster client). */
   loadLibrary(source: string, key?: string): Promise<void>;
+  /** The loads of the server's library, one at a time (set on the transports built here). */
+  readonly gate?: LoadGate;
 }
 
 /** Marks a `Transport` built by this package, which `transportOf` takes as it is. */
@@ -22,9 +27,10 @@ const BUILT = Symbol("redis-rl transport");
 
 /** A transport from its two functions: what the framework stores build from the
  * `sendCommand` / `sendCommandCluster` options they take. Their failures are the package's
- * errors. */
-export function transport(t: Transport): Transport {
+ * errors; its library loads go through `gate` (default: its own). */
+export function transport(t: Transport, gate: LoadGate = new LoadGate()): Transport {
   const built: Transport = {
+    gate,
     async send(args, key, readOnly) {
       try {
         return await t.send(args, key, readOnly);
@@ -48,7 +54,7 @@ const LOAD = (source: string) => ["FUNCTION", "LOAD", "REPLACE", source];
 /** The transport of `client` (a transport already built is taken as it is). */
 export function transportOf(client: unknown): Transport {
   if (client && typeof client === "object" && (client as Record<symbol, unknown>)[BUILT]) return client as Transport;
-  return transport(clientTransport(client));
+  return transport(clientTransport(client), gateFor(client));
 }
 
 function clientTransport(client: unknown): Transport {

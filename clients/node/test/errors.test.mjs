@@ -146,14 +146,16 @@ for (const server of servers) {
       });
 
       test("an error that is none of the cases is the driver's", async () => {
-        const limiter = new Limiter(c.client);
-        if (!server.withModule) await limiter.loadLibrary(); // (a refused load is a LibraryUnavailableError)
-        cli(server.port, "config", "set", "maxmemory", "1");
+        if (!server.withModule) await new Limiter(c.client).loadLibrary(); // (a refused load is a LibraryUnavailableError)
+        // A user who may not run the command (ACL knows the loaded commands alone).
+        cli(server.port, "acl", "setuser", "nocall", "reset", "on", ">pw", "~*", "+@all", server.withModule ? "-rl.fixed" : "-fcall");
+        const user = await connect(`redis://nocall:pw@127.0.0.1:${server.port}`);
         try {
-          const err = await rejection(limiter.fixed(`${driver}:oom`, 5, "1m"));
-          assert.ok(/^OOM /.test(err.message) && !(err instanceof RlError), String(err));
+          const err = await rejection(new Limiter(user.client).fixed(`${driver}:noperm`, 5, "1m"));
+          assert.ok(/^NOPERM /.test(err.message) && !(err instanceof RlError), String(err));
         } finally {
-          cli(server.port, "config", "set", "maxmemory", "0");
+          await user.close();
+          cli(server.port, "acl", "deluser", "nocall");
         }
       });
     });
@@ -192,11 +194,16 @@ describe("a server that cannot be reached", () => {
     }
   });
 
-  test("the adapters hand it on: next(err), the store's rejection, RateLimiterRl's rejection or its insuranceLimiter", async () => {
+  test("the adapters hand it on: a 503 (or next() with failOpen), the store's rejection, RateLimiterRl's rejection or its insuranceLimiter", async () => {
     const dead = await deadIoredis();
-    const middleware = rateLimitLayers({ limiter: new Limiter(dead), layers: [{ name: "ip", identify: clientIp, policy: policy.fixed(5, "1m") }] });
-    const passed = await new Promise((resolve) => middleware({ ip: "10.0.0.1", headers: {} }, {}, resolve));
-    assert.ok(passed instanceof ServerUnavailableError, String(passed));
+    const layers = [{ name: "ip", identify: clientIp, policy: policy.fixed(5, "1m") }];
+    const answer = (middleware) => new Promise((resolve) => {
+      const res = { statusCode: 200, headers: {}, setHeader(n, v) { this.headers[n] = v; }, end: (body) => resolve([res.statusCode, body]) };
+      middleware({ ip: "10.0.0.1", headers: {} }, res, (err) => resolve(["next", err]));
+    });
+    assert.deepEqual(await answer(rateLimitLayers({ limiter: new Limiter(dead), layers })),
+      [503, JSON.stringify({ error: "rate limiter unavailable" })]);
+    assert.deepEqual(await answer(rateLimitLayers({ limiter: new Limiter(dead), layers, failOpen: true })), ["next", undefined]);
 
     const store = new RlStore({ client: dead });
     store.init({ windowMs: 60_000 });
@@ -254,7 +261,8 @@ describe("a library missing that cannot be loaded", () => {
       }
       const limiter = new Limiter(c);
       const err = await rejection(limiter.peek("k", policy.fixed(5, "1m")));
-      assert.ok(err instanceof LibraryUnavailableError && /READONLY/.test(err.message), String(err));
+      // READONLY: the server cannot load it now (a failover may end it), unavailable.
+      assert.ok(err instanceof ServerUnavailableError && /could not be loaded: READONLY/.test(err.message), String(err));
       assert.equal(limiter.backend, "library");
     } finally {
       await c.close();

@@ -158,8 +158,8 @@ def test_a_library_a_read_only_replica_cannot_load_is_unavailable(fresh_server):
         assert time.monotonic() < deadline, "the replica did not connect"
         time.sleep(0.05)
     limiter = redis_rl.Limiter(c)
-    with pytest.raises(redis_rl.LibraryUnavailableError) as caught:
-        limiter.peek("k", policy.fixed(5, "1m"))
+    with pytest.raises(redis_rl.ServerUnavailableError, match="could not be loaded") as caught:
+        limiter.peek("k", policy.fixed(5, "1m"))  # READONLY: a failover may end it
     assert isinstance(caught.value, redis.exceptions.ReadOnlyError)
     assert type(cause(caught.value)) is redis.exceptions.ReadOnlyError
     assert limiter.backend == redis_rl.LIBRARY
@@ -193,31 +193,41 @@ def test_an_error_pickles_as_its_case(client):
 
 
 def test_an_error_that_is_none_of_the_cases_is_raised_as_it_is(client, server):
-    """A server out of memory refuses the call: that is neither a configuration nor a key
-    (with the library loaded first: a load the server refuses is a LibraryUnavailableError)."""
+    """A user who may not run the command: neither a configuration of the call nor a key, nor
+    a server that cannot decide (with the library loaded first: a load the server refuses is
+    a LibraryUnavailableError)."""
     if not server.with_module:
         redis_rl.Limiter(client).load_library()
-    client.config_set("maxmemory", "1")
+    denied = "-rl.fixed" if server.with_module else "-fcall"  # (ACL knows loaded commands)
+    client.acl_setuser("nocall", enabled=True, passwords=["+pw"], keys=["*"],
+                       commands=["+@all", denied], reset=True)
     try:
-        with pytest.raises(redis.exceptions.OutOfMemoryError) as caught:
-            redis_rl.Limiter(client).fixed("k", 5, "1m")
+        limiter = redis_rl.Limiter(redis.Redis(port=server.port, username="nocall", password="pw"))
+        with pytest.raises(redis.exceptions.NoPermissionError) as caught:
+            limiter.fixed("k", 5, "1m")
         assert not isinstance(caught.value, redis_rl.RateLimitError)
     finally:
-        client.config_set("maxmemory", "0")
+        client.acl_deluser("nocall")
 
 
-def test_the_asgi_middleware_raises_the_limiters_error():
-    """Unreachable: the request fails with ServerUnavailableError, never let through."""
+def test_the_asgi_middleware_raises_a_configuration_error(client):
+    """A key of another type: the request fails with the ForeignKeyError (a 500 from the ASGI
+    server), never let through, fail_open or not (tests/test_unavailable.py: a server that
+    cannot decide is a 503)."""
     async def app(scope, receive, send):  # never reached
         raise AssertionError("the request passed")
 
+    client.lpush("rl:ip:10.0.0.1", "x")
+
     async def main():
-        c = redis.asyncio.Redis(port=free_port())
-        mw = RateLimitMiddleware(app, redis_rl.AsyncLimiter(c),
-                                 [Layer("ip", client_ip, policy.fixed(5, "1m"))])
-        scope = {"type": "http", "path": "/", "headers": [], "client": ("10.0.0.1", 1)}
-        with pytest.raises(redis_rl.ServerUnavailableError):
-            await mw(scope, None, None)  # type: ignore[arg-type]
+        c = redis.asyncio.Redis(port=client.connection_pool.connection_kwargs["port"])
+        for fail_open in (False, True):
+            mw = RateLimitMiddleware(app, redis_rl.AsyncLimiter(c),
+                                     [Layer("ip", client_ip, policy.fixed(5, "1m"))],
+                                     fail_open=fail_open)
+            scope = {"type": "http", "path": "/", "headers": [], "client": ("10.0.0.1", 1)}
+            with pytest.raises(redis_rl.ForeignKeyError):
+                await mw(scope, None, None)  # type: ignore[arg-type]
         await c.aclose()
 
     asyncio.run(main())

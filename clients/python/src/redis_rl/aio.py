@@ -4,6 +4,7 @@ The same methods as `Limiter`, awaited."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from typing import Any, Optional
 
@@ -15,7 +16,9 @@ from .classify import classify, function_missing, library_unavailable, reraise, 
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
+from .loading import gate_for, raise_failed
 from .reservation import AsyncReservation
+from .reserving import Steps
 
 
 class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bool],
@@ -55,8 +58,16 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
         except RedisError as err:
             reraise(classify(err), err)
 
+    async def _drive(self, steps: Steps) -> Any:  # type: ignore[override]
+        try:
+            cmd = next(steps)
+            while True:
+                cmd = steps.send(await self._run(cmd))
+        except StopIteration as done:
+            return done.value
+
     async def _call(self, cmd: Command) -> Any:
-        key = cmd.keys[0]
+        key = cmd.node_key
         if self.backend != LIBRARY:
             try:
                 reply = await self._send(cmd.module, key)
@@ -75,7 +86,7 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
                 reraise(library_unavailable(err, NO_FUNCTIONS), err)
             if not function_missing(err):
                 raise
-            await self.load_library()
+            await self._load_once()
             try:
                 reply = await self._send(cmd.library(), key)
             except ResponseError as again:
@@ -83,6 +94,31 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
                     reraise(library_unavailable(again, NOT_LOADED), again)
                 raise
         return cmd.decode(reply, LIBRARY)
+
+    async def _load_once(self) -> None:
+        """As `Limiter._load_once`: this call loads, or waits for the load in flight."""
+        gate = gate_for(self.client, "asyncio")
+        loading = gate.enter()
+        if isinstance(loading, BaseException):  # backing off after a failed load
+            raise_failed(loading)
+        if loading is not None:
+            # shielded: a waiter cancelled leaves the load and the other waiters be
+            outcome = await asyncio.shield(asyncio.wrap_future(loading))
+            if outcome is not None:  # the load waited for failed
+                raise_failed(outcome)
+            return
+        error: BaseException | None = None
+        failed = False
+        try:
+            await self.client.function_load(library_source(), replace=True)
+        except RedisError as err:
+            error, failed = err, True
+            reraise(library_unavailable(err, NOT_LOADABLE), err)
+        except BaseException as err:  # cancelled: another call may load
+            error = err
+            raise
+        finally:
+            gate.done(error, failed)
 
     async def load_library(self) -> None:
         """`FUNCTION LOAD REPLACE` this package's `functions/rl.lua` (on every primary of a

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, Generic, TypeVar, Union
 
 from . import commands, policy
@@ -12,6 +11,7 @@ from .commands import Command
 from .errors import refused
 from .policy import Duration, PolicyOrName, count_arg, policy_arg
 from .reservation import BaseReservation
+from .reserving import Steps, reserving
 
 D = TypeVar("D")  # Decision, or an awaitable of one
 A = TypeVar("A")  # AllDecision, or an awaitable of one
@@ -117,36 +117,36 @@ class Api(Generic[D, A, B, R, S]):
         count_arg(n, "debit")  # (None is no DEBIT at all to commands.decide)
         return self._run(commands.decide(key, policy, debit=n))
 
+    def _drive(self, steps: Steps) -> Any:
+        """Runs `steps` (reserving.py), each command by `_run`: their result."""
+        raise NotImplementedError
+
     def reserve(self, key: str, policy: PolicyOrName, estimate: int) -> R:
         """`(decision, reservation)`: the request decided at `COST estimate`, and when it is
         admitted a reservation to `settle(actual)` once its actual cost is known (None when
         denied). Settling sends `DEBIT` or `REFUND` of the difference (docs/python.md,
-        "Reservations")."""
+        "Reservations"). A `SHADOW` policy's denial, admitted, reserved nothing: its
+        reservation has no layers, and settles by sending nothing."""
         layer = (key, policy_arg(policy))
         cmd = commands.decide(key, layer[1], estimate)
-        return self._run(replace(cmd, decode=lambda reply, backend: self._reserved(
-            cmd.decode(reply, backend), [layer], estimate, False)))
+        return self._drive(reserving(self, cmd, [layer], [0], estimate, False))
 
     def reserve_all(self, layers: Sequence[Layer], estimate: int) -> S:
-        """`(all_decision, reservation)` from one `RL.ALL`: each `(key, policy)` layer spends
-        `COST estimate` and is settled by the reservation; each `(key, policy, cost)` layer
-        spends its own cost and is never settled (a request count next to a token budget).
+        """`(all_decision, reservation)` from one `RL.ALL`: each `(key, policy)` layer (or
+        `(key, policy, None)`) spends `COST estimate` and is settled by the reservation; each
+        `(key, policy, cost)` layer spends its own cost and is never settled (a request count
+        next to a token budget), nor is a layer a `SHADOW` policy denied (it spent nothing).
         The reservation is None when denied."""
         if not layers:
             raise refused("reserve_all() needs at least one (key, policy) layer")
-        spent = [(layer[0], policy_arg(layer[1]), *layer[2:]) for layer in layers]
+        given = [(layer[0], policy_arg(layer[1]), layer[2] if len(layer) > 2 else None)
+                 for layer in layers]
         count_arg(estimate, "estimate")
-        settled = [(layer[0], layer[1]) for layer in spent if len(layer) == 2]
-        cmd = commands.all_of([layer if len(layer) > 2 else (*layer, estimate)
-                               for layer in spent], False)  # type: ignore[misc]
-        return self._run(replace(cmd, decode=lambda reply, backend: self._reserved(
-            cmd.decode(reply, backend), settled, estimate, True)))
-
-    def _reserved(self, decision: Any, layers: list[tuple[str, PolicyOrName]], estimate: int,
-                  together: bool) -> tuple[Any, BaseReservation | None]:
-        if not decision.allowed:
-            return decision, None
-        return decision, self._reservation(self, layers, estimate, together)
+        spent = [i for i, (_, _, cost) in enumerate(given) if cost is None]
+        cmd = commands.all_of([(key, p, estimate if cost is None else cost)
+                               for key, p, cost in given], False)
+        return self._drive(reserving(self, cmd, [(key, p) for key, p, _ in given], spent,
+                                     estimate, True))
 
     def peek(self, key: str, policy: PolicyOrName, *, cost: int = 1) -> D:
         """`RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): what the

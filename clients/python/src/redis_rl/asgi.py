@@ -4,12 +4,16 @@ API key, per endpoint, ...) decided together by ONE `RL.ALL` per request, all or
 Every HTTP response carries the binding layer's headers (`Decision.all_headers`); a denial
 is answered by the middleware itself: 429 with those headers, `Retry-After` among them
 unless the request can never be admitted, and a JSON body naming the layer. Nothing is
-spent unless every layer admits. An error from the server is raised to the ASGI server as any
-exception is, so the request fails (a 500): it is never let through unchecked. It is the
-limiter's (errors.py): ServerUnavailableError, ConfigurationError (a layer's policy the server
-refuses, a policy's name it does not hold), ForeignKeyError, LibraryUnavailableError. A
-configuration refused here (no layers, a tag naming none of them, a bad policy name) is a
-ConfigurationError, a ValueError (a TypeError for a type).
+spent unless every layer admits. An error from the server is of one of two classes
+(classify.py): the server cannot decide right now (out of reach, or `LOADING`, `BUSY`,
+`MASTERDOWN`, `CLUSTERDOWN`, `TRYAGAIN`, `OOM`, `READONLY`: a ServerUnavailableError), which
+the middleware answers 503 `{"error": "rate limiter unavailable"}`, or with `fail_open=True`
+lets through (one warning logged per request either way); or any other error, a
+configuration's (ConfigurationError: a layer's policy the server refuses, a policy's name it
+does not hold; ForeignKeyError; LibraryUnavailableError; `NOPERM` ...), raised to the ASGI
+server as any exception is, so the request fails with a 500 whatever `fail_open` says: it is
+never let through unchecked. A configuration refused here (no layers, a tag naming none of
+them, a bad policy name) is a ConfigurationError, a ValueError (a TypeError for a type).
 
 A layer's policy may be a Policy or the name of a policy on the server (`"free"`: an
 `RL.ALL` clause `POLICY free`). A request that would have been refused but is let through is
@@ -29,7 +33,7 @@ from typing import Any, Callable, Union
 
 from .aio import AsyncLimiter
 from .decision import Decision
-from .errors import refused
+from .errors import ServerUnavailableError, refused
 from .policy import Policy, PolicyOrName, policy_arg
 
 __all__ = ["ASGIApp", "Identify", "Layer", "RateLimitMiddleware", "client_ip", "client_subnet",
@@ -145,10 +149,15 @@ class RateLimitMiddleware:
 
     `shadow=True` rehearses the limits: each request is decided and spent as usual and
     carries its headers, but a denial is let through (without `Retry-After`) and logged
-    instead of answered 429."""
+    instead of answered 429.
+
+    When the server cannot decide (a ServerUnavailableError) the request is answered 503,
+    or with `fail_open=True` let through; both are logged. Every other error is raised (a
+    500), whatever `fail_open` says."""
 
     def __init__(self, app: ASGIApp, limiter: AsyncLimiter, layers: list[Layer],
-                 prefix: str = "rl", tag: str | None = None, shadow: bool = False) -> None:
+                 prefix: str = "rl", tag: str | None = None, shadow: bool = False,
+                 fail_open: bool = False) -> None:
         if not layers:
             raise refused("RateLimitMiddleware needs at least one Layer")
         names = [layer.name for layer in layers]
@@ -165,11 +174,13 @@ class RateLimitMiddleware:
                           f"hash tag): {prefix!r}")
         if not isinstance(shadow, bool):
             raise refused(f"shadow is a bool: {shadow!r}", wrong_type=True)
+        if not isinstance(fail_open, bool):
+            raise refused(f"fail_open is a bool: {fail_open!r}", wrong_type=True)
         for layer in layers:
             if not callable(layer.policy):
                 policy_arg(layer.policy)  # a Policy, or a name the server could hold
         self.app, self.limiter, self.layers = app, limiter, layers
-        self.prefix, self.tag, self.shadow = prefix, tag, shadow
+        self.prefix, self.tag, self.shadow, self.fail_open = prefix, tag, shadow, fail_open
 
     def _applying(self, scope: Scope) -> list[tuple[str, str, PolicyOrName]]:
         """(layer name, key, policy) of each layer that applies to the request; a Policy
@@ -198,7 +209,15 @@ class RateLimitMiddleware:
         if not layers:
             await self.app(scope, receive, send)
             return
-        result = await self.limiter.all([(key, p) for _, key, p in layers])
+        try:
+            result = await self.limiter.all([(key, p) for _, key, p in layers])
+        except ServerUnavailableError as err:  # any other error is raised: a 500
+            _log_unavailable(scope, err, self.fail_open)
+            if self.fail_open:
+                await self.app(scope, receive, send)
+            else:
+                await _unavailable(send)
+            return
         decision = result.binding
         if not decision.allowed and not self.shadow:
             await _too_many(send, _encoded(decision.all_headers()),
@@ -242,9 +261,25 @@ def _log_would_deny(scope: Scope, decision: Decision, name: str, key: str) -> No
                     "rl_retry_after_ms": decision.retry_after_ms, "rl_shadow": why})
 
 
+def _log_unavailable(scope: Scope, err: ServerUnavailableError, fail_open: bool) -> None:
+    """One warning for a request the server could not decide: let through or answered 503."""
+    what = "let through (fail_open)" if fail_open else "answered 503"
+    logger.warning("rate limiter unavailable, %s %s %s: %s", scope.get("method", ""),
+                   scope.get("path", ""), what, err, extra={"rl_fail_open": fail_open})
+
+
 async def _too_many(send: Send, headers: list[tuple[bytes, bytes]], layer: str) -> None:
-    body = json.dumps({"error": "rate limited", "layer": layer}).encode()
-    await send({"type": "http.response.start", "status": 429, "headers": [
+    await _answer(send, 429, {"error": "rate limited", "layer": layer}, headers)
+
+
+async def _unavailable(send: Send) -> None:
+    await _answer(send, 503, {"error": "rate limiter unavailable"}, [])
+
+
+async def _answer(send: Send, status: int, content: dict[str, str],
+                  headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps(content).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         *headers]})
     await send({"type": "http.response.body", "body": body})

@@ -47,6 +47,7 @@ def is_cluster(client: Any) -> bool:
 
 def routed_by_us(args: tuple[Any, ...]) -> bool:
     """Commands whose keys redis-py would ask the server for on every call (`FCALL`,
-    `RL.ALL`: their keys follow a count): a cluster client sends them to their first key's
-    node instead (every key of `RL.ALL` must share its slot, which the server checks)."""
-    return str(args[0]).upper() in ("FCALL", "FCALL_RO", "RL.ALL")
+    `RL.ALL`: their keys follow a count), and `RL.POLICY GET` (no key; a node's policies are
+    its own): a cluster client sends them to their key's node instead (every key of `RL.ALL`
+    must share its slot, which the server checks)."""
+    return str(args[0]).upper() in ("FCALL", "FCALL_RO", "RL.ALL", "RL.POLICY")

@@ -4,6 +4,12 @@ The texts are facts/rl.toml's (the module's and the Functions library's, word fo
 the servers' own (`unknown command`, `Function not found`, `WRONGTYPE`). redis-py drops a
 reply's leading `ERR `, so the patterns start after it. An error that is none of the cases is
 returned as it is.
+
+Every error is of one of two classes, as in the Node and NGINX packages: "unavailable" (the
+server out of reach, or an error whose code is one of facts/rl.toml's UNAVAILABLE_CODES:
+LOADING, BUSY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN, OOM, READONLY), raised as a
+ServerUnavailableError, which a middleware answers 503 (or lets through with fail_open); or
+any other error, a configuration's, which it answers 500 whatever fail_open says.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ._facts import ERROR_PATTERNS, MESSAGES
+from ._facts import ERROR_PATTERNS, MESSAGES, UNAVAILABLE_CODES
 from .errors import (
     ConfigurationError,
     ForeignKeyError,
@@ -50,6 +56,41 @@ _FOREIGN = (
 #: (`AuthenticationError`), a full pool (`MaxConnectionsError`) are the app's to fix.
 _UNREACHABLE = (RedisConnectionError, RedisTimeoutError)
 
+#: The code of each error class redis-py makes from a reply while dropping the code from its
+#: text (redis-py 8 keeps it as `status_code`; older ones do not), by class name: not every
+#: redis-py version has every class.
+_CODES_OF_CLASSES = {
+    "BusyLoadingError": "LOADING", "OutOfMemoryError": "OOM", "ReadOnlyError": "READONLY",
+    "TryAgainError": "TRYAGAIN", "MasterDownError": "MASTERDOWN",
+    "ClusterDownError": "CLUSTERDOWN", "NoPermissionError": "NOPERM",
+}
+
+#: An error code: capitals (and digits), the reply's first word.
+_CODE = re.compile(r"\A[A-Z][A-Z0-9]*\Z")
+
+
+def error_code(err: BaseException) -> str | None:
+    """The code of the server's error reply `err` (`OOM`, `READONLY`, `ERR`, ...), or None
+    for an error that is no reply."""
+    code = getattr(err, "status_code", None)
+    if isinstance(code, str) and code:
+        return code
+    for cls in type(err).__mro__:
+        if cls.__name__ in _CODES_OF_CLASSES and cls.__module__.startswith("redis"):
+            return _CODES_OF_CLASSES[cls.__name__]
+    if not isinstance(err, ResponseError):
+        return None
+    first = str(err).split(" ", 1)[0]
+    return first if _CODE.match(first) else "ERR"  # redis-py drops a leading `ERR `
+
+
+def unavailable(err: BaseException) -> bool:
+    """The class of `err`: True when the server cannot decide right now (out of reach, or an
+    error whose code is one of UNAVAILABLE_CODES), False for every other error."""
+    if isinstance(err, RateLimitError):
+        return isinstance(err, ServerUnavailableError)
+    return type(err) in _UNREACHABLE or error_code(err) in UNAVAILABLE_CODES
+
 
 def unknown_command(err: BaseException) -> bool:
     """The server has no such command: its `unknown command` error, or redis-py's cluster
@@ -76,7 +117,7 @@ def classify(err: BaseException) -> BaseException:
     """The package's error for `err`, or `err` itself when it is none of the cases."""
     if isinstance(err, RateLimitError):
         return err
-    if type(err) in _UNREACHABLE:
+    if unavailable(err):
         return as_case(ServerUnavailableError, type(err), *err.args)
     if not isinstance(err, ResponseError) or unknown_command(err) or function_missing(err):
         return err
@@ -92,9 +133,14 @@ def classify(err: BaseException) -> BaseException:
 
 def library_unavailable(err: BaseException, why: str) -> BaseException:
     """The error of a library that cannot be used: `why`, then the server's text, for a
-    reply; a connection failure is still a ServerUnavailableError."""
-    if isinstance(err, ResponseError) and not isinstance(err, RateLimitError):
-        return as_case(LibraryUnavailableError, type(err), f"{why}: {err}")
+    reply: a LibraryUnavailableError, or a ServerUnavailableError where the reply's code says
+    the server cannot do it right now (`OOM`, `READONLY`, ...); a connection failure is a
+    ServerUnavailableError as any call's."""
+    if isinstance(err, RateLimitError) or type(err) in _UNREACHABLE:
+        return classify(err)
+    if isinstance(err, ResponseError) or error_code(err) is not None:
+        case = ServerUnavailableError if unavailable(err) else LibraryUnavailableError
+        return as_case(case, type(err), f"{why}: {err}")
     return classify(err)
 
 

@@ -32,6 +32,12 @@ class Command:
     rest: tuple[Any, ...]
     decode: Callable[[Any, str], Any]
     read_only: bool = False
+    #: The key whose node the call goes to, where it is not `keys[0]` (a call without keys).
+    route: str | None = None
+
+    @property
+    def node_key(self) -> str:
+        return self.keys[0] if self.route is None else self.route
 
     def library(self) -> tuple[Any, ...]:
         fcall = "FCALL_RO" if self.read_only else "FCALL"
@@ -87,12 +93,29 @@ def decide(
     else:
         rest = (*policy.params, *options)
         module, function = (f"RL.{policy.algo}", key, *rest), KINDS[policy.algo].fcall
+    never_denied = False if refund is not None or debit is not None else None
     return Command(
         module=module,
         function=function,
         keys=(key,),
         rest=rest,
-        decode=lambda reply, backend: Decision.from_reply(reply, backend, policy),
+        decode=lambda reply, backend: Decision.from_reply(reply, backend, policy, never_denied),
+    )
+
+
+def policy_definition(key: str, name: str) -> Command:
+    """`RL.POLICY GET name` (`FCALL_RO rl_policy 0 GET name`): the policy's line (`name ALGO
+    params [SHADOW]`, a str) or None, from the node holding `key` (a node's policies are its
+    own)."""
+    return Command(
+        module=("RL.POLICY", "GET", name),
+        function="rl_policy",
+        keys=(),
+        rest=("GET", name),
+        decode=lambda reply, backend: None if reply is None else (
+            reply.decode() if isinstance(reply, bytes) else str(reply)),
+        read_only=True,
+        route=key,
     )
 
 
@@ -135,8 +158,12 @@ def all_clauses(layers: Sequence[tuple[str, PolicyOrName]], options: Sequence[li
     if peek:
         rest.append("PEEK")
 
+    # A layer with a REFUND or DEBIT is never denied, so never a shadowed denial.
+    never_denied = [False if {"REFUND", "DEBIT"} & set(opts) else None for opts in options]
+
     def decode(reply: Any, backend: str) -> AllDecision:
-        per = [Decision.from_reply(r, backend, p) for r, p in zip(reply[5], policies)]
+        per = [Decision.from_reply(r, backend, p, n)
+               for r, p, n in zip(reply[5], policies, never_denied)]
         head = [int(x) for x in reply[:5]]
         index = next(i for i, r in enumerate(reply[5]) if [int(x) for x in r] == head)
         return AllDecision(per[index], tuple(per), index)

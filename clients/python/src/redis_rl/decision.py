@@ -9,13 +9,14 @@ A decision by a policy named on the server (its `policy` is the name, a `str`) k
 reply, not the policy's quota or window: its `RateLimit-Policy` is `"<name>";q=<limit>`, `q`
 the reply's `limit` (a window's limit; a rate's burst or capacity) and no `w`. A `SHADOW`
 policy answers a denial as admitted, with nothing remaining and a non-zero `retry_after_ms`:
-that decision is `shadowed`.
+that decision is `shadowed`. A `DEBIT` or `REFUND` is never denied, so its decision (a
+settlement's among them) is never `shadowed`, whatever its reply.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .policy import PolicyOrName
 
@@ -45,23 +46,36 @@ class Decision:
     #: The policy decided, for the IETF fields: a Policy, a server-side policy's name (a
     #: str), or None for leases.
     policy: PolicyOrName | None = None
+    #: Whether this is a shadowed denial, where that is known besides the reply: False for a
+    #: DEBIT's or a REFUND's (never denied), a reservation's as read from its policy's
+    #: definition; None: read from the reply (`shadowed`).
+    known_shadowed: bool | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_reply(cls, reply: Sequence[int], backend: str,
-                   policy: PolicyOrName | None) -> Decision:
+    def from_reply(cls, reply: Sequence[int], backend: str, policy: PolicyOrName | None,
+                   known_shadowed: bool | None = None) -> Decision:
         allowed, limit, remaining, retry, reset = (int(x) for x in reply[:5])
-        return cls(allowed == 1, limit, remaining, retry, reset, backend, policy)
+        return cls(allowed == 1, limit, remaining, retry, reset, backend, policy,
+                   known_shadowed)
+
+    @property
+    def _looks_shadowed(self) -> bool:
+        """The reply of a `SHADOW` policy's denial: by a policy named on the server, admitted,
+        nothing remaining, a non-zero `retry_after_ms`."""
+        return (isinstance(self.policy, str) and self.allowed and self.remaining == 0
+                and self.retry_after_ms != 0)
 
     @property
     def shadowed(self) -> bool:
         """A `SHADOW` policy's denial, answered as admitted: a policy named on the server that
         admitted with nothing remaining and a non-zero `retry_after_ms` (what the enforced
         policy would have answered: when to retry, -1 for never). Always False for a Policy
-        and a lease, which are never shadowed. (A named `LEAKY` policy's admission that takes
-        the queue's last place reads so too: it is admitted, to be performed after its
-        delay.)"""
-        return (isinstance(self.policy, str) and self.allowed and self.remaining == 0
-                and self.retry_after_ms != 0)
+        and a lease, which are never shadowed, and for a `DEBIT` or a `REFUND` (a
+        settlement's too), which is never denied. (A named `LEAKY` policy's admission that
+        takes the queue's last place reads so too: it is admitted, to be performed after its
+        delay. `reserve` tells the two apart by the policy's definition: docs/python.md,
+        "Reservations".)"""
+        return self._looks_shadowed if self.known_shadowed is None else self.known_shadowed
 
     @property
     def policy_name(self) -> str:

@@ -13,7 +13,9 @@ from .classify import classify, function_missing, library_unavailable, reraise, 
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
+from .loading import gate_for, raise_failed
 from .reservation import Reservation
+from .reserving import Steps
 
 
 class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservation]],
@@ -49,8 +51,16 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
         except RedisError as err:
             reraise(classify(err), err)
 
+    def _drive(self, steps: Steps) -> Any:
+        try:
+            cmd = next(steps)
+            while True:
+                cmd = steps.send(self._run(cmd))
+        except StopIteration as done:
+            return done.value
+
     def _call(self, cmd: Command) -> Any:
-        key = cmd.keys[0]
+        key = cmd.node_key
         if self.backend != LIBRARY:
             try:
                 reply = self._send(cmd.module, key)
@@ -69,7 +79,7 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
                 reraise(library_unavailable(err, NO_FUNCTIONS), err)
             if not function_missing(err):
                 raise
-            self.load_library()
+            self._load_once()
             try:
                 reply = self._send(cmd.library(), key)
             except ResponseError as again:
@@ -77,6 +87,31 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
                     reraise(library_unavailable(again, NOT_LOADED), again)
                 raise
         return cmd.decode(reply, LIBRARY)
+
+    def _load_once(self) -> None:
+        """The library loaded where a call found it missing: by this call, or by the load in
+        flight, waited for (loading.py); the last failed load's error while backing off."""
+        gate = gate_for(self.client, "sync")
+        loading = gate.enter()
+        if isinstance(loading, BaseException):  # backing off after a failed load
+            raise_failed(loading)
+        if loading is not None:
+            outcome = loading.result()
+            if outcome is not None:  # the load waited for failed
+                raise_failed(outcome)
+            return
+        error: BaseException | None = None
+        failed = False
+        try:
+            self.client.function_load(library_source(), replace=True)
+        except RedisError as err:
+            error, failed = err, True
+            reraise(library_unavailable(err, NOT_LOADABLE), err)
+        except BaseException as err:
+            error = err
+            raise
+        finally:
+            gate.done(error, failed)
 
     def load_library(self) -> None:
         """`FUNCTION LOAD REPLACE` this package's `functions/rl.lua` (on every primary of a
