@@ -1,61 +1,81 @@
 #!/usr/bin/env bash
-# Runs every test: the Rust unit and integration tests, which start their own
-# redis-server and valkey-server processes (and one run under valgrind), then the Python
-# tests (tests/python: the gateway example, the client snippets, and the documentation's
-# examples, claims and links) in .tools/venv, then the Python package's
-# (scripts/test-python-package.sh: built, installed into a fresh virtualenv, tested) and the
-# Node package's (scripts/test-node-package.sh: packed, installed into a fresh project), then
-# the NGINX package's (scripts/test-nginx-package.sh: real NGINX over HTTP). Uses
-# cargo-nextest when installed (one process per test, in parallel), else cargo test. Every
-# suite always runs; the script fails if any does. Arguments go to cargo.
+# Runs every test: the Rust unit and integration tests, which start their own redis-server
+# and valkey-server processes (and one run under valgrind); the Python tests (tests/python:
+# the examples, the client snippets, and the documentation's examples, claims and links) in
+# .tools/venv; the Python package's (scripts/test-python-package.sh: built, installed into a
+# fresh virtualenv, tested); the Node package's (scripts/test-node-package.sh: packed,
+# installed into a fresh project); and the NGINX package's (scripts/test-nginx-package.sh:
+# real NGINX over HTTP). Arguments go to cargo.
+#
+# The four suites besides Rust spend most of their time waiting on their servers and HTTP,
+# so they run side by side, each with several tests at a time, while the Rust tests build
+# and run; each one's output goes to its own log, printed whole when every suite is done.
+# Every suite always runs; the script fails if any does.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-# The tests' own builds use the harness profile (release without LTO: Cargo.toml) with
-# RL.DEBUG compiled in; the library built so is the module the RL.DEBUG tests load (sharing
-# every dependency's build with the tests). The other tests decide through RL_MODULE, the
-# release build users get.
-build=(--profile harness --features debug-commands)
-cargo build "${build[@]}" --lib || exit 1
-export RL_DEBUG_MODULE=$PWD/target/harness/librl.so
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --cargo-profile harness --features debug-commands --no-fail-fast "$@"
-  rust=$?
-  # The wait scenarios on Redis 7.0 under valgrind's memcheck (tests/it/memcheck.rs).
-  cargo nextest run --cargo-profile harness --features debug-commands --test it \
-    --run-ignored only -E 'test(/^memcheck::/)' "$@" || rust=1
-else
-  cargo test "${build[@]}" --no-fail-fast "$@"
-  rust=$?
-  cargo test "${build[@]}" --test it memcheck:: "$@" -- --ignored || rust=1
-fi
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+suites=()
+# Starts a suite in the background: `name command...`; its output goes to $logs/name.
+start() {
+  local name=$1
+  shift
+  suites+=("$name")
+  ( SECONDS=0; "$@" >"$logs/$name" 2>&1; status=$?
+    echo "$status $SECONDS" >"$logs/$name.status" ) &
+}
 
 if [ -x .tools/venv/bin/python ]; then
-  .tools/venv/bin/python -m pytest tests/python -q
-  python=$?
-  # The Python package, built and installed into a fresh virtualenv.
-  bash scripts/test-python-package.sh
-  package=$?
+  start "Python tests" .tools/venv/bin/python -m pytest tests/python -q -n 3
+  start "Python package" bash scripts/test-python-package.sh -q -n 4
+  start "NGINX package" bash scripts/test-nginx-package.sh -q
 else
   echo "run-tests: .tools/venv is missing: run scripts/install-deps.sh (or make test)" >&2
-  python=1
-  package=1
+  for name in "Python tests" "Python package" "NGINX package"; do
+    suites+=("$name")
+    echo "1 0" >"$logs/$name.status"
+  done
 fi
+start "Node package" bash scripts/test-node-package.sh --test-concurrency=4
 
-# The Node package, packed and installed into a fresh project.
-bash scripts/test-node-package.sh
-node=$?
-
-# The NGINX package, served by real NGINX.
-if [ -x .tools/venv/bin/python ]; then
-  bash scripts/test-nginx-package.sh
-  nginx=$?
+# The Rust tests build with the harness profile (release without LTO: Cargo.toml) with
+# RL.DEBUG compiled in; the library built so is the module the RL.DEBUG tests load (sharing
+# every dependency's build with the tests). The other tests decide through RL_MODULE, the
+# release build users get. Most tests wait on servers: 8 run at a time.
+SECONDS=0
+build=(--profile harness --features debug-commands)
+if cargo build "${build[@]}" --lib; then
+  export RL_DEBUG_MODULE=$PWD/target/harness/librl.so
+  if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --cargo-profile harness --features debug-commands --no-fail-fast \
+      --test-threads 8 "$@"
+    rust=$?
+    # The wait scenarios on Redis 7.0 under valgrind's memcheck (tests/it/memcheck.rs).
+    cargo nextest run --cargo-profile harness --features debug-commands --test it \
+      --run-ignored only -E 'test(/^memcheck::/)' "$@" || rust=1
+  else
+    cargo test "${build[@]}" --no-fail-fast "$@" -- --test-threads 8
+    rust=$?
+    cargo test "${build[@]}" --test it memcheck:: "$@" -- --ignored || rust=1
+  fi
 else
-  nginx=1
+  rust=1
 fi
+summary="Rust tests $([ $rust -eq 0 ] && echo ok || echo "FAILED (exit $rust)") in ${SECONDS} s"
 
-status() { if [ "$1" -eq 0 ]; then echo "ok"; else echo "FAILED (exit $1)"; fi; }
-echo "run-tests: Rust tests $(status $rust), Python tests $(status $python)," \
-  "Python package $(status $package), Node package $(status $node)," \
-  "NGINX package $(status $nginx)" >&2
-[ $rust -eq 0 ] && [ $python -eq 0 ] && [ $package -eq 0 ] && [ $node -eq 0 ] && [ $nginx -eq 0 ]
+wait
+failed=$rust
+for name in "${suites[@]}"; do
+  read -r status seconds <"$logs/$name.status"
+  echo "===== $name: exit $status, ${seconds} s"
+  cat "$logs/$name" 2>/dev/null
+  if [ "$status" -eq 0 ]; then
+    summary+=", $name ok in $seconds s"
+  else
+    summary+=", $name FAILED (exit $status)"
+    failed=1
+  fi
+done
+echo "run-tests: $summary" >&2
+[ $failed -eq 0 ]

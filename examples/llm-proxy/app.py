@@ -18,6 +18,7 @@ Run: REDIS_URL=redis://127.0.0.1:6379/0 UPSTREAM_URL=https://api.openai.com \
 """
 
 import contextlib
+import logging
 import os
 
 import httpx
@@ -58,6 +59,14 @@ def error(status, message, kind, code=None, headers=None):
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+async def settle(reservation, used):
+    """Settles at `used`; if the limiter's server is unavailable, the estimate stays spent."""
+    try:
+        await reservation.settle(used)
+    except redis_rl.ServerUnavailableError as err:
+        logging.getLogger("llm-proxy").warning("settle: %s", err)
+
+
 @contextlib.asynccontextmanager
 async def lifespan(app):
     app.state.limiter = redis_rl.AsyncLimiter(redis.asyncio.Redis.from_url(
@@ -94,7 +103,11 @@ async def chat_completions(request: Request):
     # One RL.ALL: the request counts 1 on the first layer and reserves the estimate on the
     # second (keys share the API key's hash tag, for Redis Cluster).
     layers = [(f"rl:{{{api_key}}}:rpm", REQUESTS, 1), (f"rl:{{{api_key}}}:tpm", TOKENS)]
-    decision, reservation = await request.app.state.limiter.reserve_all(layers, estimate)
+    try:
+        decision, reservation = await request.app.state.limiter.reserve_all(layers, estimate)
+    except redis_rl.ServerUnavailableError:  # Redis down, full or read-only: retry later
+        return error(503, "the rate limiter is unavailable", "api_error", "limiter_unavailable")
+    # (Any other error, a policy the server refuses, is the proxy's fault: 500.)
     headers = decision.binding.ietf_headers()  # RateLimit-Policy, RateLimit (and Retry-After)
     if reservation is None:
         kind = decision.binding.policy_name  # "requests" or "tokens"
@@ -102,20 +115,22 @@ async def chat_completions(request: Request):
                      "rate_limit_exceeded", headers)
 
     async with reservation:  # an exception before settling leaves the estimate spent
+        # A settlement that fails (Redis unavailable) is not sent again: the estimate stays
+        # spent, and the answer goes out even so.
         try:
             upstream = await request.app.state.upstream.post("/v1/chat/completions", json=body)
         except httpx.ConnectError:  # never reached: nothing used, all of it back
-            await reservation.settle(0)
+            await settle(reservation, 0)
             return error(502, "the upstream cannot be reached", "api_error", None, headers)
         # (Any other failure, a timeout, may have used tokens: the estimate stays spent.)
         try:
             answer = upstream.json()
             used = int(answer["usage"]["total_tokens"])
         except (ValueError, KeyError, TypeError):  # an error answer carries no usage
-            await reservation.settle(0)
+            await settle(reservation, 0)
             return error(502, f"the upstream answered {upstream.status_code} without usage",
                          "api_error", None, headers)
-        await reservation.settle(max(used, 0))
+        await settle(reservation, max(used, 0))
     return JSONResponse(answer, status_code=upstream.status_code, headers=headers)
 
 

@@ -11,7 +11,7 @@
 // (POST /v1/chat/completions is sent on to UPSTREAM_URL's /v1/chat/completions.)
 import express from "express";
 import { createClient } from "redis";
-import { Limiter, policy } from "redis-rl";
+import { Limiter, policy, ServerUnavailableError } from "redis-rl";
 
 // Demo API keys (a Map: a client's text, "constructor", finds no inherited property).
 const API_KEYS = new Map([["key-a", "team a"], ["key-b", "team b"]]);
@@ -98,7 +98,12 @@ app.post("/v1/chat/completions", express.json({ limit: "1mb" }), async (req, res
     if (reply === undefined) return fail(res, 502, "The upstream's answer was not JSON.", "api_error", "bad_upstream_response");
     res.status(upstream.status).json(reply);
   } catch (err) {
-    next(err); // the limiter's server unreachable: 500, never let through unchecked
+    // The limiter's server down, full or read-only: 503, retry later (never let through
+    // unchecked); any other error, a policy the server refuses, is the proxy's fault: 500.
+    if (err instanceof ServerUnavailableError) {
+      return fail(res, 503, "The rate limiter is unavailable.", "api_error", "limiter_unavailable");
+    }
+    next(err);
   }
 });
 

@@ -310,16 +310,8 @@ fn window_sequences(flavor: Flavor, seed: u64, counts: &[u64], durations_ms: &[u
             now = next_now(&mut rng, now, floor, (window_ns / limit).max(1));
             set_now(c, now);
             let n = cost(&mut rng, limit);
-            let charge = match rng.random_range(0..10) {
-                0 => Charge::Refund,
-                1 if n > 0 => Charge::Debit,
-                _ => Charge::Cost,
-            };
-            let option = match charge {
-                Charge::Cost => "COST",
-                Charge::Refund => "REFUND",
-                Charge::Debit => "DEBIT",
-            };
+            let charge = Charge::draw(&mut rng, n);
+            let option = charge.option();
             let words = format!("{name} {key} {limit} {window_ms}ms {option} {n}");
             let held: Option<String> = run(c, &format!("GET {key}"));
             let what = format!("{words} at {now} on {held:?}");
@@ -358,12 +350,32 @@ fn window_sequences(flavor: Flavor, seed: u64, counts: &[u64], durations_ms: &[u
     }
 }
 
-/// What a window sequence's call charges.
+/// What a sequence's call charges.
 #[derive(Clone, Copy)]
 enum Charge {
     Cost,
     Refund,
     Debit,
+}
+
+impl Charge {
+    /// The charge of a call of `n` units: a tenth `REFUND`, a tenth `DEBIT` (of at
+    /// least 1), else `COST`.
+    fn draw(rng: &mut StdRng, n: u64) -> Charge {
+        match rng.random_range(0..10) {
+            0 => Charge::Refund,
+            1 if n > 0 => Charge::Debit,
+            _ => Charge::Cost,
+        }
+    }
+
+    fn option(self) -> &'static str {
+        match self {
+            Charge::Cost => "COST",
+            Charge::Refund => "REFUND",
+            Charge::Debit => "DEBIT",
+        }
+    }
 }
 
 /// CL.THROTTLE: redis-cell's rules, including its float emission interval.
@@ -640,16 +652,8 @@ fn log_sequences(flavor: Flavor, seed: u64, limits: &[u64], durations_ms: &[u64]
             now = next_now(&mut rng, now, floor, (window_ns / limit).max(1));
             set_now(c, now);
             let n = cost(&mut rng, limit);
-            let charge = match rng.random_range(0..10) {
-                0 => Charge::Refund,
-                1 if n > 0 => Charge::Debit,
-                _ => Charge::Cost,
-            };
-            let option = match charge {
-                Charge::Cost => "COST",
-                Charge::Refund => "REFUND",
-                Charge::Debit => "DEBIT",
-            };
+            let charge = Charge::draw(&mut rng, n);
+            let option = charge.option();
             let words = format!("RL.SLIDINGLOG {key} {limit} {window_ms}ms {option} {n}");
             let what = format!("{words} at {now}");
             // The module refuses a log it cannot extend (a nanosecond past u64).

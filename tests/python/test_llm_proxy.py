@@ -269,3 +269,22 @@ def test_requests_refused_before_any_limit(proxy, r):
     assert too_big.json()["error"]["code"] == "context_length_exceeded"
     assert post(proxy, key, dict(body(1), stream=True)).status_code == 400
     assert r.dbsize() == 0
+
+
+def test_a_full_redis_is_a_503_and_spends_nothing(proxy, r):
+    """OOM (maxmemory reached) means the limiter cannot decide right now: 503, which clients
+    and load balancers retry, never a 500 and never a request let through unchecked."""
+    key = new_key()
+    app = load_app()
+    # The library loaded where it serves (by a read, which writes nothing), so that the proxy's
+    # call is refused for the memory, not for a load.
+    assert app.redis_rl.Limiter(r).peek(f"rl:{{{key}}}:tpm", app.TOKENS, cost=0).allowed
+    r.config_set("maxmemory", "1")
+    try:
+        resp = post(proxy, key, body(89))
+    finally:
+        r.config_set("maxmemory", "0")
+    assert resp.status_code == 503
+    assert resp.json()["error"]["code"] == "limiter_unavailable"
+    assert r.dbsize() == 0
+    assert post(proxy, key, body(89)).status_code == 200

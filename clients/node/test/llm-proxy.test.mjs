@@ -185,6 +185,20 @@ for (const server of servers) {
       assert.equal(await tokensLeft("key-a"), 10_000 - 60);
     });
 
+    test("a full Redis (OOM) is a 503, retried later, and spends nothing", async () => {
+      server.reset();
+      await tokensLeft("key-a"); // the library loaded, where it serves: a read writes nothing
+      await c.sendCommand(["CONFIG", "SET", "maxmemory", "1"]);
+      try {
+        const r = await chat(proxy.url, "key-a", "usage:5", 10);
+        assert.deepEqual([r.status, r.body.error.code], [503, "limiter_unavailable"]);
+      } finally {
+        await c.sendCommand(["CONFIG", "SET", "maxmemory", "0"]);
+      }
+      assert.equal(Number(await c.sendCommand(["DBSIZE"])), 0);
+      assert.equal((await chat(proxy.url, "key-a", "usage:5", 10)).status, 200);
+    });
+
     test("unknown API keys and malformed bodies are refused as OpenAI does", async () => {
       server.reset();
       for (const key of [undefined, "key-c", "constructor"]) {
