@@ -7,10 +7,9 @@
 # installed into a fresh project); and the NGINX package's (scripts/test-nginx-package.sh:
 # real NGINX over HTTP). Arguments go to cargo.
 #
-# The four suites besides Rust spend most of their time waiting on their servers and HTTP,
-# so once the Rust tests are built they run side by side, each with several tests at a
-# time, while the Rust tests run; each one's output goes to its own log, printed whole when
-# every suite is done.
+# The Rust tests run first, 8 at a time. The four other suites spend most of their time
+# waiting on their servers and HTTP, so they then run side by side, each with several tests
+# at a time; each one's output goes to its own log, printed whole when every suite is done.
 # Every suite always runs; the script fails if any does.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,36 +29,12 @@ start() {
 # The Rust tests build with the harness profile (release without LTO: Cargo.toml) with
 # RL.DEBUG compiled in; the library built so is the module the RL.DEBUG tests load (sharing
 # every dependency's build with the tests). The other tests decide through RL_MODULE, the
-# release build users get. They are built first, alone: the other suites start once the
-# machine's cores are free of the compiler. Most tests wait on servers: 8 run at a time.
+# release build users get. Most tests wait on servers: 8 run at a time.
 SECONDS=0
 build=(--profile harness --features debug-commands)
-nextest=""
-cargo nextest --version >/dev/null 2>&1 && nextest=1
-if [ -n "$nextest" ]; then
-  cargo build "${build[@]}" --lib && cargo nextest run --cargo-profile harness \
-    --features debug-commands --no-run "$@"
-else
-  cargo build "${build[@]}" --lib && cargo test "${build[@]}" --no-run "$@"
-fi
-built=$?
-
-if [ -x .tools/venv/bin/python ]; then
-  start "Python tests" .tools/venv/bin/python -m pytest tests/python -q -n 3
-  start "Python package" bash scripts/test-python-package.sh -q -n 4
-  start "NGINX package" bash scripts/test-nginx-package.sh -q
-else
-  echo "run-tests: .tools/venv is missing: run scripts/install-deps.sh (or make test)" >&2
-  for name in "Python tests" "Python package" "NGINX package"; do
-    suites+=("$name")
-    echo "1 0" >"$logs/$name.status"
-  done
-fi
-start "Node package" bash scripts/test-node-package.sh --test-concurrency=4
-
-if [ $built -eq 0 ]; then
+if cargo build "${build[@]}" --lib; then
   export RL_DEBUG_MODULE=$PWD/target/harness/librl.so
-  if [ -n "$nextest" ]; then
+  if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --cargo-profile harness --features debug-commands --no-fail-fast \
       --test-threads 8 "$@"
     rust=$?
@@ -75,6 +50,19 @@ else
   rust=1
 fi
 summary="Rust tests $([ $rust -eq 0 ] && echo ok || echo "FAILED (exit $rust)") in ${SECONDS} s"
+
+if [ -x .tools/venv/bin/python ]; then
+  start "Python tests" .tools/venv/bin/python -m pytest tests/python -q -n 3
+  start "Python package" bash scripts/test-python-package.sh -q -n 4
+  start "NGINX package" bash scripts/test-nginx-package.sh -q
+else
+  echo "run-tests: .tools/venv is missing: run scripts/install-deps.sh (or make test)" >&2
+  for name in "Python tests" "Python package" "NGINX package"; do
+    suites+=("$name")
+    echo "1 0" >"$logs/$name.status"
+  done
+fi
+start "Node package" bash scripts/test-node-package.sh --test-concurrency=4
 
 wait
 failed=$rust
