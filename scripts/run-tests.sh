@@ -53,8 +53,8 @@ summary="Rust tests $([ $rust -eq 0 ] && echo ok || echo "FAILED (exit $rust)") 
 
 if [ -x .tools/venv/bin/python ]; then
   start "Python tests" .tools/venv/bin/python -m pytest tests/python -q -n 3
-  start "Python package" bash scripts/test-python-package.sh -q -n 4
-  start "NGINX package" bash scripts/test-nginx-package.sh -q
+  start "Python package" bash scripts/test-python-package.sh -n 4
+  start "NGINX package" bash scripts/test-nginx-package.sh
 else
   echo "run-tests: .tools/venv is missing: run scripts/install-deps.sh (or make test)" >&2
   for name in "Python tests" "Python package" "NGINX package"; do
