@@ -127,7 +127,7 @@ server_tests! {
         for backend in BACKENDS {
             // A start written under a 5 s window, 5 s into a 10 s one and 10 to
             // 20 s ahead of the clock: the clock is behind it.
-            let now_ms = now_ms() as i64;
+            let now_ms = now_ms();
             let start = now_ms - now_ms % 10_000 + 15_000;
             let key = format!("sw:{backend:?}");
             let state = format!("SET {key} sliding:{start}:10:0 PXAT {}", start + 100_000);
