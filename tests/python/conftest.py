@@ -40,12 +40,14 @@ def wait_until(ready, proc, what, log, timeout=15):
 
 
 @contextlib.contextmanager
-def start_server(tmp, extra=(), with_module=True):
-    """A redis-server with the module (without it, `with_module=False`) in directory `tmp`
-    (and `extra` arguments): yields (url, port); killed on exit."""
+def start_server(tmp, extra=(), with_module=True, valkey=False):
+    """A redis-server (a valkey-server with `valkey=True`) with the module (without it,
+    `with_module=False`) in directory `tmp` (and `extra` arguments): yields (url, port);
+    killed on exit."""
     module = Path(os.environ.get("RL_MODULE", ROOT / "target/release/librl.so"))
     assert module.exists(), f"{module} not found: run `cargo build --release` (or make test)"
-    server = os.environ.get("RL_REDIS_SERVER", "redis-server")
+    server = (os.environ.get("RL_VALKEY_SERVER", str(ROOT / ".tools/bin/valkey-server"))
+              if valkey else os.environ.get("RL_REDIS_SERVER", "redis-server"))
     log = Path(tmp, "server.log")
     port = free_port()
     proc = subprocess.Popen(

@@ -1,6 +1,6 @@
 """Reservations settled out of order on a sliding log hold its bound: 50 concurrent tasks
-(the Python package's AsyncLimiter, on a real redis-server, through the module and through
-the Functions library) each reserve an estimate, work for a while, and settle at a usage that
+(the Python package's AsyncLimiter, on a real redis-server and valkey-server, through the
+module and through the Functions library) each reserve an estimate, work for a while, and settle at a usage that
 never exceeds the estimate. Whatever order they settle in, the units used by requests admitted
 within any one window never pass the limit (an estimate that covers the usage never overruns).
 
@@ -26,9 +26,11 @@ from redis_rl import policy  # noqa: E402
 LIMIT, WINDOW_S, TASKS, RUN_S = 1000, 2.0, 50, 7.0
 
 
-@pytest.fixture(params=["module", "library"])
+@pytest.fixture(params=["redis-module", "redis-library", "valkey-module", "valkey-library"])
 def url(request, tmp_path):
-    with start_server(tmp_path, with_module=request.param == "module") as (url, _):
+    server, backend = request.param.split("-")
+    with start_server(tmp_path, with_module=backend == "module",
+                      valkey=server == "valkey") as (url, _):
         yield url
 
 
