@@ -58,7 +58,9 @@ def start_server(tmp, extra=(), with_module=True, valkey=False):
     )
     url = f"redis://127.0.0.1:{port}/0"
     try:
-        wait_until(lambda: redis.Redis.from_url(url).ping(), proc, server, log)
+        # Itself, not another test's server that took the port meanwhile.
+        wait_until(lambda: redis.Redis.from_url(url).info("server")["process_id"] == proc.pid,
+                   proc, server, log)
         yield url, port
     finally:
         proc.kill()

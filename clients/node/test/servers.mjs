@@ -33,8 +33,11 @@ function modulePath() {
   return module;
 }
 
-const ping = (port) =>
-  spawnSync("redis-cli", ["-p", String(port), "ping"], { encoding: "utf8" }).stdout.trim() === "PONG";
+/** Whether the server answering on `port` is process `pid` (not another test's server that
+ * took the port meanwhile: `pid` then exits, unable to bind). */
+const answers = (port, pid) =>
+  spawnSync("redis-cli", ["-p", String(port), "info", "server"], { encoding: "utf8" }).stdout
+    .split(/\r?\n/).includes(`process_id:${pid}`);
 
 /** One server process: start, stop (a kill, like a crash), restart (same port and files). */
 export class Server {
@@ -60,7 +63,7 @@ export class Server {
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
       if (this.proc.exitCode !== null) throw new Error(`${this.label} exited`);
-      if (ping(this.port)) return this;
+      if (answers(this.port, this.proc.pid)) return this;
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`${this.label} did not start`);

@@ -96,10 +96,14 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.label} exited:\n{self.log()}")
             try:
-                if redis.Redis(port=self.port, socket_timeout=1).ping():
+                # Itself, not another test's server that took the port meanwhile (this one
+                # then exits, unable to bind).
+                info = redis.Redis(port=self.port, socket_timeout=1).info("server")
+                if info["process_id"] == self.proc.pid:
                     return self
             except redis.RedisError:
-                time.sleep(0.05)
+                pass
+            time.sleep(0.05)
         raise RuntimeError(f"{self.label} did not start:\n{self.log()}")
 
     def stop(self) -> None:

@@ -127,18 +127,21 @@ fn spawn(
     None
 }
 
-/// Waits until the server answers PING; false if it exited.
+/// Waits until the server answers on `port` as itself (its `process_id`: another
+/// test's server that took the port meanwhile answers too, and this one then
+/// exits, unable to bind); false if it exited.
 fn wait_ready(child: &mut Child, port: u16, patience: Duration) -> bool {
     let deadline = Instant::now() + patience;
     let url = format!("redis://127.0.0.1:{port}/");
+    let ours = format!("process_id:{}", child.id());
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
             return false;
         }
-        let pong = redis::Client::open(url.as_str())
+        let info = redis::Client::open(url.as_str())
             .and_then(|c| c.get_connection())
-            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-        if pong.is_ok() {
+            .and_then(|mut c| redis::cmd("INFO").arg("server").query::<String>(&mut c));
+        if info.is_ok_and(|text| text.lines().any(|l| l.trim_end() == ours)) {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
