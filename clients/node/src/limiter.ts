@@ -74,6 +74,7 @@ export class Limiter {
     }
     const args = commands.libraryArgs(cmd);
     let reply: unknown;
+    const sent = performance.now();
     try {
       reply = await this.transport.send(args, key, cmd.readOnly);
     } catch (err) {
@@ -82,7 +83,7 @@ export class Limiter {
       // One load at a time (the others wait for it), none while backing off after a failure;
       // a LibraryUnavailableError (ServerUnavailableError) if refused.
       const gate = this.transport.gate ?? (this.ownGate ??= new LoadGate());
-      await gate.load(() => this.transport.loadLibrary(LIBRARY_SOURCE, key));
+      await gate.load(() => this.transport.loadLibrary(LIBRARY_SOURCE, key), sent);
       try {
         reply = await this.transport.send(args, key, cmd.readOnly);
       } catch (again) {

@@ -21,16 +21,21 @@ export class LoadGate {
   #failures = 0; // failed loads in a row
   #until = 0; // performance.now() when the backoff ends
   #error: unknown; // the last failed load's error
+  #loadedAt = -Infinity; // performance.now() when the last load succeeded
 
-  /** Loads by `load`, or waits for the load in flight; rejects with the last failed load's
-   * error while the backoff lasts. */
-  async load(load: () => Promise<void>): Promise<void> {
+  /** For a call sent at `sent` (performance.now()) that found the library missing: loads by
+   * `load`, or waits for the load in flight, or returns at once if a load has succeeded since
+   * `sent` (the call was answered before it ended: call again); rejects with the last failed
+   * load's error while the backoff lasts. */
+  async load(load: () => Promise<void>, sent: number): Promise<void> {
     if (this.#loading) return this.#loading;
+    if (this.#loadedAt >= sent) return;
     if (this.#failures > 0 && performance.now() < this.#until) throw this.#error;
     const loading = load().then(
       () => {
         this.#failures = 0;
         this.#error = undefined;
+        this.#loadedAt = performance.now();
       },
       (err: unknown) => {
         this.#failures += 1;

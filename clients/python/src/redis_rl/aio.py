@@ -5,6 +5,7 @@ The same methods as `Limiter`, awaited."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable
 from typing import Any, Optional
 
@@ -79,6 +80,7 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
                         self.backend = MODULE  # the module's own error
                     raise
                 self.backend = LIBRARY
+        sent = time.monotonic()
         try:
             reply = await self._send(cmd.library(), key)
         except ResponseError as err:
@@ -86,7 +88,7 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
                 reraise(library_unavailable(err, NO_FUNCTIONS), err)
             if not function_missing(err):
                 raise
-            await self._load_once()
+            await self._load_once(sent)
             try:
                 reply = await self._send(cmd.library(), key)
             except ResponseError as again:
@@ -95,10 +97,10 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
                 raise
         return cmd.decode(reply, LIBRARY)
 
-    async def _load_once(self) -> None:
+    async def _load_once(self, sent: float) -> None:
         """As `Limiter._load_once`: this call loads, or waits for the load in flight."""
         gate = gate_for(self.client, "asyncio")
-        loading = gate.enter()
+        loading = gate.enter(sent)
         if isinstance(loading, BaseException):  # backing off after a failed load
             raise_failed(loading)
         if loading is not None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional
 
 from redis.exceptions import RedisError, ResponseError
@@ -72,6 +73,7 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
                         self.backend = MODULE  # the module's own error
                     raise
                 self.backend = LIBRARY
+        sent = time.monotonic()
         try:
             reply = self._send(cmd.library(), key)
         except ResponseError as err:
@@ -79,7 +81,7 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
                 reraise(library_unavailable(err, NO_FUNCTIONS), err)
             if not function_missing(err):
                 raise
-            self._load_once()
+            self._load_once(sent)
             try:
                 reply = self._send(cmd.library(), key)
             except ResponseError as again:
@@ -88,11 +90,11 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
                 raise
         return cmd.decode(reply, LIBRARY)
 
-    def _load_once(self) -> None:
+    def _load_once(self, sent: float) -> None:
         """The library loaded where a call found it missing: by this call, or by the load in
         flight, waited for (loading.py); the last failed load's error while backing off."""
         gate = gate_for(self.client, "sync")
-        loading = gate.enter()
+        loading = gate.enter(sent)
         if isinstance(loading, BaseException):  # backing off after a failed load
             raise_failed(loading)
         if loading is not None:

@@ -40,14 +40,19 @@ class LoadGate:
         self._failures = 0  # failed loads in a row
         self._until = 0.0  # time.monotonic() when the backoff ends
         self._error: BaseException | None = None  # the last failed load's error
+        self._loaded_at = float("-inf")  # time.monotonic() when the last load succeeded
 
-    def enter(self) -> Future[BaseException | None] | BaseException | None:
-        """None: the caller loads, then calls `done` whatever happens. A Future: the load in
-        flight, to wait for: its outcome is its error, or None (then call again). An error:
-        the last failed load's, while the backoff lasts (`raise_failed` it)."""
+    def enter(self, sent: float) -> Future[BaseException | None] | BaseException | None:
+        """For a call sent at `sent` (time.monotonic()) that found the library missing. None:
+        the caller loads, then calls `done` whatever happens. A Future: the load in flight, to
+        wait for (or a load that succeeded since `sent`, done): its outcome is its error, or
+        None (then call again). An error: the last failed load's, while the backoff lasts
+        (`raise_failed` it)."""
         with self._lock:
             if self._loading is not None:
                 return self._loading
+            if self._loaded_at >= sent:  # answered "missing" before a load that has ended
+                return LOADED
             if self._error is not None and time.monotonic() < self._until:
                 return self._error
             self._loading = Future()
@@ -65,9 +70,16 @@ class LoadGate:
                 self._until = time.monotonic() + backoff
             elif error is None:
                 self._failures, self._error, self._until = 0, None, 0.0
+                self._loaded_at = time.monotonic()
             loading, self._loading = self._loading, None
         if loading is not None and not loading.done():
             loading.set_result(error if failed else None)
+
+
+#: What `LoadGate.enter` answers a call whose library went missing before a load that has
+#: ended since: a load done, with nothing to wait for.
+LOADED: Future[BaseException | None] = Future()
+LOADED.set_result(None)
 
 
 def raise_failed(err: BaseException) -> NoReturn:
