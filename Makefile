@@ -47,14 +47,16 @@ cluster: build
 cluster-stop:
 	bash scripts/cluster.sh stop
 
-# Unit tests, then the integration suite against real redis-server and valkey-server.
+# Every test (scripts/run-tests.sh): the Rust unit and integration tests against real
+# redis-server and valkey-server, then the Python tests and the Python, Node and NGINX
+# packages' suites side by side. CONTRIBUTING.md says how to run one suite or one test.
 test: deps build
 	RL_MODULE=$(MODULE) bash scripts/run-tests.sh
 
 # The wait, lease, sliding-log and flood scenarios on Redis 7.0 under valgrind's memcheck
 # (tests/it/memcheck.rs; `make test` runs it too): no invalid read or write, no use of freed memory.
 memcheck: deps build
-	RL_MODULE=$(MODULE) cargo test --profile harness --test it memcheck:: -- --ignored
+	RL_MODULE=$(MODULE) cargo test --profile harness --features debug-commands --test it memcheck:: -- --ignored
 
 # Side-by-side benchmark (INCR, SET … PXAT, RL.*, the seed articles' Lua scripts, the
 # Functions library), with a replica, with an AOF, on Valkey; memory per key, scaling and

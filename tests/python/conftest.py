@@ -58,9 +58,13 @@ def start_server(tmp, extra=(), with_module=True, valkey=False):
     )
     url = f"redis://127.0.0.1:{port}/0"
     try:
-        # Itself, not another test's server that took the port meanwhile.
-        wait_until(lambda: redis.Redis.from_url(url).info("server")["process_id"] == proc.pid,
-                   proc, server, log)
+        # Itself, not another test's server that took the port meanwhile, with its data
+        # loaded (PING answers LOADING till then).
+        def ready():
+            c = redis.Redis.from_url(url)
+            return c.info("server")["process_id"] == proc.pid and c.ping()
+
+        wait_until(ready, proc, server, log)
         yield url, port
     finally:
         proc.kill()

@@ -76,10 +76,13 @@ class Server:
             args += ["--loadmodule", os.environ.get("RL_MODULE", str(ROOT / "target/release/librl.so"))]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         password = self.extra[self.extra.index("--requirepass") + 1] if "--requirepass" in self.extra else None
-        # Itself, not another test's server that took the port meanwhile.
-        wait_for(lambda: redis.Redis(port=self.port, password=password, socket_timeout=1)
-                 .info("server")["process_id"] == self.proc.pid, self.flavor,
-                 self.proc, lambda: Path(self.dir, "server.log").read_text())
+        # Itself, not another test's server that took the port meanwhile, with its data
+        # loaded (PING answers LOADING till then).
+        def ready() -> bool:
+            c = redis.Redis(port=self.port, password=password, socket_timeout=1)
+            return c.info("server")["process_id"] == self.proc.pid and c.ping()
+
+        wait_for(ready, self.flavor, self.proc, lambda: Path(self.dir, "server.log").read_text())
         return self
 
     def client(self) -> redis.Redis:

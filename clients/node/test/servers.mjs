@@ -33,11 +33,13 @@ function modulePath() {
   return module;
 }
 
+const cli = (port, ...args) => spawnSync("redis-cli", ["-p", String(port), ...args], { encoding: "utf8" }).stdout;
+
 /** Whether the server answering on `port` is process `pid` (not another test's server that
- * took the port meanwhile: `pid` then exits, unable to bind). */
+ * took the port meanwhile: `pid` then exits, unable to bind), with its data loaded (PING
+ * answers LOADING till then). */
 const answers = (port, pid) =>
-  spawnSync("redis-cli", ["-p", String(port), "info", "server"], { encoding: "utf8" }).stdout
-    .split(/\r?\n/).includes(`process_id:${pid}`);
+  cli(port, "info", "server").split(/\r?\n/).includes(`process_id:${pid}`) && cli(port, "ping").trim() === "PONG";
 
 /** One server process: start, stop (a kill, like a crash), restart (same port and files). */
 export class Server {

@@ -97,9 +97,9 @@ class Server:
                 raise RuntimeError(f"{self.label} exited:\n{self.log()}")
             try:
                 # Itself, not another test's server that took the port meanwhile (this one
-                # then exits, unable to bind).
-                info = redis.Redis(port=self.port, socket_timeout=1).info("server")
-                if info["process_id"] == self.proc.pid:
+                # then exits, unable to bind), with its data loaded (PING: LOADING till then).
+                c = redis.Redis(port=self.port, socket_timeout=1)
+                if c.info("server")["process_id"] == self.proc.pid and c.ping():
                     return self
             except redis.RedisError:
                 pass

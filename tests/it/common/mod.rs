@@ -129,7 +129,8 @@ fn spawn(
 
 /// Waits until the server answers on `port` as itself (its `process_id`: another
 /// test's server that took the port meanwhile answers too, and this one then
-/// exits, unable to bind); false if it exited.
+/// exits, unable to bind) and has loaded its data (`PING` answers `LOADING`
+/// until then); false if it exited.
 fn wait_ready(child: &mut Child, port: u16, patience: Duration) -> bool {
     let deadline = Instant::now() + patience;
     let url = format!("redis://127.0.0.1:{port}/");
@@ -138,10 +139,14 @@ fn wait_ready(child: &mut Child, port: u16, patience: Duration) -> bool {
         if let Ok(Some(_)) = child.try_wait() {
             return false;
         }
-        let info = redis::Client::open(url.as_str())
+        let ready = redis::Client::open(url.as_str())
             .and_then(|c| c.get_connection())
-            .and_then(|mut c| redis::cmd("INFO").arg("server").query::<String>(&mut c));
-        if info.is_ok_and(|text| text.lines().any(|l| l.trim_end() == ours)) {
+            .and_then(|mut c| {
+                let info: String = redis::cmd("INFO").arg("server").query(&mut c)?;
+                let pong: String = redis::cmd("PING").query(&mut c)?;
+                Ok(pong == "PONG" && info.lines().any(|l| l.trim_end() == ours))
+            });
+        if ready.unwrap_or(false) {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
