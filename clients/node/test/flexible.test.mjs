@@ -10,7 +10,7 @@ import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { after, describe, test } from "node:test";
+import { after, beforeEach, describe, test } from "node:test";
 
 import Redis from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
@@ -61,6 +61,12 @@ const middleware = (limiter) => (req, res, next) => {
 describe("RateLimiterRl", { concurrency: true }, () => {
 for (const server of servers) {
   describe(`on ${server.label}`, { concurrency: false }, () => {
+    // Each case starts well inside a 5 s window and a 1 s one: the cases' consecutive calls
+    // on fixed windows never straddle a boundary, however slow the machine.
+    beforeEach(async () => {
+      await roomInWindow(5000, 1500);
+      await roomInWindow(1000, 400);
+    });
     let c;
     const client = async () => (c ??= await createClient({ url: server.url }).connect());
     after(() => c?.close());
@@ -201,6 +207,7 @@ for (const server of servers) {
 
     test("in-memory block with blockDuration on the store", async () => {
       const rl = await make({ points: 1, duration: 5, blockDuration: 10, inMemoryBlockOnConsumed: 2, inMemoryBlockDuration: 10 });
+      await roomInWindow(5000, 2000); // both consumes in one fixed window
       await rl.consume("blockmem+blockduration");
       const rej = await rejection(rl.consume("blockmem+blockduration"));
       const got = await rl.get("blockmem+blockduration");
