@@ -640,6 +640,8 @@ local function build()
   local MAX_DURATION_MS = 3650 * 86400000
   local MAX_LAYERS = 64
   local MAX_LEASE_ID = 256
+  -- A key's penalty: its tag, the separator after a string state, its sliding-log score.
+  local PENALTY = { tag = 'penalty', separator = '|', log_score = -1 }
   -- rl.sliding-log-max-limit's default (the library has no settings).
   local SLIDING_LOG_MAX = 100000
   -- The named policies' bounds (rl.max-policies: its default); 09-policies.lua adds
@@ -673,6 +675,7 @@ local function build()
     rate_too_high = function(rate, period) return fmt('ERR %s per %s must be at most 1 per nanosecond: %s / %s must be at least 1ns', rate, period, period, rate) end,
     cost_with_refund = 'ERR COST and REFUND cannot be used together',
     debit_with = function(option) return fmt('ERR DEBIT cannot be used with %s', option) end,
+    escalate_below_penalty = 'ERR ESCALATE max must be at least PENALTY d',
     clause_arity = function(algo) return fmt('ERR RL.ALL clause %s has too few parameters', algo) end,
     syntax = function(message) return fmt('ERR %s', message) end,
     wrong_type = 'WRONGTYPE Operation against a key holding the wrong kind of value',

@@ -187,6 +187,11 @@ def rust(facts: dict) -> str:
         f"pub const MAX_POLICY_LINE: usize = {b['max_policy_line']:_};",
         f"pub const MAX_POLICY_FILE: u64 = {b['max_policy_file']:_};",
         "",
+        "/// A key's penalty: its tag, the separator after a string state, its sliding-log score.",
+        f"pub const PENALTY_TAG: &str = {rust_str(facts['penalty']['tag'])};",
+        f"pub const PENALTY_SEPARATOR: &str = {rust_str(facts['penalty']['separator'])};",
+        f"pub const PENALTY_LOG_SCORE: f64 = {facts['penalty']['log_score']:.1f};",
+        "",
         "/// Each duration unit (case-insensitive) in milliseconds; `\"\"` is a bare integer's.",
         f"pub const DURATION_UNITS_MS: [(&str, u64); {len(units_ms(facts))}] = [",
         *(f"    ({rust_str(u)}, {ms:_})," for u, ms in units_ms(facts)),
@@ -284,6 +289,10 @@ def lua(facts: dict) -> str:
         f"  local MAX_DURATION_MS = {b['max_duration_ms'] // DAY_MS} * {DAY_MS}",
         f"  local MAX_LAYERS = {b['max_layers']}",
         f"  local MAX_LEASE_ID = {b['max_lease_id']}",
+        "  -- A key's penalty: its tag, the separator after a string state, its sliding-log score.",
+        f"  local PENALTY = {{ tag = {lua_str(facts['penalty']['tag'])}, "
+        f"separator = {lua_str(facts['penalty']['separator'])}, "
+        f"log_score = {facts['penalty']['log_score']} }}",
         "  -- rl.sliding-log-max-limit's default (the library has no settings).",
         f"  local SLIDING_LOG_MAX = {facts['settings']['sliding-log-max-limit']['default']}",
         "  -- The named policies' bounds (rl.max-policies: its default); 09-policies.lua adds",

@@ -48,6 +48,9 @@ pub enum RlError {
     /// `DEBIT` with the option named (`COST`, `REFUND`, `PEEK` or `BLOCK`).
     #[error(fmt = errors::debit_with)]
     DebitWith(&'static str),
+    /// `PENALTY d ESCALATE max` with `max < d`.
+    #[error(fmt = errors::escalate_below_penalty)]
+    EscalateBelowPenalty,
     #[error(fmt = errors::clause_arity)]
     ClauseArity(&'static str),
     #[error(fmt = errors::syntax)]

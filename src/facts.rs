@@ -118,6 +118,11 @@ pub const MAX_POLICY_NAME: usize = 64;
 pub const MAX_POLICY_LINE: usize = 1_024;
 pub const MAX_POLICY_FILE: u64 = 16_777_216;
 
+/// A key's penalty: its tag, the separator after a string state, its sliding-log score.
+pub const PENALTY_TAG: &str = "penalty";
+pub const PENALTY_SEPARATOR: &str = "|";
+pub const PENALTY_LOG_SCORE: f64 = -1.0;
+
 /// Each duration unit (case-insensitive) in milliseconds; `""` is a bare integer's.
 pub const DURATION_UNITS_MS: [(&str, u64); 6] = [
     ("", 1_000),
@@ -218,6 +223,10 @@ pub mod errors {
 
     pub fn debit_with(option: impl Display, f: &mut Formatter<'_>) -> Result {
         write!(f, "ERR DEBIT cannot be used with {option}")
+    }
+
+    pub fn escalate_below_penalty(f: &mut Formatter<'_>) -> Result {
+        f.write_str("ERR ESCALATE max must be at least PENALTY d")
     }
 
     pub fn clause_arity(algo: impl Display, f: &mut Formatter<'_>) -> Result {
