@@ -11,12 +11,19 @@
 //!
 //! The tags are `Kind::tag` (facts/rl.toml's `kinds`).
 //!
+//! A key's penalty (`PENALTY`, `RL.BAN`) follows a string state after `|`:
+//! `gcra:<tat_ns>|penalty:<end_ms>:<len_ms>:<keep_ms>`; a key holding only a
+//! penalty is `penalty:<end_ms>:<len_ms>:<keep_ms>`; a sliding log holds it as
+//! that member at score -1 (facts/rl.toml's `[penalty]`).
+//!
 //! `RL.SLIDINGLOG` keeps a sorted set with one member `<ns>:<cost>:<sum>` per
 //! admitted request (legacy keys: a bare `<ns>` per unit), scored by the
 //! nanosecond's microsecond (see `algorithm::sliding_log`).
 
-use crate::decimal::{parse_decimal, StackBytes};
+use crate::algorithm::penalty::Penalty;
+use crate::decimal::{parse_decimal, parse_u64, StackBytes};
 use crate::error::RlError;
+use crate::facts::{PENALTY_SEPARATOR, PENALTY_TAG};
 use crate::grammar::Kind;
 
 /// A stored value: a tag and at most three fields of at most 41 digits.
@@ -75,6 +82,68 @@ impl Fields {
         }
         text
     }
+}
+
+/// A string state and its penalty: `tag:fields[|penalty:…]`, or a penalty alone.
+pub struct WithPenalty<'a> {
+    /// The state's text (`None`: the key holds only a penalty).
+    pub state: Option<&'a [u8]>,
+    pub penalty: Option<Penalty>,
+}
+
+/// Splits a stored string into its state and its penalty; `Err` if the text
+/// after the separator is not a penalty.
+#[inline]
+pub fn split_penalty(bytes: &[u8]) -> Result<WithPenalty<'_>, ()> {
+    if let Some(penalty) = penalty_only(bytes) {
+        return Ok(WithPenalty {
+            state: None,
+            penalty: Some(penalty),
+        });
+    }
+    let sep = PENALTY_SEPARATOR.as_bytes()[0];
+    match bytes.iter().rposition(|&b| b == sep) {
+        None => Ok(WithPenalty {
+            state: Some(bytes),
+            penalty: None,
+        }),
+        Some(at) => Ok(WithPenalty {
+            state: Some(&bytes[..at]),
+            penalty: Some(penalty_only(&bytes[at + 1..]).ok_or(())?),
+        }),
+    }
+}
+
+/// `penalty:<end>:<len>:<keep>` (a penalty-only value, or a sliding log's member).
+pub fn penalty_only(bytes: &[u8]) -> Option<Penalty> {
+    let rest = bytes
+        .strip_prefix(PENALTY_TAG.as_bytes())?
+        .strip_prefix(b":")?;
+    let mut fields = rest.split(|&b| b == b':').map(parse_u64);
+    let (end_ms, len_ms, keep_ms) = (fields.next()??, fields.next()??, fields.next()??);
+    fields.next().is_none().then_some(Penalty {
+        end_ms,
+        len_ms,
+        keep_ms,
+    })
+}
+
+/// A stored value: a state's text and a penalty (at most 3 fields of 20 digits more).
+pub type Penalized = StackBytes<216>;
+
+/// `penalty:<end>:<len>:<keep>`, after `state` and the separator if there is one.
+pub fn with_penalty(state: Option<&[u8]>, p: &Penalty) -> Penalized {
+    let mut text = Penalized::new();
+    if let Some(state) = state {
+        text.push(state);
+        text.push(PENALTY_SEPARATOR.as_bytes());
+    }
+    text.push(PENALTY_TAG.as_bytes());
+    for v in [p.end_ms, p.len_ms, p.keep_ms] {
+        text.push(b":");
+        text.push_u64(v, 1);
+    }
+    text
 }
 
 /// Decodes a value that `kind` must have written into its `N` fields.

@@ -87,16 +87,22 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
         }
     }
     let allowed = layers.iter().all(Layer::passes);
-    if allowed && !how.peek {
-        for layer in layers.iter() {
+    if !how.peek {
+        // All pass: every write. Else only the denying layers' (a denial
+        // writes only the penalty it starts): nothing is spent.
+        for layer in layers.iter().filter(|l| allowed || !l.decision().allowed) {
             if let Some(write) = &layer.outcome.as_ref().expect("decided").write {
                 layer.claim.commit(&layer.key, write);
+                if Claim::starts_penalty(write) {
+                    stats::penalty_started();
+                }
                 if layer.claim.refunds() && wait::active() {
                     wait::wake_key(&layer.key);
                 }
             }
         }
-    } else if !allowed {
+    }
+    if !allowed {
         // Nothing is spent: a layer that would admit reports its state as it is.
         for layer in layers.iter_mut() {
             if let (true, Some(unspent)) = (layer.decision().allowed, layer.claim.unspent()) {

@@ -20,6 +20,7 @@ pub mod fixed;
 pub mod gcra;
 pub mod leaky;
 pub mod lease;
+pub mod penalty;
 pub mod schedule;
 pub mod sliding;
 pub mod sliding_log;

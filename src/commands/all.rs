@@ -168,6 +168,14 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<Clause>, bool), RlEr
     if peek && clauses.iter().any(|c| c.request.charge == Charge::Debit) {
         return Err(RlError::DebitWith("PEEK"));
     }
+    // A peeked layer starts no penalty.
+    let clauses = clauses
+        .into_iter()
+        .map(|c| Clause {
+            request: Request { peek, ..c.request },
+            ..c
+        })
+        .collect();
     Ok((clauses, peek))
 }
 

@@ -7,6 +7,7 @@
 //! (`server::handler`).
 
 mod all;
+mod ban;
 mod command;
 #[cfg(feature = "debug-commands")]
 mod debug;
@@ -26,13 +27,14 @@ use crate::observe::stats::{self, Counted};
 pub use command::Command;
 
 /// The commands beside the limiters, counted ones first in their `INFO rl` order.
-const OTHERS: [Command; 7] = [
+const OTHERS: [Command; 8] = [
     all::ALL,
     leases::ACQUIRE,
     leases::RELEASE,
     throttle::THROTTLE,
     peek::PEEK,
     limit::LIMIT,
+    ban::BAN,
     gcra::GCRA,
 ];
 

@@ -1,17 +1,44 @@
 //! One limiter on one key, in two steps: [`decide`] reads the key's state and
-//! runs the pure algorithm, writing nothing; [`commit`] applies the resulting
-//! [`Write`] to the key. The decision and its write travel as one
-//! [`Outcome<Write>`]. Each kind's [`OnKey`] (in `crate::kinds`) picks the
-//! helper for its state's shape: one instant, a window's counts, or a log.
+//! its penalty, runs the pure algorithm and the penalty's rules, writing
+//! nothing; [`commit`] applies the resulting [`KeyWrite`] to the key. The
+//! decision and its write travel as one [`Outcome<KeyWrite>`]. Each kind's
+//! [`OnKey`] (in `crate::kinds`) picks the helper for its state's shape: one
+//! instant, a window's counts, or a log.
 
+use crate::algorithm::penalty::Penalty;
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
-use crate::algorithm::{expire_ms, Outcome};
-use crate::codec::{decode, Fields};
+use crate::algorithm::{expire_ms, Outcome, Wait};
+use crate::codec::{decode, split_penalty, with_penalty, Fields};
 use crate::error::RlError;
 use crate::facts::with_kinds;
 use crate::grammar::{Charge, Kind, Limiter, Request};
 use crate::store::{Held, Key};
+
+/// A limiter's key as read for one decision: the key, what it holds (its
+/// state without a penalty; a key holding only a penalty is `Empty`), and
+/// whether a sliding log's set holds a penalty member.
+pub struct Stored<'k> {
+    pub key: &'k Key,
+    held: Held<'k>,
+    log_penalty: bool,
+}
+
+/// What committing a decision does to its key: the limiter's own write (if
+/// any) and the key's penalty before and after. `own: None` with a new
+/// penalty after is a penalty starting (the state stays as it is).
+pub struct KeyWrite {
+    pub own: Option<Write>,
+    pub before: Option<Penalty>,
+    pub after: Option<Penalty>,
+}
+
+impl KeyWrite {
+    /// True if committing it starts a penalty.
+    pub fn starts_penalty(&self) -> bool {
+        self.own.is_none() && self.after.is_some()
+    }
+}
 
 /// The effect of an admitted request (or a refund) on its key.
 pub enum Write {
@@ -31,7 +58,7 @@ pub enum Write {
 pub trait OnKey {
     fn decide_on(
         &self,
-        key: &Key,
+        key: &Stored,
         kind: Kind,
         req: &Request,
         now: u64,
@@ -40,16 +67,11 @@ pub trait OnKey {
 
 macro_rules! dispatch {
     ($($variant:ident($module:ident)),*) => {
-        /// Decides `req` for the limiter on `key` at `now`, writing nothing.
-        /// (Inlined: every call's one decision; two claims call it.)
+        /// The limiter's own decision on the key's state, penalty aside.
         #[inline]
-        pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
-            let pending = match &req.limiter {
+        fn decide_own(key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
+            Ok(match &req.limiter {
                 $(Limiter::$variant(p) => p.decide_on(key, kind, req, now)?,)*
-            };
-            Ok(Outcome {
-                decision: pending.decision.within_expiry_cap(now.into()),
-                ..pending
             })
         }
     };
@@ -57,11 +79,134 @@ macro_rules! dispatch {
 
 with_kinds!(dispatch);
 
+/// Decides `req` for the limiter on `key` at `now`, writing nothing: the
+/// limiter's decision, as the key's penalty (if any) answers it. If the key
+/// vanished while its handle was closed around a server call (a legacy
+/// sliding-log census), it decides again on the now-absent key.
+/// (Inlined: every call's one decision; two claims call it.)
+#[inline]
+pub fn decide(
+    key: &Key,
+    kind: Kind,
+    req: &Request,
+    now: u64,
+) -> Result<Outcome<KeyWrite>, RlError> {
+    key.settled(|| {
+        let (stored, before) = read(key, kind)?;
+        let own = decide_own(&stored, kind, req, now)?;
+        let out = match before {
+            None if req.penalty.is_none() => own.map_write(|w| KeyWrite {
+                own: Some(w),
+                before: None,
+                after: None,
+            }),
+            _ => judge(&stored, kind, req, now, before, own)?,
+        };
+        Ok(Outcome {
+            decision: out.decision.within_expiry_cap(now.into()),
+            ..out
+        })
+    })
+}
+
+/// The key's state and penalty. A string's penalty follows its state; a
+/// sliding log's is a member scored below every entry.
+#[inline]
+fn read(key: &Key, kind: Kind) -> Result<(Stored<'_>, Option<Penalty>), RlError> {
+    let foreign = || RlError::ForeignValue(kind.label());
+    let (held, before, log_penalty) = match key.held() {
+        Held::String(bytes) => {
+            let split = split_penalty(bytes).map_err(|()| foreign())?;
+            let held = split.state.map_or(Held::Empty, Held::String);
+            (held, split.penalty, false)
+        }
+        Held::Zset if kind == Kind::SlidingLog => {
+            let p = key.log_penalty().map_err(|()| foreign())?;
+            (Held::Zset, p, p.is_some())
+        }
+        held => (held, None, false),
+    };
+    let stored = Stored {
+        key,
+        held,
+        log_penalty,
+    };
+    Ok((stored, before))
+}
+
+/// The penalty's rules (see `algorithm::penalty`) over the limiter's own
+/// decision `own`: a penalty in force denies every spending call and writes
+/// nothing; a refund or a debit keeps it; a denial that may start one does.
+fn judge(
+    stored: &Stored,
+    kind: Kind,
+    req: &Request,
+    now: u64,
+    before: Option<Penalty>,
+    own: Outcome<Write>,
+) -> Result<Outcome<KeyWrite>, RlError> {
+    let kept = before.filter(|p| p.kept(now));
+    let carry = |w: Write| KeyWrite {
+        own: Some(w),
+        before,
+        after: kept,
+    };
+    if let Some(p) = before.filter(|p| p.active(now)) {
+        return Ok(match (req.charge, req.cost) {
+            (Charge::Cost, 0) => {
+                let one = decide_own(stored, kind, &Request { cost: 1, ..*req }, now)?;
+                Outcome {
+                    decision: p.peek_zero(&own.decision, &one.decision, now),
+                    write: None,
+                }
+            }
+            (Charge::Cost, _) => Outcome {
+                decision: p.deny(&own.decision, now),
+                write: None,
+            },
+            (Charge::Refund | Charge::Debit, _) => Outcome {
+                decision: p.under(&own.decision, now),
+                write: own.write.map(carry),
+            },
+        });
+    }
+    match req.penalty.filter(|_| starts_penalty(req, &own)) {
+        Some(rule) => {
+            let p = rule.start(before, now);
+            Ok(Outcome {
+                decision: p.deny(&own.decision, now),
+                write: Some(KeyWrite {
+                    own: None,
+                    before,
+                    after: Some(p),
+                }),
+            })
+        }
+        None => Ok(own.map_write(carry)),
+    }
+}
+
+/// True if the limiter's denial of `req` starts a penalty: a spending call
+/// (not peeked) that the limiter could admit later, and that would not wait
+/// for it (`BLOCK` long enough).
+fn starts_penalty(req: &Request, own: &Outcome<Write>) -> bool {
+    let d = &own.decision;
+    let would_wait = |wait: u128| req.block.is_some_and(|b| wait <= b.as_nanos().0 as u128);
+    req.charge == Charge::Cost
+        && req.cost >= 1
+        && !req.peek
+        && !d.allowed
+        && match d.retry_after {
+            Wait::Never => false,
+            Wait::After(wait) => !would_wait(wait),
+        }
+}
+
 /// Decides with a window limiter whose state is `N` stored counts and
 /// milliseconds: read as `S`, decided by `run`, and stored as `store` says
 /// (`None`: the limiter is idle again, so the key goes).
 pub fn decide_window<S, const N: usize>(
-    key: &Key,
+    key: &Stored,
     kind: Kind,
     state: impl Fn([u64; N]) -> S,
     run: impl Fn(Option<S>) -> Outcome<S>,
@@ -79,17 +224,18 @@ pub fn decide_window<S, const N: usize>(
 
 /// Decides with the sliding log on `key`.
 pub fn decide_log(
-    key: &Key,
+    key: &Stored,
     kind: Kind,
     p: &SlidingLog,
     req: &Request,
     now: u64,
 ) -> Result<Outcome<Write>, RlError> {
     let n = req.cost;
-    let log = match key.held() {
+    let log = match key.held {
         Held::Empty => None,
         Held::Zset => Some(
-            key.as_log()
+            key.key
+                .as_log(key.log_penalty)
                 .ok_or_else(|| RlError::ForeignValue(kind.label()))?,
         ),
         Held::String(_) | Held::ShortString | Held::Other => return Err(RlError::WrongType),
@@ -119,19 +265,44 @@ pub fn decide_log(
     })
 }
 
-/// Applies a write to the key it was decided for, replicating its effect.
-pub fn commit(key: &Key, write: &Write) {
-    match write {
-        Write::Set { state, expire_ms } => key.write_string(state.encode().as_bytes(), *expire_ms),
-        Write::Delete => key.delete(),
-        Write::LogAdd { write, expire_ms } => key.write_log(write, *expire_ms),
-        Write::LogRefund { refund, expire_ms } => key.refund_log(refund, *expire_ms),
+/// Applies a write to the key it was decided for, replicating its effect. A
+/// penalty kept by the write stays on the key (and keeps it until its `keep`
+/// at least); one that lapsed goes with it.
+pub fn commit(key: &Key, write: &KeyWrite) {
+    let (before, after) = (write.before, write.after);
+    let Some(own) = &write.own else {
+        if let Some(p) = after {
+            key.penalize(before, &p);
+        }
+        return;
+    };
+    let keep = |expire_ms: u64| after.map_or(expire_ms, |p| expire_ms.max(p.keep_ms));
+    match (own, after) {
+        (Write::Set { state, expire_ms }, None) => {
+            key.write_string(state.encode().as_bytes(), *expire_ms)
+        }
+        (Write::Set { state, expire_ms }, Some(p)) => {
+            let text = with_penalty(Some(state.encode().as_bytes()), &p);
+            key.write_string(text.as_bytes(), keep(*expire_ms));
+        }
+        (Write::Delete, None) => key.delete(),
+        (Write::Delete, Some(p)) => {
+            key.replace_string(with_penalty(None, &p).as_bytes(), p.keep_ms)
+        }
+        (Write::LogAdd { write, expire_ms }, _) => {
+            key.carry_log_penalty(before, after);
+            key.write_log(write, keep(*expire_ms));
+        }
+        (Write::LogRefund { refund, expire_ms }, _) => {
+            key.carry_log_penalty(before, after);
+            key.refund_log(refund, keep(*expire_ms));
+        }
     }
 }
 
 /// Decides with a limiter whose state is one instant (GCRA, token bucket, leaky bucket).
 pub fn decide_instant(
-    key: &Key,
+    key: &Stored,
     kind: Kind,
     limiter: &impl InstantLimiter,
     req: &Request,
@@ -158,13 +329,13 @@ fn instant_write(kind: Kind, t: u128, now: u128) -> Write {
     }
 }
 
-fn read_instant(key: &Key, kind: Kind) -> Result<u128, RlError> {
+fn read_instant(key: &Stored, kind: Kind) -> Result<u128, RlError> {
     Ok(read_string::<1>(key, kind)?.map_or(0, |[t]| t))
 }
 
 /// The fields of a string state `kind` wrote, `None` if the key is empty.
-fn read_string<const N: usize>(key: &Key, kind: Kind) -> Result<Option<[u128; N]>, RlError> {
-    match key.held() {
+fn read_string<const N: usize>(key: &Stored, kind: Kind) -> Result<Option<[u128; N]>, RlError> {
+    match key.held {
         Held::Empty => Ok(None),
         Held::String(bytes) => decode::<N>(kind, bytes).map(Some),
         // Every state `kind` writes is longer: not read, so never re-encoded.

@@ -29,7 +29,7 @@ pub enum Claim {
 
 /// The write of an admitted claim (or a refund).
 pub enum ClaimWrite {
-    Limiter(limiter::Write),
+    Limiter(limiter::KeyWrite),
     Lease(LeaseWrite),
 }
 
@@ -100,6 +100,7 @@ impl Claim {
                 let definition = policy::current(by, config::caps())?;
                 let request = Request {
                     limiter: definition.limiter,
+                    penalty: definition.penalty,
                     ..*request
                 };
                 limiter::decide(key, definition.kind, &request, now)?.map_write(ClaimWrite::Limiter)
@@ -128,6 +129,11 @@ impl Claim {
             }),
             Claim::Acquire { .. } => None,
         }
+    }
+
+    /// True if committing `write` starts a penalty.
+    pub fn starts_penalty(write: &ClaimWrite) -> bool {
+        matches!(write, ClaimWrite::Limiter(w) if w.starts_penalty())
     }
 
     /// Applies `write`, decided for this claim on `key`, replicating its effect.

@@ -7,12 +7,14 @@
 use super::amount::{Amount, Charge};
 use super::block::parse_block;
 use super::limiter::{Limiter, Params};
-use super::scalars::{parse_count, set_once};
+use super::scalars::{parse_count, parse_duration, set_once};
 use super::Kind;
+use crate::algorithm::penalty::Rule;
 use crate::bounds::MAX_COUNT;
 use crate::config::Caps;
 use crate::error::{sanitize, RlError};
-use crate::units::Millis;
+use crate::units::{Millis, NANOS_PER_MS};
+use std::num::NonZeroU64;
 
 /// A parsed decision request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +26,8 @@ pub struct Request {
     pub peek: bool,
     /// `BLOCK ms`, if given (whether the call may wait is `wait`'s to decide).
     pub block: Option<Millis>,
+    /// `PENALTY d [ESCALATE max]`, if given: a denial starts a penalty.
+    pub penalty: Option<Rule>,
 }
 
 /// Where the arguments come from: a command of their own, or one clause of
@@ -69,6 +73,7 @@ pub fn parse_form(
     let mut amount = Amount::default();
     let mut burst = None;
     let mut block = None;
+    let mut penalty = None;
     let mut peek = false;
     let mut rest = options.iter();
     let command = form == Form::Command;
@@ -84,6 +89,11 @@ pub fn parse_form(
             peek = true;
         } else if command && option.eq_ignore_ascii_case(b"BLOCK") {
             set_once(&mut block, "BLOCK", rest.next(), parse_block)?;
+        } else if form != Form::Peek && option.eq_ignore_ascii_case(b"PENALTY") {
+            if penalty.is_some() {
+                return Err(RlError::RepeatedOption("PENALTY"));
+            }
+            penalty = Some(parse_penalty(&mut rest)?);
         } else if kind == Kind::Gcra && option.eq_ignore_ascii_case(b"BURST") {
             set_once(&mut burst, "BURST", rest.next(), |v| {
                 parse_count("BURST", v, MAX_COUNT)
@@ -125,6 +135,35 @@ pub fn parse_form(
         charge,
         peek,
         block,
+        penalty,
+    })
+}
+
+/// `d [ESCALATE max]` after `PENALTY`: two durations, `max >= d`.
+pub fn parse_penalty(rest: &mut std::slice::Iter<'_, &[u8]>) -> Result<Rule, RlError> {
+    let d = rest.next().ok_or(RlError::MissingValue("PENALTY"))?;
+    let d_ms = parse_duration("PENALTY", d)? / NANOS_PER_MS;
+    let escalate = rest
+        .as_slice()
+        .first()
+        .is_some_and(|w| w.eq_ignore_ascii_case(b"ESCALATE"));
+    if escalate {
+        rest.next();
+    }
+    let max_ms = match escalate {
+        false => None,
+        true => {
+            let max = rest.next().ok_or(RlError::MissingValue("ESCALATE"))?;
+            let max_ms = parse_duration("ESCALATE", max)? / NANOS_PER_MS;
+            if max_ms < d_ms {
+                return Err(RlError::EscalateBelowPenalty);
+            }
+            NonZeroU64::new(max_ms)
+        }
+    };
+    Ok(Rule {
+        d_ms: NonZeroU64::new(d_ms).expect("a duration is at least 1 ms"),
+        max_ms,
     })
 }
 
@@ -132,14 +171,14 @@ pub fn parse_form(
 /// those the loop in [`parse_form`] takes, no more, no fewer.
 fn expected_options(kind: Kind, form: Form) -> &'static str {
     match (kind, form) {
-        (Kind::Gcra, Form::Command) => "BURST, COST, REFUND, DEBIT, PEEK or BLOCK",
-        (_, Form::Command) => "COST, REFUND, DEBIT, PEEK or BLOCK",
-        (Kind::Gcra, Form::Clause) => "BURST, COST, REFUND or DEBIT",
-        (_, Form::Clause) => "COST, REFUND or DEBIT",
+        (Kind::Gcra, Form::Command) => "BURST, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY",
+        (_, Form::Command) => "COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY",
+        (Kind::Gcra, Form::Clause) => "BURST, COST, REFUND, DEBIT or PENALTY",
+        (_, Form::Clause) => "COST, REFUND, DEBIT or PENALTY",
         (Kind::Gcra, Form::Peek) => "BURST or COST",
         (_, Form::Peek) => "COST",
-        (Kind::Gcra, Form::Policy) => "BURST or SHADOW",
-        (_, Form::Policy) => "SHADOW",
+        (Kind::Gcra, Form::Policy) => "BURST, PENALTY or SHADOW",
+        (_, Form::Policy) => "PENALTY or SHADOW",
     }
 }
 

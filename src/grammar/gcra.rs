@@ -125,6 +125,7 @@ impl GcraArgs {
             charge: Charge::Cost,
             peek: false,
             block: None,
+            penalty: None,
         })
     }
 }

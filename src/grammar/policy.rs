@@ -9,6 +9,7 @@ use super::form::{parse_form, Form, Request};
 use super::limiter::Limiter;
 use super::scalars::set_once;
 use super::Kind;
+use crate::algorithm::penalty::Rule;
 use crate::config::Caps;
 use crate::error::{sanitize, RlError};
 use crate::facts::{messages, MAX_POLICY_NAME};
@@ -21,6 +22,8 @@ pub struct Definition {
     pub kind: Kind,
     pub limiter: Limiter,
     pub shadow: bool,
+    /// `PENALTY d [ESCALATE max]`, if the policy has one.
+    pub penalty: Option<Rule>,
 }
 
 impl Definition {
@@ -33,6 +36,7 @@ impl Definition {
             charge,
             peek: false,
             block: None,
+            penalty: self.penalty,
         }
     }
 }
@@ -73,6 +77,7 @@ pub fn parse_definition(words: &[&[u8]], caps: Caps) -> Result<Definition, RlErr
         kind,
         limiter: request.limiter,
         shadow,
+        penalty: request.penalty,
     })
 }
 
@@ -86,7 +91,8 @@ pub fn canonical(words: &[&[u8]]) -> String {
         }
         let word = String::from_utf8_lossy(word);
         let upper = word.to_ascii_uppercase();
-        let keyword = i == 0 || upper == "BURST" || upper == "SHADOW";
+        let keyword =
+            i == 0 || ["BURST", "SHADOW", "PENALTY", "ESCALATE"].contains(&upper.as_str());
         text.push_str(if keyword { &upper } else { &word });
     }
     text

@@ -58,7 +58,8 @@ fn gcra_with_options_in_any_order_and_case() {
             cost: 3,
             charge: Charge::Cost,
             peek: true,
-            block: None
+            block: None,
+            penalty: None,
         }
     );
     let d = p(Kind::Gcra, "10 1s").unwrap();

@@ -5,11 +5,10 @@ use std::ffi::CStr;
 use crate::algorithm::gcra::Gcra;
 use crate::algorithm::Outcome;
 use crate::commands::limiters::{doc, LimiterCommand, WRITE_FAST};
-use crate::decision::limiter::{decide_instant, OnKey, Write};
+use crate::decision::limiter::{decide_instant, OnKey, Stored, Write};
 use crate::docs::{integer, option, string, Doc};
 use crate::error::RlError;
 use crate::grammar::{Kind, Parameters, Params, Request};
-use crate::store::Key;
 
 impl Parameters for Gcra {
     fn from_params(p: &Params<'_>) -> Result<Gcra, RlError> {
@@ -19,7 +18,7 @@ impl Parameters for Gcra {
 }
 
 impl OnKey for Gcra {
-    fn decide_on(&self, key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
+    fn decide_on(&self, key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
         decide_instant(key, kind, self, req, now)
     }
 }

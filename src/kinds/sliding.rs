@@ -6,11 +6,10 @@ use std::ffi::CStr;
 use crate::algorithm::sliding::{self, Sliding, SlidingState};
 use crate::algorithm::Outcome;
 use crate::commands::limiters::{doc, LimiterCommand, WRITE_FAST};
-use crate::decision::limiter::{decide_window, OnKey, Write};
+use crate::decision::limiter::{decide_window, OnKey, Stored, Write};
 use crate::docs::{integer, string, Doc};
 use crate::error::RlError;
 use crate::grammar::{Charge, Kind, Parameters, Params, Request};
-use crate::store::Key;
 
 impl Parameters for Sliding {
     fn from_params(p: &Params<'_>) -> Result<Sliding, RlError> {
@@ -20,7 +19,7 @@ impl Parameters for Sliding {
 }
 
 impl OnKey for Sliding {
-    fn decide_on(&self, key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
+    fn decide_on(&self, key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
         let n = req.cost;
         decide_window(
             key,

@@ -6,11 +6,10 @@ use std::ffi::CStr;
 use crate::algorithm::sliding_log::SlidingLog;
 use crate::algorithm::Outcome;
 use crate::commands::limiters::{doc, LimiterCommand};
-use crate::decision::limiter::{decide_log, OnKey, Write};
+use crate::decision::limiter::{decide_log, OnKey, Stored, Write};
 use crate::docs::{integer, string, Doc};
 use crate::error::RlError;
 use crate::grammar::{Kind, Parameters, Params, Request};
-use crate::store::Key;
 
 impl Parameters for SlidingLog {
     fn from_params(p: &Params<'_>) -> Result<SlidingLog, RlError> {
@@ -20,10 +19,8 @@ impl Parameters for SlidingLog {
 }
 
 impl OnKey for SlidingLog {
-    fn decide_on(&self, key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
-        // A legacy census may close the key around a server call; if the key
-        // vanished then, decide again on the now-absent key.
-        key.settled(|| decide_log(key, kind, self, req, now))
+    fn decide_on(&self, key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
+        decide_log(key, kind, self, req, now)
     }
 }
 

@@ -6,11 +6,10 @@ use std::ffi::CStr;
 use crate::algorithm::token_bucket::TokenBucket;
 use crate::algorithm::Outcome;
 use crate::commands::limiters::{doc, LimiterCommand, WRITE_FAST};
-use crate::decision::limiter::{decide_instant, OnKey, Write};
+use crate::decision::limiter::{decide_instant, OnKey, Stored, Write};
 use crate::docs::{integer, string, Doc};
 use crate::error::RlError;
 use crate::grammar::{Kind, Parameters, Params, Request};
-use crate::store::Key;
 
 impl Parameters for TokenBucket {
     fn from_params(p: &Params<'_>) -> Result<TokenBucket, RlError> {
@@ -20,7 +19,7 @@ impl Parameters for TokenBucket {
 }
 
 impl OnKey for TokenBucket {
-    fn decide_on(&self, key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
+    fn decide_on(&self, key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
         decide_instant(key, kind, self, req, now)
     }
 }

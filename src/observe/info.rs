@@ -104,6 +104,7 @@ pub fn policy_lines(
                 (c"denied", t.denied),
                 (c"shadow_denied", t.shadow_denied),
                 (c"errors", t.errors),
+                (c"penalties", t.penalties),
             ];
             (
                 std::ffi::CString::new(field).expect("names hold no NUL"),

@@ -38,12 +38,17 @@ pub struct PolicyTally {
     /// Denials of a `SHADOW` policy (answered as admitted).
     pub shadow_denied: u64,
     pub errors: u64,
+    /// Penalties started (`PENALTY`), shadow ones included.
+    pub penalties: u64,
 }
 
 impl PolicyTally {
-    fn add(&mut self, outcome: Outcome, shadow: bool) {
+    fn add(&mut self, outcome: Outcome, shadow: bool, penalized: bool) {
         if outcome.is_call() {
             self.calls = self.calls.wrapping_add(1);
+        }
+        if penalized {
+            self.penalties = self.penalties.wrapping_add(1);
         }
         let n = match outcome {
             Outcome::Error => &mut self.errors,
@@ -61,13 +66,20 @@ impl PolicyTally {
     }
 }
 
-/// A recorded call made by a named policy: its place in `recent`, the
-/// policy's id, and whether the policy was a shadow one.
+/// Who made a call by a named policy: the policy's id, whether it was a
+/// shadow one, and whether the call started a penalty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByPolicy {
+    pub id: u32,
+    pub shadow: bool,
+    pub penalized: bool,
+}
+
+/// A recorded call made by a named policy: its place in `recent`, and by whom.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct PolicyCall {
     at: usize,
-    id: u32,
-    shadow: bool,
+    by: ByPolicy,
 }
 
 /// How one call ended.
@@ -195,10 +207,10 @@ impl<const N: usize> Ledger<N> {
     }
 
     /// Records a finished call of `command` made by policy `id`.
-    pub fn record_policy(&mut self, command: usize, outcome: Outcome, id: u32, shadow: bool) {
+    pub fn record_policy(&mut self, command: usize, outcome: Outcome, by: ByPolicy) {
         self.policy_commands[command] = true;
         let at = self.recent.len();
-        self.policy_calls.push(PolicyCall { at, id, shadow });
+        self.policy_calls.push(PolicyCall { at, by });
         self.record(command, outcome);
     }
 
@@ -219,8 +231,12 @@ impl<const N: usize> Ledger<N> {
             return PolicyTally::default();
         };
         let mut out = settled;
-        for call in self.policy_calls.iter().filter(|c| c.id == id) {
-            out.add(self.recent[call.at].outcome, call.shadow);
+        for call in self.policy_calls.iter().filter(|c| c.by.id == id) {
+            out.add(
+                self.recent[call.at].outcome,
+                call.by.shadow,
+                call.by.penalized,
+            );
         }
         out
     }
@@ -288,8 +304,8 @@ impl<const N: usize> Ledger<N> {
                 self.settled[command].add(call.outcome);
             }
             if let Some(p) = by_policy.next_if(|p| p.at == at) {
-                if let (true, Some(t)) = (counted, self.policies.get_mut(&p.id)) {
-                    t.add(call.outcome, p.shadow);
+                if let (true, Some(t)) = (counted, self.policies.get_mut(&p.by.id)) {
+                    t.add(call.outcome, p.by.shadow, p.by.penalized);
                 }
             }
         }

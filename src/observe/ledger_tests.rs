@@ -191,10 +191,10 @@ fn policies_count_their_calls_and_clear_with_their_command() {
     let mut l = Ledger::<2>::new();
     l.add_policy(7);
     l.add_policy(8);
-    l.record_policy(1, ADMIT, 7, false);
-    l.record_policy(1, DENY, 7, false);
-    l.record_policy(1, DENY, 8, true); // a shadow policy's denial
-    l.record_policy(1, Outcome::Error, 8, true);
+    l.record_policy(1, ADMIT, by(7, false));
+    l.record_policy(1, DENY, by(7, false));
+    l.record_policy(1, DENY, by(8, true)); // a shadow policy's denial
+    l.record_policy(1, Outcome::Error, by(8, true));
     l.record(0, ADMIT); // another command's call is no policy's
     let t = |l: &Ledger<2>, id| {
         let t = l.policy_tally(id);
@@ -205,9 +205,9 @@ fn policies_count_their_calls_and_clear_with_their_command() {
     l.settle([1, 4]);
     assert_eq!(t(&l, 7), (2, 1, 1, 0, 0));
     // Reset, then two calls of policy 8: only those count, and policy 7 is cleared.
-    l.record_policy(1, ADMIT, 7, false);
-    l.record_policy(1, ADMIT, 8, true);
-    l.record_policy(1, DENY, 8, true);
+    l.record_policy(1, ADMIT, by(7, false));
+    l.record_policy(1, ADMIT, by(8, true));
+    l.record_policy(1, DENY, by(8, true));
     l.settle([1, 2]);
     assert_eq!(t(&l, 7), (0, 0, 0, 0, 0));
     assert_eq!(t(&l, 8), (2, 1, 0, 1, 0));
@@ -215,11 +215,38 @@ fn policies_count_their_calls_and_clear_with_their_command() {
     l.settle([0, 2]);
     assert_eq!(t(&l, 8), (2, 1, 0, 1, 0));
     // A removed policy's tally and its recent calls go; an unknown id counts nothing.
-    l.record_policy(1, ADMIT, 8, true);
+    l.record_policy(1, ADMIT, by(8, true));
     l.remove_policy(8);
-    l.record_policy(1, ADMIT, 9, false);
+    l.record_policy(1, ADMIT, by(9, false));
     l.settle([0, 4]);
     assert_eq!(t(&l, 8), (0, 0, 0, 0, 0));
     assert_eq!(t(&l, 9), (0, 0, 0, 0, 0));
     assert_eq!(l.tallies()[1].calls, 4);
+}
+
+/// A call by policy `id` (`shadow`: a shadow one) that started no penalty.
+fn by(id: u32, shadow: bool) -> ByPolicy {
+    ByPolicy {
+        id,
+        shadow,
+        penalized: false,
+    }
+}
+
+#[test]
+fn penalties_are_counted_per_policy_and_cleared_with_the_rest() {
+    let mut l: Ledger<2> = Ledger::new();
+    l.add_policy(7);
+    let started = ByPolicy {
+        penalized: true,
+        ..by(7, false)
+    };
+    l.record_policy(1, DENY, started);
+    l.record_policy(1, DENY, by(7, false));
+    assert_eq!(l.policy_tally(7).penalties, 1);
+    l.settle([0, 2]);
+    assert_eq!(l.policy_tally(7).penalties, 1);
+    // A reset of the command's statistics clears it with every other counter.
+    l.settle([0, 0]);
+    assert_eq!(l.policy_tally(7).penalties, 0);
 }

@@ -9,7 +9,7 @@
 use std::ffi::{CStr, CString};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use super::ledger::{Ledger, Outcome, PolicyTally, Tally, Token};
+use super::ledger::{self, Ledger, Outcome, PolicyTally, Tally, Token};
 use crate::ffi::{server_version, ServerInfo};
 
 /// The most commands counted (the command table is checked against it).
@@ -64,6 +64,8 @@ struct State {
     /// The named policy the call in progress decides by (its id, and whether
     /// it is a shadow one), once it was found.
     policy: Option<(u32, bool)>,
+    /// The call in progress started a penalty.
+    penalized: bool,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -72,6 +74,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     waited: None,
     next_token: 0,
     policy: None,
+    penalized: false,
 });
 
 fn state() -> MutexGuard<'static, State> {
@@ -95,6 +98,11 @@ fn index(label: &str) -> Option<usize> {
 /// refund counts as admitted with no cost).
 pub fn decision(allowed: bool, cost: u64) {
     state().decided = Some((allowed, cost));
+}
+
+/// The call in progress started a penalty (`INFO rl_policies`' `penalties`).
+pub fn penalty_started() {
+    state().penalized = true;
 }
 
 /// The call in progress decides by the named policy `id` (`shadow`: a shadow one).
@@ -169,9 +177,12 @@ pub fn blocked(label: &str) -> Token {
             }
             match policy {
                 Some((id, shadow)) => {
-                    state
-                        .ledger
-                        .record_policy(i, Outcome::Blocked(token), id, shadow)
+                    let by = ledger::ByPolicy {
+                        id,
+                        shadow,
+                        penalized: false,
+                    };
+                    state.ledger.record_policy(i, Outcome::Blocked(token), by)
                 }
                 None => state.ledger.record(i, Outcome::Blocked(token)),
             }
@@ -186,6 +197,7 @@ pub fn call(label: &str, failed: bool) {
     let decided = state.decided.take();
     let waited = state.waited.take();
     let policy = state.policy.take();
+    let penalized = std::mem::take(&mut state.penalized);
     if state.ledger.recent() >= MAX_RECENT {
         // Every call recorded so far has returned, so Redis has counted it; this
         // one is not recorded yet.
@@ -210,7 +222,14 @@ pub fn call(label: &str, failed: bool) {
             (false, None) => Outcome::Answered,
         };
         match policy {
-            Some((id, shadow)) => state.ledger.record_policy(i, outcome, id, shadow),
+            Some((id, shadow)) => {
+                let by = ledger::ByPolicy {
+                    id,
+                    shadow,
+                    penalized,
+                };
+                state.ledger.record_policy(i, outcome, by)
+            }
             None => state.ledger.record(i, outcome),
         }
     }

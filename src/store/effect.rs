@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use redis_module::raw;
 
 use super::Key;
-use crate::decimal::Decimal;
+use crate::decimal::{Decimal, StackBytes};
 use crate::ffi::api;
 
 /// One replicated command, applied to the key before `effect` is called.
@@ -24,7 +24,7 @@ pub enum Effect<'a> {
     /// `ZADD key score member`: `zadd` if the member was added or its score
     /// changed (`changed`), as `ZADD` publishes nothing otherwise.
     Zadd {
-        score: u64,
+        score: i64,
         member: *mut raw::RedisModuleString,
         changed: bool,
     },
@@ -91,8 +91,12 @@ impl Key {
                 member,
                 changed,
             } => {
-                let score = Decimal::new(score);
-                let score = score.as_bytes();
+                let mut text = StackBytes::<21>::new();
+                if score < 0 {
+                    text.push(b"-");
+                }
+                text.push(Decimal::new(score.unsigned_abs()).as_bytes());
+                let score = text.as_bytes();
                 api!(RedisModule_Replicate(
                     ctx,
                     c"ZADD".as_ptr(),

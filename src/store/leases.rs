@@ -54,7 +54,7 @@ impl Key {
     /// leases, if any) + `ZADD` + `PEXPIREAT`.
     pub fn write_lease(&self, member: &[u8], write: &LeaseWrite, expire_ms: u64) {
         self.trim_through(write.cutoff_us);
-        self.zset_add(write.lapse_us, member);
+        self.zset_add(write.lapse_us as i64, member);
         self.expire_at(expire_ms);
     }
 

@@ -22,7 +22,10 @@ impl Key {
     /// Views the sorted set as a sliding log; `None` if its oldest or newest entry
     /// is not a sliding-log entry (the key holds someone else's sorted set), or
     /// if a legacy entry follows a weighted one.
-    pub fn as_log(&self) -> Option<ZsetLog<'_>> {
+    ///
+    /// `penalty`: the set holds a penalty member (scored below every entry,
+    /// never an entry: not counted, not ranked).
+    pub fn as_log(&self, penalty: bool) -> Option<ZsetLog<'_>> {
         let edge = |last: bool| {
             let mut found = Some(None);
             let take = |k: &Key| {
@@ -47,6 +50,7 @@ impl Key {
             key: self,
             oldest,
             newest,
+            penalty: u64::from(penalty),
         })
     }
 
@@ -55,15 +59,10 @@ impl Key {
     /// entries or leases leave a bounded number per write, never all at once.
     pub(super) fn trim_through(&self, cutoff_us: u64) {
         let mut lapsed = Vec::new();
-        self.scan(
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            cutoff_us as f64,
-            false,
-            |k| {
-                lapsed.push(k.current().0);
-                lapsed.len() < TRIM_MAX
-            },
-        );
+        self.scan(super::FIRST_ENTRY_SCORE, cutoff_us as f64, false, |k| {
+            lapsed.push(k.current().0);
+            lapsed.len() < TRIM_MAX
+        });
         self.remove_members(&lapsed);
     }
 
@@ -81,7 +80,7 @@ impl Key {
 
     /// Adds one entry and replicates `ZADD key <score> <member>`.
     fn add_entry(&self, entry: &Entry) {
-        self.zset_add(entry.score(), entry.member().as_bytes());
+        self.zset_add(entry.score() as i64, entry.member().as_bytes());
     }
 
     /// Drops up to [`TRIM_MAX`] lapsed entries, adds the write's entry, removes
@@ -130,11 +129,13 @@ pub struct ZsetLog<'a> {
     key: &'a Key,
     oldest: Option<Entry>,
     newest: Option<Entry>,
+    /// 1 if the set holds a penalty member (rank 0, below every entry), else 0.
+    penalty: u64,
 }
 
 impl LogView for ZsetLog<'_> {
     fn len(&self) -> u64 {
-        self.key.len()
+        self.key.len() - self.penalty
     }
 
     fn count_after(&self, cutoff_us: u64) -> Result<u64, Corrupt> {
@@ -166,7 +167,7 @@ impl LogView for ZsetLog<'_> {
 
     fn last_through(&self, score_us: u64) -> Result<Option<Entry>, Corrupt> {
         let key = self.key.ptr();
-        let lo = raw::REDISMODULE_NEGATIVE_INFINITE;
+        let lo = super::FIRST_ENTRY_SCORE;
         if api!(RedisModule_ZsetLastInScoreRange(
             key,
             lo,
@@ -204,7 +205,7 @@ impl LogView for ZsetLog<'_> {
     }
 
     fn at_rank(&self, rank: u64) -> Result<Option<Entry>, Corrupt> {
-        match self.key.zrange_one(rank) {
+        match self.key.zrange_one(rank + self.penalty) {
             None => Ok(None),
             Some((member, score)) => Entry::parse(&member, score).map(Some).ok_or(Corrupt),
         }

@@ -22,6 +22,7 @@ pub mod hooks;
 pub use effect::init as init_effects;
 mod leases;
 mod log;
+mod penalty;
 
 use effect::Effect;
 
@@ -31,6 +32,12 @@ pub use leases::lease_member;
 /// the module API would re-encode it: they are told apart by length alone.
 /// Every string state the `RL.*` commands write is longer.
 pub const SHORT_STRING: usize = 20;
+
+/// Sliding-log entries and leases are scored from here (microseconds); a
+/// sliding log's penalty member sits below (`facts::PENALTY_LOG_SCORE`), so
+/// no scan of entries ever meets it.
+pub const FIRST_ENTRY_SCORE: f64 = 0.0;
+const _: () = assert!(crate::facts::PENALTY_LOG_SCORE < FIRST_ENTRY_SCORE);
 
 const READ_WRITE: c_int = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
 
@@ -262,10 +269,11 @@ impl Key {
         (OwnedString { ctx: self.ctx, ptr }, score)
     }
 
-    /// Runs `visit` over all entries, oldest first, until it returns `false`.
+    /// Runs `visit` over all entries (scored from [`FIRST_ENTRY_SCORE`]),
+    /// oldest first, until it returns `false`.
     fn scan_all(&self, visit: impl FnMut(&Key) -> bool) {
         self.scan(
-            raw::REDISMODULE_NEGATIVE_INFINITE,
+            FIRST_ENTRY_SCORE,
             raw::REDISMODULE_POSITIVE_INFINITE,
             false,
             visit,
@@ -282,7 +290,7 @@ impl Key {
     }
 
     /// Adds (or moves) `member` at `score` and replicates `ZADD key <score> <member>`.
-    fn zset_add(&self, score: u64, member: &[u8]) {
+    fn zset_add(&self, score: i64, member: &[u8]) {
         let member = OwnedString::new(self.ctx, member);
         let mut flags: c_int = 0;
         api!(RedisModule_ZsetAdd(
@@ -376,12 +384,10 @@ impl Key {
         self.effect(Effect::PexpireAt(expire_ms));
     }
 
-    /// Runs `visit` over all entries, newest first, until it returns `false`.
+    /// Runs `visit` over all entries (scored from [`FIRST_ENTRY_SCORE`]),
+    /// newest first, until it returns `false`.
     fn scan_newest(&self, mut visit: impl FnMut(&Key) -> bool) {
-        let (lo, hi) = (
-            raw::REDISMODULE_NEGATIVE_INFINITE,
-            raw::REDISMODULE_POSITIVE_INFINITE,
-        );
+        let (lo, hi) = (FIRST_ENTRY_SCORE, raw::REDISMODULE_POSITIVE_INFINITE);
         let started = api!(RedisModule_ZsetLastInScoreRange(self.ptr(), lo, hi, 0, 0));
         if started != raw::REDISMODULE_OK as c_int {
             return;
