@@ -5,7 +5,7 @@
 //! may serve, and count the call. Deciding and committing are the claim's
 //! ([`crate::decision`]); waiting is the wait queue's ([`crate::wait`]).
 
-use crate::algorithm::{Decision, Outcome};
+use crate::algorithm::{Decision, Outcome, Wait};
 use crate::decision::{Claim, ClaimWrite};
 use crate::error::RlError;
 use crate::observe::stats;
@@ -71,7 +71,9 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
         layer.outcome = Some(layer.claim.decide(&layer.key, now)?);
     }
     if let ([layer], Some(block), false) = (&mut *layers, how.block, how.peek) {
-        if wait::wait_if_due(&layer.key, &layer.claim, layer.decision(), now, block)? {
+        if may_wait_out(layer, now, block)?
+            && wait::wait_if_due(&layer.key, &layer.claim, layer.decision(), now, block)?
+        {
             return Ok(Spent::Blocked);
         }
     }
@@ -116,4 +118,19 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
         .fold(0, u64::saturating_add);
     stats::decision(allowed, cost);
     Ok(Spent::Decided)
+}
+
+/// False if a `BLOCK` call is denied at once: it starts a penalty, or its key
+/// is penalized beyond the call's time (a penalty is waited out only if it
+/// ends within `BLOCK`).
+fn may_wait_out(layer: &Layer, now: u64, block: Millis) -> Result<bool, RlError> {
+    let outcome = layer.outcome.as_ref().expect("decided");
+    if outcome.write.as_ref().is_some_and(Claim::starts_penalty) {
+        return Ok(false);
+    }
+    let fits = match outcome.decision.retry_after {
+        Wait::After(ns) => ns <= block.as_nanos().0 as u128,
+        Wait::Never => false,
+    };
+    Ok(fits || !layer.claim.penalized(&layer.key, now)?)
 }

@@ -109,6 +109,12 @@ pub fn decide(
     })
 }
 
+/// True if the key holds a penalty in force at `now` (a `BLOCK` call then
+/// waits only if the penalty ends within its time).
+pub fn penalized(key: &Key, kind: Kind, now: u64) -> Result<bool, RlError> {
+    Ok(read(key, kind)?.1.is_some_and(|p| p.active(now)))
+}
+
 /// The key's state and penalty. A string's penalty follows its state; a
 /// sliding log's is a member scored below every entry.
 #[inline]

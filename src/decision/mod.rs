@@ -131,6 +131,17 @@ impl Claim {
         }
     }
 
+    /// True if the claim's key holds a penalty in force at `now` (never for a lease).
+    pub fn penalized(&self, key: &Key, now: u64) -> Result<bool, RlError> {
+        match self {
+            Claim::Limiter { kind, .. } => limiter::penalized(key, *kind, now),
+            Claim::Policy { by, .. } => {
+                limiter::penalized(key, policy::current(by, config::caps())?.kind, now)
+            }
+            Claim::Acquire { .. } => Ok(false),
+        }
+    }
+
     /// True if committing `write` starts a penalty.
     pub fn starts_penalty(write: &ClaimWrite) -> bool {
         matches!(write, ClaimWrite::Limiter(w) if w.starts_penalty())

@@ -197,7 +197,7 @@ mod tests {
         };
         assert_eq!(
             err("FIXED 100 1m COST 2"),
-            "ERR unknown option 'COST' for 'rl.policy|set' (expected SHADOW)"
+            "ERR unknown option 'COST' for 'rl.policy|set' (expected PENALTY or SHADOW)"
         );
         assert_eq!(
             err("FIXED 100 1m SHADOW SHADOW"),
@@ -235,7 +235,7 @@ mod tests {
             parse_limit_options(&words("BURST 10"))
                 .unwrap_err()
                 .to_string(),
-            "ERR unknown option 'BURST' for 'rl.limit' (expected COST, REFUND, DEBIT, PEEK or BLOCK)"
+            "ERR unknown option 'BURST' for 'rl.limit' (expected COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY)"
         );
         assert_eq!(
             parse_limit_options(&words("BLOCK 1 BLOCK 2")),

@@ -236,7 +236,7 @@ fn block_is_an_option_of_the_commands_read_in_its_place() {
         // Left to right: the first bad option is the one named.
         (
             "1 1s FOO BLOCK x",
-            "ERR unknown option 'FOO' for 'rl.fixed' (expected COST, REFUND, DEBIT, PEEK or BLOCK)",
+            "ERR unknown option 'FOO' for 'rl.fixed' (expected COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY)",
         ),
         (
             "1 1s COST x BLOCK x",
@@ -271,13 +271,13 @@ fn each_form_lists_exactly_the_options_it_takes() {
             Kind::Gcra,
             "1 1s XYZ",
             Form::Command,
-            "ERR unknown option 'XYZ' for 'rl.gcra' (expected BURST, COST, REFUND, DEBIT, PEEK or BLOCK)",
+            "ERR unknown option 'XYZ' for 'rl.gcra' (expected BURST, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY)",
         ),
         (
             Kind::Sliding,
             "1 1s BURST 2",
             Form::Command,
-            "ERR unknown option 'BURST' for 'rl.sliding' (expected COST, REFUND, DEBIT, PEEK or BLOCK)",
+            "ERR unknown option 'BURST' for 'rl.sliding' (expected COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY)",
         ),
         (
             Kind::Gcra,
@@ -307,19 +307,19 @@ fn each_form_lists_exactly_the_options_it_takes() {
             Kind::Fixed,
             "1 1s BLOCK 5",
             Form::Clause,
-            "ERR unknown option 'BLOCK' in RL.ALL clause FIXED (expected COST, REFUND or DEBIT)",
+            "ERR unknown option 'BLOCK' in RL.ALL clause FIXED (expected COST, REFUND, DEBIT or PENALTY)",
         ),
         (
             Kind::Gcra,
             "1 1s PEEK",
             Form::Clause,
-            "ERR unknown option 'PEEK' in RL.ALL clause GCRA (expected BURST, COST, REFUND or DEBIT)",
+            "ERR unknown option 'PEEK' in RL.ALL clause GCRA (expected BURST, COST, REFUND, DEBIT or PENALTY)",
         ),
         (
             Kind::Leaky,
             "1 1 1s LEASE 1",
             Form::Clause,
-            "ERR unknown option 'LEASE' in RL.ALL clause LEAKY (expected COST, REFUND or DEBIT)",
+            "ERR unknown option 'LEASE' in RL.ALL clause LEAKY (expected COST, REFUND, DEBIT or PENALTY)",
         ),
     ] {
         assert_eq!(text(form(kind, args, f)), error, "{args}");

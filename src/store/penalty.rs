@@ -48,7 +48,10 @@ impl Key {
         match self.held() {
             Held::Zset => {
                 self.carry_log_penalty(before, Some(*p));
-                self.expire_at(self.expiry_keeping(p.keep_ms));
+                let at = self.expiry_keeping(p.keep_ms);
+                if self.expire_at_ms() != Some(at) {
+                    self.expire_at(at);
+                }
             }
             Held::String(bytes) => {
                 let state = split_penalty(bytes).ok().and_then(|s| s.state);

@@ -35,6 +35,7 @@ mod lease;
 mod memcheck;
 mod operations;
 mod peek;
+mod penalty;
 mod policies;
 mod policy_admin;
 mod policy_file;

@@ -181,8 +181,8 @@ server_tests! {
         ok(c, "RL.POLICY SET p FIXED 3 1h");
         let cases = [
             ("RL.POLICY SET p GCRA 3 1h", "ERR policy 'p' is FIXED: DEL it before giving it another algorithm"),
-            ("RL.POLICY SET q FIXED 3 1h COST 2", "ERR unknown option 'COST' for 'rl.policy|set' (expected SHADOW)"),
-            ("RL.POLICY SET q GCRA 3 1h BLOCK 2", "ERR unknown option 'BLOCK' for 'rl.policy|set' (expected BURST or SHADOW)"),
+            ("RL.POLICY SET q FIXED 3 1h COST 2", "ERR unknown option 'COST' for 'rl.policy|set' (expected PENALTY or SHADOW)"),
+            ("RL.POLICY SET q GCRA 3 1h BLOCK 2", "ERR unknown option 'BLOCK' for 'rl.policy|set' (expected BURST, PENALTY or SHADOW)"),
             ("RL.POLICY SET q FIXED 0 1h", "ERR limit must be an integer from 1 to 1000000000000"),
             ("RL.POLICY SET q FIXED 3", "ERR wrong number of arguments for 'rl.policy|set' command"),
             ("RL.POLICY SET q{x} FIXED 3 1h", "ERR a policy name is 1 to 64 of A-Z, a-z, 0-9 and _ . : -"),
