@@ -57,7 +57,7 @@ server_tests! {
         assert!(shadowed[3] > 0);
         let text: String = run(c, "INFO rl_policies");
         assert!(
-            text.contains("policy_tpm:calls=2,admitted=1,denied=0,shadow_denied=1,errors=0"),
+            text.contains("policy_tpm:calls=2,admitted=1,denied=0,shadow_denied=1,errors=0,penalties=0"),
             "{text}"
         );
     }
