@@ -73,7 +73,9 @@ impl Fields {
         }
     }
 
-    /// The stored text: the tag, then each field.
+    /// The stored text: the tag, then each field. (Inlined: built in place
+    /// where a write stores it.)
+    #[inline(always)]
     pub fn encode(&self) -> Text {
         let mut text = Text::new();
         text.push(self.kind.tag().as_bytes());
@@ -95,14 +97,17 @@ pub struct WithPenalty<'a> {
 /// after the separator is not a penalty.
 #[inline]
 pub fn split_penalty(bytes: &[u8]) -> Result<WithPenalty<'_>, ()> {
-    if let Some(penalty) = penalty_only(bytes) {
+    // (No state's tag starts as the penalty's: one byte tells most calls apart.)
+    let maybe_penalty = bytes.first() == PENALTY_TAG.as_bytes().first();
+    if let Some(penalty) = maybe_penalty.then(|| penalty_only(bytes)).flatten() {
         return Ok(WithPenalty {
             state: None,
             penalty: Some(penalty),
         });
     }
-    let sep = PENALTY_SEPARATOR.as_bytes()[0];
-    match bytes.iter().rposition(|&b| b == sep) {
+    // Every call reads its key through here: memrchr finds the separator a
+    // word at a time, where a byte loop was a tenth of a call's own work.
+    match memchr::memrchr(PENALTY_SEPARATOR.as_bytes()[0], bytes) {
         None => Ok(WithPenalty {
             state: Some(bytes),
             penalty: None,

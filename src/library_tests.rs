@@ -17,11 +17,13 @@ use crate::store::SHORT_STRING;
 
 const LIBRARY: &str = include_str!("../functions/rl.lua");
 
-/// The text after `local NAME = ` on the library's line defining `name`.
+/// The text after `local NAME = ` on the library's line defining `name` (at
+/// any depth: a part's inner constants live in a block of their own).
 fn definition(name: &str) -> &'static str {
-    let start = format!("  local {name} = ");
+    let start = format!("local {name} = ");
     let line = LIBRARY
         .lines()
+        .map(str::trim_start)
         .find(|l| l.starts_with(&start))
         .unwrap_or_else(|| panic!("the library defines no {name}"));
     line[start.len()..].trim()

@@ -24,19 +24,40 @@ pub struct Stored<'k> {
     log_penalty: bool,
 }
 
-/// What committing a decision does to its key: the limiter's own write (if
-/// any) and the key's penalty before and after. `own: None` with a new
-/// penalty after is a penalty starting (the state stays as it is).
-pub struct KeyWrite {
-    pub own: Option<Write>,
-    pub before: Option<Penalty>,
-    pub after: Option<Penalty>,
+/// What committing a decision does to its key. `Own`: the limiter's own
+/// write on a key that holds no penalty (every call without `PENALTY` on
+/// such a key: as small as the write itself, so the common decision moves
+/// as cheaply as before penalties). `Penalty`: a write that involves one
+/// (boxed: it is the rare one).
+pub enum KeyWrite {
+    Own(Write),
+    Penalty(Box<PenaltyWrite>),
+}
+
+/// A write around the key's penalty: the limiter's own write (if any) and
+/// the penalty before and after. `own: None` with a new penalty after is a
+/// penalty starting (the state stays as it is).
+pub struct PenaltyWrite {
+    own: Option<Write>,
+    before: Option<Penalty>,
+    after: Option<Penalty>,
 }
 
 impl KeyWrite {
     /// True if committing it starts a penalty.
     pub fn starts_penalty(&self) -> bool {
-        self.own.is_none() && self.after.is_some()
+        matches!(self, KeyWrite::Penalty(p) if p.own.is_none() && p.after.is_some())
+    }
+
+    /// The limiter's own write `own` on a key whose penalty was `before` and
+    /// is `after` (both `None`: the plain write).
+    fn around(own: Option<Write>, before: Option<Penalty>, after: Option<Penalty>) -> KeyWrite {
+        match (own, before, after) {
+            (Some(own), None, None) => KeyWrite::Own(own),
+            (own, before, after) => {
+                KeyWrite::Penalty(Box::new(PenaltyWrite { own, before, after }))
+            }
+        }
     }
 }
 
@@ -68,7 +89,8 @@ pub trait OnKey {
 macro_rules! dispatch {
     ($($variant:ident($module:ident)),*) => {
         /// The limiter's own decision on the key's state, penalty aside.
-        #[inline]
+        /// (Inlined into its callers: the common call's one decision.)
+        #[inline(always)]
         fn decide_own(key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
             Ok(match &req.limiter {
                 $(Limiter::$variant(p) => p.decide_on(key, kind, req, now)?,)*
@@ -91,21 +113,44 @@ pub fn decide(
     req: &Request,
     now: u64,
 ) -> Result<Outcome<KeyWrite>, RlError> {
-    key.settled(|| {
-        let (stored, before) = read(key, kind)?;
-        let own = decide_own(&stored, kind, req, now)?;
-        let out = match before {
-            None if req.penalty.is_none() => own.map_write(|w| KeyWrite {
-                own: Some(w),
-                before: None,
-                after: None,
-            }),
-            _ => judge(&stored, kind, req, now, before, own)?,
-        };
-        Ok(Outcome {
-            decision: out.decision.within_expiry_cap(now.into()),
-            ..out
-        })
+    decide_once(key, kind, req, now)
+}
+
+/// [`decide`] again after the key vanished (once: deciding on an absent key
+/// calls no server), out of the way of every other call.
+#[cold]
+#[inline(never)]
+fn decide_again(
+    key: &Key,
+    kind: Kind,
+    req: &Request,
+    now: u64,
+) -> Result<Outcome<KeyWrite>, RlError> {
+    decide_once(key, kind, req, now)
+}
+
+/// One decision on the key as it is. A key without a penalty, decided
+/// without `PENALTY`, takes the limiter's own outcome as it is (the common
+/// call: it costs what it did before penalties).
+#[inline(always)]
+fn decide_once(
+    key: &Key,
+    kind: Kind,
+    req: &Request,
+    now: u64,
+) -> Result<Outcome<KeyWrite>, RlError> {
+    let (stored, before) = read(key, kind)?;
+    let own = decide_own(&stored, kind, req, now)?;
+    if key.take_vanished() {
+        return decide_again(key, kind, req, now);
+    }
+    let out = match before {
+        None if req.penalty.is_none() => own.map_write(KeyWrite::Own),
+        _ => judge(&stored, kind, req, now, before, own)?,
+    };
+    Ok(Outcome {
+        decision: out.decision.within_expiry_cap(now.into()),
+        ..out
     })
 }
 
@@ -117,7 +162,7 @@ pub fn penalized(key: &Key, kind: Kind, now: u64) -> Result<bool, RlError> {
 
 /// The key's state and penalty. A string's penalty follows its state; a
 /// sliding log's is a member scored below every entry.
-#[inline]
+#[inline(always)]
 fn read(key: &Key, kind: Kind) -> Result<(Stored<'_>, Option<Penalty>), RlError> {
     let foreign = || RlError::ForeignValue(kind.label());
     let (held, before, log_penalty) = match key.held() {
@@ -142,7 +187,9 @@ fn read(key: &Key, kind: Kind) -> Result<(Stored<'_>, Option<Penalty>), RlError>
 
 /// The penalty's rules (see `algorithm::penalty`) over the limiter's own
 /// decision `own`: a penalty in force denies every spending call and writes
-/// nothing; a refund or a debit keeps it; a denial that may start one does.
+/// nothing (`COST 0` reports the wait a cost of 1 would get); a refund or a
+/// debit keeps it; a denial that may start one does.
+#[inline(never)]
 fn judge(
     stored: &Stored,
     kind: Kind,
@@ -152,11 +199,7 @@ fn judge(
     own: Outcome<Write>,
 ) -> Result<Outcome<KeyWrite>, RlError> {
     let kept = before.filter(|p| p.kept(now));
-    let carry = |w: Write| KeyWrite {
-        own: Some(w),
-        before,
-        after: kept,
-    };
+    let carry = |w: Write| KeyWrite::around(Some(w), before, kept);
     if let Some(p) = before.filter(|p| p.active(now)) {
         return Ok(match (req.charge, req.cost) {
             (Charge::Cost, 0) => {
@@ -176,20 +219,16 @@ fn judge(
             },
         });
     }
-    match req.penalty.filter(|_| starts_penalty(req, &own)) {
+    Ok(match req.penalty.filter(|_| starts_penalty(req, &own)) {
         Some(rule) => {
             let p = rule.start(before, now);
-            Ok(Outcome {
+            Outcome {
                 decision: p.deny(&own.decision, now),
-                write: Some(KeyWrite {
-                    own: None,
-                    before,
-                    after: Some(p),
-                }),
-            })
+                write: Some(KeyWrite::around(None, before, Some(p))),
+            }
         }
-        None => Ok(own.map_write(carry)),
-    }
+        None => own.map_write(carry),
+    })
 }
 
 /// True if the limiter's denial of `req` starts a penalty: a spending call
@@ -211,6 +250,7 @@ fn starts_penalty(req: &Request, own: &Outcome<Write>) -> bool {
 /// Decides with a window limiter whose state is `N` stored counts and
 /// milliseconds: read as `S`, decided by `run`, and stored as `store` says
 /// (`None`: the limiter is idle again, so the key goes).
+#[inline(always)]
 pub fn decide_window<S, const N: usize>(
     key: &Stored,
     kind: Kind,
@@ -229,6 +269,7 @@ pub fn decide_window<S, const N: usize>(
 }
 
 /// Decides with the sliding log on `key`.
+#[inline(always)]
 pub fn decide_log(
     key: &Stored,
     kind: Kind,
@@ -275,13 +316,31 @@ pub fn decide_log(
 /// penalty kept by the write stays on the key (and keeps it until its `keep`
 /// at least); one that lapsed goes with it.
 pub fn commit(key: &Key, write: &KeyWrite) {
-    let (before, after) = (write.before, write.after);
-    let Some(own) = &write.own else {
-        if let Some(p) = after {
-            key.penalize(before, &p);
-        }
-        return;
-    };
+    match write {
+        KeyWrite::Own(own) => commit_own(key, own),
+        KeyWrite::Penalty(w) => match &w.own {
+            None => {
+                if let Some(p) = w.after {
+                    key.penalize(w.before, &p);
+                }
+            }
+            Some(own) => commit_around(key, own, w.before, w.after),
+        },
+    }
+}
+
+/// The limiter's own write on a key that holds no penalty, nor will.
+fn commit_own(key: &Key, own: &Write) {
+    match own {
+        Write::Set { state, expire_ms } => key.write_string(state.encode().as_bytes(), *expire_ms),
+        Write::Delete => key.delete(),
+        Write::LogAdd { write, expire_ms } => key.write_log(write, *expire_ms),
+        Write::LogRefund { refund, expire_ms } => key.refund_log(refund, *expire_ms),
+    }
+}
+
+/// The limiter's own write on a key whose penalty was `before` and is `after`.
+fn commit_around(key: &Key, own: &Write, before: Option<Penalty>, after: Option<Penalty>) {
     let keep = |expire_ms: u64| after.map_or(expire_ms, |p| expire_ms.max(p.keep_ms));
     match (own, after) {
         (Write::Set { state, expire_ms }, None) => {
@@ -307,6 +366,7 @@ pub fn commit(key: &Key, write: &KeyWrite) {
 }
 
 /// Decides with a limiter whose state is one instant (GCRA, token bucket, leaky bucket).
+#[inline(always)]
 pub fn decide_instant(
     key: &Stored,
     kind: Kind,

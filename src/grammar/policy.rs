@@ -235,7 +235,7 @@ mod tests {
             parse_limit_options(&words("BURST 10"))
                 .unwrap_err()
                 .to_string(),
-            "ERR unknown option 'BURST' for 'rl.limit' (expected COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY)"
+            "ERR unknown option 'BURST' for 'rl.limit' (expected COST, REFUND, DEBIT, PEEK or BLOCK)"
         );
         assert_eq!(
             parse_limit_options(&words("BLOCK 1 BLOCK 2")),

@@ -19,6 +19,8 @@ impl Parameters for Fixed {
 }
 
 impl OnKey for Fixed {
+    // Inlined into each of its few callers: a call decides here once.
+    #[inline(always)]
     fn decide_on(&self, key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
         let n = req.cost;
         decide_window(

@@ -127,10 +127,17 @@ impl Key {
     /// second run is the last).
     pub fn settled<T>(&self, decide: impl Fn() -> T) -> T {
         let out = decide();
-        match self.vanished.replace(false) {
+        match self.take_vanished() {
             true => decide(),
             false => out,
         }
+    }
+
+    /// True if the key vanished while its handle was closed around a server
+    /// call since this was last asked (see [`Key::settled`]).
+    #[inline]
+    pub fn take_vanished(&self) -> bool {
+        self.vanished.replace(false)
     }
 
     /// Closes the handle, runs `f` (a call into the server about this key),
