@@ -13,15 +13,15 @@ use crate::codec::{decode, split_penalty, with_penalty, Fields};
 use crate::error::RlError;
 use crate::facts::with_kinds;
 use crate::grammar::{Charge, Kind, Limiter, Request};
-use crate::store::{Held, Key};
+use crate::store::{Held, Key, LogHead};
 
 /// A limiter's key as read for one decision: the key, what it holds (its
-/// state without a penalty; a key holding only a penalty is `Empty`), and
-/// whether a sliding log's set holds a penalty member.
+/// state without a penalty; a key holding only a penalty is `Empty`), and a
+/// sliding log's lowest members (its penalty member, its oldest entry).
 pub struct Stored<'k> {
     pub key: &'k Key,
     held: Held<'k>,
-    log_penalty: bool,
+    log_head: Option<LogHead>,
 }
 
 /// What committing a decision does to its key. `Own`: the limiter's own
@@ -165,22 +165,22 @@ pub fn penalized(key: &Key, kind: Kind, now: u64) -> Result<bool, RlError> {
 #[inline(always)]
 fn read(key: &Key, kind: Kind) -> Result<(Stored<'_>, Option<Penalty>), RlError> {
     let foreign = || RlError::ForeignValue(kind.label());
-    let (held, before, log_penalty) = match key.held() {
+    let (held, before, log_head) = match key.held() {
         Held::String(bytes) => {
             let split = split_penalty(bytes).map_err(|()| foreign())?;
             let held = split.state.map_or(Held::Empty, Held::String);
-            (held, split.penalty, false)
+            (held, split.penalty, None)
         }
         Held::Zset if kind == Kind::SlidingLog => {
-            let p = key.log_penalty().map_err(|()| foreign())?;
-            (Held::Zset, p, p.is_some())
+            let head = key.log_head().map_err(|()| foreign())?;
+            (Held::Zset, head.penalty, Some(head))
         }
-        held => (held, None, false),
+        held => (held, None, None),
     };
     let stored = Stored {
         key,
         held,
-        log_penalty,
+        log_head,
     };
     Ok((stored, before))
 }
@@ -280,10 +280,13 @@ pub fn decide_log(
     let n = req.cost;
     let log = match key.held {
         Held::Empty => None,
+        // The set's lowest members were read with its penalty (`read`).
         Held::Zset => Some(
-            key.key
-                .as_log(key.log_penalty)
-                .ok_or_else(|| RlError::ForeignValue(kind.label()))?,
+            match key.log_head {
+                Some(head) => key.key.log_from(head.penalty.is_some(), head.oldest),
+                None => key.key.as_log(false),
+            }
+            .ok_or_else(|| RlError::ForeignValue(kind.label()))?,
         ),
         Held::String(_) | Held::ShortString | Held::Other => return Err(RlError::WrongType),
     };

@@ -26,21 +26,19 @@ impl Key {
     /// `penalty`: the set holds a penalty member (scored below every entry,
     /// never an entry: not counted, not ranked).
     pub fn as_log(&self, penalty: bool) -> Option<ZsetLog<'_>> {
-        let edge = |last: bool| {
-            let mut found = Some(None);
-            let take = |k: &Key| {
-                found = k.current_entry().map(Some);
-                false
-            };
-            if last {
-                self.scan_newest(take);
-            } else {
-                self.scan_all(take);
-            }
-            found
-        };
-        let oldest = edge(false)?;
-        let newest = edge(true)?;
+        self.log_from(penalty, self.oldest_entry())
+    }
+
+    /// [`Key::as_log`] with the oldest entry already read (`None`: not an
+    /// entry), as [`Key::log_head`] reads it.
+    pub fn log_from(&self, penalty: bool, oldest: Option<Option<Entry>>) -> Option<ZsetLog<'_>> {
+        let oldest = oldest?;
+        let mut newest = Some(None);
+        self.scan_newest(|k| {
+            newest = k.current_entry().map(Some);
+            false
+        });
+        let newest = newest?;
         if let (Some(o), Some(n)) = (oldest, newest) {
             if o.sum.is_some() && n.sum.is_none() {
                 return None;
@@ -52,6 +50,17 @@ impl Key {
             newest,
             penalty: u64::from(penalty),
         })
+    }
+
+    /// The oldest entry (`Some(None)`: there is none; `None`: the member
+    /// there is not a sliding-log entry).
+    pub(super) fn oldest_entry(&self) -> Option<Option<Entry>> {
+        let mut found = Some(None);
+        self.scan_all(|k| {
+            found = k.current_entry().map(Some);
+            false
+        });
+        found
     }
 
     /// Removes at most [`TRIM_MAX`] entries scored `<= cutoff_us` (oldest

@@ -27,6 +27,7 @@ mod penalty;
 use effect::Effect;
 
 pub use leases::lease_member;
+pub use penalty::LogHead;
 
 /// Strings this long or shorter may be `int`-encoded, and reading one through
 /// the module API would re-encode it: they are told apart by length alone.

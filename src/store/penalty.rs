@@ -5,29 +5,59 @@
 
 use redis_module::raw;
 
-use super::{Held, Key};
+use super::{Held, Key, FIRST_ENTRY_SCORE};
 use crate::algorithm::penalty::Penalty;
+use crate::algorithm::sliding_log::Entry;
 use crate::algorithm::MAX_EXPIRE_MS;
 use crate::codec::{penalty_only, split_penalty, with_penalty};
 use crate::facts::PENALTY_LOG_SCORE;
 use crate::ffi::{api, bytes_of, OwnedString};
 
 impl Key {
-    /// A sliding log's penalty member (the set's lowest, scored below every
-    /// entry), if it holds one; `Err` if a member scored there is not a penalty.
-    pub fn log_penalty(&self) -> Result<Option<Penalty>, ()> {
-        let mut found = Ok(None);
+    /// A sliding log's lowest members, read with one seek (every call on a
+    /// log reads them): its penalty member (scored below every entry), if it
+    /// holds one, and its oldest entry. `Err` if a member scored as a penalty
+    /// is not one.
+    pub fn log_head(&self) -> Result<LogHead, ()> {
+        let mut head = LogHead {
+            penalty: None,
+            oldest: Some(None),
+        };
+        let mut bad = false;
+        let mut seek_entries = false;
         self.scan(
             raw::REDISMODULE_NEGATIVE_INFINITE,
-            PENALTY_LOG_SCORE,
+            raw::REDISMODULE_POSITIVE_INFINITE,
             false,
             |k| {
-                let (member, _) = k.current();
-                found = penalty_only(bytes_of(member.ptr)).map(Some).ok_or(());
-                false
+                let (member, score) = k.current();
+                if score >= FIRST_ENTRY_SCORE {
+                    head.oldest = Entry::parse(bytes_of(member.ptr), score).map(Some);
+                    return false;
+                }
+                if head.penalty.is_some() || score > PENALTY_LOG_SCORE {
+                    // Members between the penalty's score and the entries' are
+                    // no one's: seek past them rather than walk them.
+                    seek_entries = true;
+                    return false;
+                }
+                head.penalty = penalty_only(bytes_of(member.ptr));
+                bad = head.penalty.is_none();
+                !bad
             },
         );
-        found
+        if bad {
+            return Err(());
+        }
+        if seek_entries {
+            head.oldest = self.oldest_entry();
+        }
+        Ok(head)
+    }
+
+    /// A sliding log's penalty member, if it holds one (`RL.BAN`).
+    pub fn log_penalty(&self) -> Result<Option<Penalty>, ()> {
+        self.log_head().map(|head| head.penalty)
     }
 
     /// The key's absolute expiry in milliseconds (`None`: it has none;
@@ -120,4 +150,13 @@ impl Key {
             self.zset_add(PENALTY_LOG_SCORE as i64, with_penalty(None, &a).as_bytes());
         }
     }
+}
+
+/// A sliding log's lowest members (see [`Key::log_head`]).
+#[derive(Clone, Copy)]
+pub struct LogHead {
+    pub penalty: Option<Penalty>,
+    /// Its oldest entry (`Some(None)`: it has none); `None` if the member
+    /// there is not a sliding-log entry.
+    pub oldest: Option<Option<Entry>>,
 }
