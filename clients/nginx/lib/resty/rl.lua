@@ -11,8 +11,10 @@
 --     }
 --     location / { access_by_lua_block { edge:access() } proxy_pass http://app; }
 --
--- On a server without the module it calls the Functions library instead (backend.lua). See
--- docs/nginx.md for every option.
+-- `limiter:refund(name)` gives back what a request spent (a login's success, so that only its
+-- failures count), `limiter:ban(key, ms)` refuses a key for a time (RL.BAN). On a server
+-- without the module it calls the Functions library instead (backend.lua). See docs/nginx.md
+-- for every option.
 local backend = require "resty.rl.backend"
 local facts = require "resty.rl.facts"
 local headers = require "resty.rl.headers"

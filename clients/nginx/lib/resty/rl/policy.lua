@@ -1,10 +1,10 @@
 -- A layer's policy: the words of its RL.ALL clause, and what the IETF `RateLimit-Policy`
 -- field says of it. A policy is either spelled out (`GCRA 100 1s BURST 20`: an algorithm and
--- its parameters, as the commands take them after the key, and a penalty, `FIXED 5 15m
--- PENALTY 15m ESCALATE 24h`: the denial past the limit starts 15 minutes of denials on the
--- key, doubling for each penalty within a day of the last one's end) or the name of a policy held on
--- the server (`free`: the clause `POLICY free`, RL.POLICY SET on the module, a policy file
--- written into the library without it).
+-- its parameters, as the commands take them after the key; with a penalty, `FIXED 5 15m
+-- PENALTY 15m ESCALATE 24h`, the denial past the limit starts 15 minutes of denials on the
+-- key, doubling for each penalty within a day of the last one's end) or the name of a policy
+-- held on the server (`free`: the clause `POLICY free`, RL.POLICY SET on the module, a policy
+-- file written into the library without it).
 local facts = require "resty.rl.facts"
 
 local ceil, tonumber, type = math.ceil, tonumber, type
