@@ -11,8 +11,9 @@ Kinds and how tests/python/test_docs.py treats them:
                  second fresh server started with them
   python         a redis-py fragment: run in the file's order against the same server
   curl           a curl transcript against the gateway example: run, output compared;
-                 `curl nginx`, against the NGINX example (docs/nginx.md): the NGINX package's
-                 tests run it (clients/nginx/tests/test_docs.py)
+                 `curl nginx`, against the NGINX example (docs/nginx.md), and `curl nginx
+                 login`, against its login example: the NGINX package's tests run them
+                 (clients/nginx/tests/test_docs.py)
   file PATH      the block is PATH's whole text; PATH runs in its own test
   quoted PATH    the block is quoted from PATH, which checks the quote and runs it
   not-run WHY    shown but not run here, for the reason given (e.g. no Go toolchain)

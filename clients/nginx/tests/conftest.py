@@ -22,6 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 import redis
@@ -132,10 +133,15 @@ class Cluster:
             n.close()
 
 
+#: The accounts of the upstream's login (examples/upstream.py's).
+PASSWORDS = {"alice": "correct horse battery staple"}
+
+
 class Upstream:
     """The service behind NGINX: answers every GET with 200 and a JSON body naming its path
-    (and an `X-RateLimit-Remaining` of its own when asked, by `X-Upstream-Limits`), and counts
-    the requests that reached it."""
+    (and an `X-RateLimit-Remaining` of its own when asked, by `X-Upstream-Limits`), a login
+    (`POST /login`, a form) as examples/upstream.py does, 200 or 401, and counts the requests
+    that reached it."""
 
     def __init__(self) -> None:
         served = self.served = []
@@ -145,9 +151,22 @@ class Upstream:
 
             def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
                 served.append(self.path)
-                body = json.dumps({"path": self.path}).encode()
-                self.send_response(200)
-                if self.headers.get("X-Upstream-Limits"):  # an app that limits too
+                self.answer(200, {"path": self.path}, self.headers.get("X-Upstream-Limits"))
+
+            def do_POST(self) -> None:  # noqa: N802
+                served.append(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                form = parse_qs(self.rfile.read(length).decode())
+                account, password = (form.get(f, [""])[0] for f in ("account", "password"))
+                if account in PASSWORDS and PASSWORDS[account] == password:
+                    self.answer(200, {"account": account})
+                else:
+                    self.answer(401, {"error": "wrong account or password"})
+
+            def answer(self, status: int, content: dict, limits: str | None = None) -> None:
+                body = json.dumps(content).encode()
+                self.send_response(status)
+                if limits:  # an app that limits too
                     self.send_header("X-RateLimit-Remaining", "999")
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -189,20 +208,23 @@ class Nginx:
         return "".join(p.read_text() for p in (self.dir / "stderr.log", self.dir / "error.log")
                        if p.exists())
 
-    def request(self, path: str, headers: dict[str, str] | None = None):
-        """One GET on a connection of its own: (status, headers, body)."""
+    def request(self, path: str, headers: dict[str, str] | None = None, body: str | None = None):
+        """One GET (a POST of a form `body`) on a connection of its own: (status, headers,
+        body)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            conn.request("GET", path, headers=headers or {})
+            if body is not None:
+                headers = {"Content-Type": "application/x-www-form-urlencoded", **(headers or {})}
+            conn.request("GET" if body is None else "POST", path, body=body, headers=headers or {})
             res = conn.getresponse()
             return res.status, {k.lower(): v for k, v in res.getheaders()}, res.read()
         finally:
             conn.close()
 
-    def get(self, path: str, headers: dict[str, str] | None = None):
-        """(status, headers, the JSON body parsed)."""
-        status, got, body = self.request(path, headers)
-        return status, got, json.loads(body or b"null")
+    def get(self, path: str, headers: dict[str, str] | None = None, body: str | None = None):
+        """(status, headers, the JSON body parsed); a POST of the form `body` when given."""
+        status, got, answer = self.request(path, headers, body)
+        return status, got, json.loads(answer or b"null")
 
     def text(self, path: str, headers: dict[str, str] | None = None) -> str:
         """The body of a 200 answer, as text."""
@@ -238,6 +260,30 @@ def example_conf(redis_line: str, upstream: int, port: int, options: str = "") -
         conf = conf.replace(old, new)
     assert conf.count("rl.new({ redis = redis, ") == 2
     return conf.replace("rl.new({ redis = redis, ", "rl.new({ redis = redis, " + options)
+
+
+LOGIN = ROOT / "clients/nginx/examples/login.conf"
+LOGIN_POLICY = '"FIXED 5 15m PENALTY 15m ESCALATE 24h"'
+
+
+def login_conf(redis_line: str, upstream: int, port: int, policy: str | None = None) -> str:
+    """examples/login.conf as the docs show it, with this checkout's package, these ports, two
+    workers, the error log at `info`, `redis_line` in place of its Redis connection and
+    `policy` (Lua text: a string) in place of its login layer's policy."""
+    conf = LOGIN.read_text()
+    swaps = [
+        ('"/opt/rl-nginx-0.1.0/lib/?.lua;;"', f'"{LIB}/?.lua;;"'),
+        ('redis = { host = "127.0.0.1", port = 6379 },', redis_line + ","),
+        ("server 127.0.0.1:8080;", f"server 127.0.0.1:{upstream};"),
+        ("listen 127.0.0.1:8000;", f"listen 127.0.0.1:{port};"),
+        ("worker_processes auto;", "worker_processes 2;"),
+        ("error_log error.log notice;", "error_log error.log info;"),
+        (f"policy = {LOGIN_POLICY}", f"policy = {policy or LOGIN_POLICY}"),
+    ]
+    for old, new in swaps:
+        assert conf.count(old) == 1, f"the login example no longer has {old!r}"
+        conf = conf.replace(old, new)
+    return conf
 
 
 def burst(nginx_list: list[Nginx], path: str, headers: dict[str, str], clients: int = 60):

@@ -29,7 +29,8 @@ const exactly = (literal: string): RegExp => new RegExp("^" + literal.replace(/[
  * `syntax` error's fixed texts (its `messages`: RL.ALL's and RL.PEEK's shape, lease ids). */
 const ARGUMENT: RegExp[] = [
   ...(["wrong_arity", "bad_integer", "bad_duration", "unknown_option", "unknown_clause_option", "repeated_option",
-    "missing_value", "rate_too_high", "cost_with_refund", "clause_arity", "no_such_policy", "policy_name"] as const).map(whole),
+    "missing_value", "rate_too_high", "cost_with_refund", "clause_arity", "no_such_policy", "policy_name",
+    "escalate_below_penalty"] as const).map(whole),
   ...Object.values(MESSAGES).map(exactly),
 ];
 

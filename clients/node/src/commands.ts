@@ -8,7 +8,9 @@
  * A policy named by a string is the server's: `RL.LIMIT key name [COST n | REFUND n | DEBIT n] [PEEK]
  * [BLOCK ms]` (`FCALL rl_limit 1 key name ...`), `RL.PEEK POLICY key name [COST n]`
  * (`FCALL_RO rl_peek 1 key POLICY name [COST n]`), and `POLICY name [COST n | REFUND n |
- * DEBIT n]` clauses in `RL.ALL` (and `rl_all`).
+ * DEBIT n]` clauses in `RL.ALL` (and `rl_all`). A policy's `PENALTY d [ESCALATE max]` goes
+ * right after its parameters (not in `RL.PEEK`, which takes none). `RL.BAN key ms` is `FCALL
+ * rl_ban 1 key ms`.
  */
 import { type AllDecision, type Backend, Decision } from "./decision.js";
 import { refused } from "./errors.js";
@@ -71,14 +73,14 @@ function options(o: DecideOptions & Charge): string[] {
   return out;
 }
 
-/** `RL.<ALGO> key params [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]`, or for a name
- * `RL.LIMIT key name [...]`. */
+/** `RL.<ALGO> key params [PENALTY d [ESCALATE max]] [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK
+ * ms]`, or for a name `RL.LIMIT key name [...]` (a named policy's penalty is the server's). */
 export function decide(key: string, p: PolicyOrName, o: DecideOptions & Charge = {}): Command<Decision> {
   const policy = policyOrName(p);
   const known = neverDenied(o);
   const decode = (reply: unknown, backend: Backend) => Decision.fromReply(reply, backend, policy, known);
   const [command, fn, params]: [string, string, readonly string[]] = typeof policy === "string"
-    ? ["RL.LIMIT", "rl_limit", [policy]] : [`RL.${policy.algo}`, KINDS[policy.algo].fcall, policy.params];
+    ? ["RL.LIMIT", "rl_limit", [policy]] : [`RL.${policy.algo}`, KINDS[policy.algo].fcall, [...policy.params, ...(policy.penalty ?? [])]];
   const rest = [...params, ...options(o)];
   return { module: [command, key, ...rest], fn, keys: [key], rest, readOnly: false, decode };
 }
@@ -92,7 +94,9 @@ export function policyDefinition(key: string, name: string): Command<string | nu
   };
 }
 
-/** `RL.PEEK ALGO key params [COST n]`, or for a name `RL.PEEK POLICY key name [COST n]`: read-only. */
+/** `RL.PEEK ALGO key params [COST n]`, or for a name `RL.PEEK POLICY key name [COST n]`: read-only.
+ * A policy's penalty is not sent (the command takes none): a penalized key's peek is denied
+ * whatever the policy says. */
 export function peek(key: string, p: PolicyOrName, cost = 1): Command<Decision> {
   const policy = policyOrName(p);
   const [word, params]: [string, readonly string[]] = typeof policy === "string" ? ["POLICY", [policy]] : [policy.algo, policy.params];
@@ -111,8 +115,8 @@ export function allOf(layers: readonly Layer[], peekOnly: boolean): Command<AllD
   return allCharged(layers.map(([key, p, cost]) => [key, p, { cost }]), peekOnly);
 }
 
-/** `RL.ALL` with each layer's own charge: `ALGO params [COST n | REFUND n | DEBIT n]` (or
- * `POLICY name [...]`) per layer. */
+/** `RL.ALL` with each layer's own charge: `ALGO params [PENALTY d [ESCALATE max]] [COST n |
+ * REFUND n | DEBIT n]` (or `POLICY name [...]`) per layer. */
 export function allCharged(layers: readonly (readonly [string, PolicyOrName, Charge])[], peekOnly = false): Command<AllDecision> {
   if (layers.length === 0) throw refused(RangeError, "all() needs at least one [key, policy] layer");
   const keys = layers.map((l) => l[0]);
@@ -121,7 +125,7 @@ export function allCharged(layers: readonly (readonly [string, PolicyOrName, Cha
   layers.forEach(([, , c], i) => {
     const p = policies[i];
     if (typeof p === "string") rest.push("POLICY", p);
-    else rest.push(p.algo, ...p.params);
+    else rest.push(p.algo, ...p.params, ...(p.penalty ?? []));
     rest.push(...charge(c));
   });
   if (peekOnly) rest.push("PEEK");
@@ -144,6 +148,16 @@ export function acquire(key: string, limit: number, timeout: Duration, leaseId: 
   return {
     module: ["RL.ACQUIRE", key, ...rest], fn: "rl_acquire", keys: [key], rest, readOnly: false,
     decode: (reply, backend) => Decision.fromReply(reply, backend),
+  };
+}
+
+/** `RL.BAN key ms` (`FCALL rl_ban 1 key ms`): the key's penalty set to end `ms` from now (0
+ * lifts it), whatever limiter the key holds; true if the key existed. */
+export function ban(key: string, ms: number): Command<boolean> {
+  const rest = [countArg(ms, "ms")];
+  return {
+    module: ["RL.BAN", key, ...rest], fn: "rl_ban", keys: [key], rest, readOnly: false,
+    decode: (reply) => Number(reply) === 1,
   };
 }
 

@@ -38,6 +38,13 @@ export const MAX_POLICY_NAME = 64;
 export const MAX_POLICY_LINE = 1_024;
 export const MAX_POLICY_FILE = 16_777_216;
 
+/** A key's penalty (`PENALTY d`, `RL.BAN`): `<tag>:<end>:<len>:<keep>` (milliseconds), after
+ * the separator in a string state (`gcra:<tat>|penalty:...`), alone in a key holding only
+ * a penalty, or a sliding log's member scored `PENALTY_LOG_SCORE`. */
+export const PENALTY_TAG = "penalty";
+export const PENALTY_SEPARATOR = "|";
+export const PENALTY_LOG_SCORE = -1;
+
 /** Each duration unit (case-insensitive) in milliseconds; "" is a bare integer's. */
 export const DURATION_UNITS_MS: Readonly<Record<string, number>> = {
   "": 1_000,

@@ -6,6 +6,8 @@
  *   const d = await limiter.gcra("user:42", 10, "1s", { burst: 5 });
  *   d.allowed, d.remaining, d.headers()
  *   await limiter.limit("user:42", "free");   // the server's policy "free" (RL.POLICY SET)
+ *   await limiter.fixed("login:alice", 5, "15m", { penalty: "15m", escalate: "24h" });
+ *   await limiter.ban("login:mallory", 3_600_000);   // RL.BAN: true if the key existed
  *
  *   const { decision, reservation } = await limiter.reserve("user:42", tpm, 500);
  *   await reservation?.settle(420);            // REFUND 80 (DEBIT when more), once
@@ -24,7 +26,7 @@ export type { DecideOptions, Layer } from "./commands.js";
 export { Reservation, type Reserved } from "./reservation.js";
 export type { SendCommand } from "./transport.js";
 export * as policy from "./policy.js";
-export type { Duration, Policy, PolicyOrName } from "./policy.js";
+export type { Duration, PenaltyOptions, Policy, PolicyOptions, PolicyOrName } from "./policy.js";
 export { NO_TAG, clientIp, clientSubnet, escapeTag, header, ipKey, path, rateLimitLayers, warnShadowDenied } from "./express.js";
 export type { Identify, LayerSpec, LayersOptions, RequestLike, ResponseLike, ShadowDenial } from "./express.js";
 export { RlStore, type RlStoreOptions, type RlStoreInit, type RlStoreInfo } from "./express-store.js";

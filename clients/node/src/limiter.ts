@@ -12,6 +12,12 @@
  * command's own, as its case (errors.ts: ConfigurationError, ForeignKeyError,
  * ServerUnavailableError) or as the driver gave it.
  *
+ * The six limiters and their policies take `{ penalty, escalate }` (`PENALTY d [ESCALATE
+ * max]`): a denial starts a penalty of `penalty` on the key, during which every call on it is
+ * denied (an ordinary denial, `retryAfterMs` to the penalty's end); with `escalate`, a
+ * penalty that starts within `escalate` of the previous one's end lasts twice as long, at
+ * most `escalate`. `ban(key, ms)` sets a key's penalty by hand.
+ *
  * Wherever a policy is taken, a string names a policy defined on the server (`RL.POLICY
  * SET`, or the lines written into the library by scripts/library-policies.py):
  * `limit(key, "free")` is `RL.LIMIT key free` (`FCALL rl_limit 1 key free`).
@@ -36,7 +42,9 @@ import { Reservation, type Reserved } from "./reservation.js";
 import { readShadowed } from "./reserving.js";
 import { type Transport, transportOf } from "./transport.js";
 
-type Named = DecideOptions & { name?: string };
+/** A spelt-out limiter's options: the call's (`cost`, `peek`, `blockMs`) and its policy's
+ * (`name`, `penalty`, `escalate`). */
+type Named = DecideOptions & policy.PolicyOptions;
 
 /** `value`, if it is a string, else a TypeError naming it. */
 function text(value: unknown, what: string): string {
@@ -112,32 +120,32 @@ export class Limiter {
     return this.decide(key, p, o);
   }
 
-  /** `RL.GCRA key limit period [BURST burst]`. */
+  /** `RL.GCRA key limit period [BURST burst] [PENALTY d [ESCALATE max]]`. */
   async gcra(key: string, limit: number, period: Duration, o: Named & { burst?: number } = {}): Promise<Decision> {
     return this.decide(key, policy.gcra(limit, period, o), o);
   }
 
-  /** `RL.TOKENBUCKET key capacity refill period`. */
+  /** `RL.TOKENBUCKET key capacity refill period [PENALTY d [ESCALATE max]]`. */
   async tokenBucket(key: string, capacity: number, refill: number, period: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.tokenBucket(capacity, refill, period, o), o);
   }
 
-  /** `RL.LEAKY key capacity leak period`. */
+  /** `RL.LEAKY key capacity leak period [PENALTY d [ESCALATE max]]`. */
   async leaky(key: string, capacity: number, leak: number, period: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.leaky(capacity, leak, period, o), o);
   }
 
-  /** `RL.SLIDING key limit window`. */
+  /** `RL.SLIDING key limit window [PENALTY d [ESCALATE max]]`. */
   async sliding(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.sliding(limit, window, o), o);
   }
 
-  /** `RL.SLIDINGLOG key limit window`. */
+  /** `RL.SLIDINGLOG key limit window [PENALTY d [ESCALATE max]]`. */
   async slidingLog(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.slidingLog(limit, window, o), o);
   }
 
-  /** `RL.FIXED key limit window`. */
+  /** `RL.FIXED key limit window [PENALTY d [ESCALATE max]]`. */
   async fixed(key: string, limit: number, window: Duration, o: Named = {}): Promise<Decision> {
     return this.decide(key, policy.fixed(limit, window, o), o);
   }
@@ -216,6 +224,14 @@ export class Limiter {
   async acquire(key: string, limit: number, timeout: Duration, leaseId: string,
     o: { peek?: boolean; blockMs?: number } = {}): Promise<Decision> {
     return this.run(commands.acquire(text(key, "key"), limit, timeout, text(leaseId, "leaseId"), o));
+  }
+
+  /** `RL.BAN key ms`: `key` denied for `ms` milliseconds from now (an integer, 0 to 3650 days)
+   * whatever its limiter and its rate, replacing any penalty (a later penalty escalates from
+   * it); `ms` 0 lifts a ban or a penalty. The key may hold any limiter's state, or nothing (it
+   * then holds the ban alone, until it ends). Resolves true if the key existed. */
+  async ban(key: string, ms: number): Promise<boolean> {
+    return this.run(commands.ban(text(key, "key"), ms));
   }
 
   /** `RL.RELEASE key lease_id`: true if the lease was held. */

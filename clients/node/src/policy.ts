@@ -6,6 +6,10 @@
  * the window; for a rate (GCRA's limit, the token bucket's refill, the leaky bucket's leak)
  * `q` is that count and `w` its period, in whole seconds.
  *
+ * A policy may carry a penalty (`{ penalty, escalate }`: `PENALTY d [ESCALATE max]`, sent after
+ * its parameters in a call and in an `RL.ALL` clause, never in `RL.PEEK`, which sees a key's
+ * penalty without it): a denial starts one, during which the key is denied whatever its rate.
+ *
  * Wherever a policy is taken, a string is the name of a policy defined on the server
  * (`RL.POLICY SET name ALGO params [SHADOW]`, docs/commands.md, "Named policies"): the call
  * is then `RL.LIMIT key name`, `RL.PEEK POLICY key name` or an `RL.ALL` clause `POLICY name`.
@@ -27,7 +31,20 @@ export interface Policy {
   readonly window: Duration;
   /** The name the IETF fields give it ("" for none). */
   readonly name: string;
+  /** `PENALTY d [ESCALATE max]` as sent after the parameters; empty (or absent) without one. */
+  readonly penalty?: readonly string[];
 }
+
+/** A penalty: a denial starts `penalty` (a duration) of denials on the key; with `escalate`,
+ * each penalty that starts within `escalate` of the previous one's end lasts twice as long,
+ * at most `escalate`. */
+export interface PenaltyOptions {
+  penalty?: Duration;
+  escalate?: Duration;
+}
+
+/** A policy's options: its name in the IETF fields, and its penalty. */
+export type PolicyOptions = PenaltyOptions & { name?: string };
 
 /** A policy object, or the name of a policy defined on the server. */
 export type PolicyOrName = Policy | string;
@@ -94,44 +111,61 @@ export function countArg(n: number, what: string): string {
   return String(n);
 }
 
-function policy(algo: Algo, params: string[], quota: number, window: Duration, name = ""): Policy {
-  return Object.freeze({ algo, params: Object.freeze(params), quota, window, name });
+/** `PENALTY d [ESCALATE max]`, or nothing without a penalty. `escalate` without `penalty` is
+ * a RangeError (a ConfigurationError) before anything is sent; the durations go as given, and
+ * the server checks them as every duration (and that `max` is at least `d`: its
+ * `ESCALATE max must be at least PENALTY d`, a ConfigurationError too). */
+export function penaltyWords(o: PenaltyOptions = {}): string[] {
+  if (o.penalty === undefined) {
+    if (o.escalate !== undefined) {
+      throw refused(RangeError, `escalate (${String(o.escalate)}) needs a penalty: escalate is the longest a penalty grows to, doubling from penalty`);
+    }
+    return [];
+  }
+  const words = ["PENALTY", durationArg(o.penalty)];
+  if (o.escalate !== undefined) words.push("ESCALATE", durationArg(o.escalate));
+  return words;
 }
 
-/** `limit` per `period`, evenly spaced, bursts of `burst` (the command's default: 1). */
-export function gcra(limit: number, period: Duration, opts: { burst?: number; name?: string } = {}): Policy {
+function policy(algo: Algo, params: string[], quota: number, window: Duration, name = "", penalty: readonly string[] = []): Policy {
+  return Object.freeze({ algo, params: Object.freeze(params), quota, window, name, penalty: Object.freeze([...penalty]) });
+}
+
+/** `limit` per `period`, evenly spaced, bursts of `burst` (the command's default: 1). Every
+ * policy takes `{ penalty, escalate }` (`PenaltyOptions`) beside its name. */
+export function gcra(limit: number, period: Duration, opts: PolicyOptions & { burst?: number } = {}): Policy {
   const params = [countArg(limit, "limit"), durationArg(period)];
   if (opts.burst !== undefined) params.push("BURST", countArg(opts.burst, "burst"));
-  return policy("GCRA", params, limit, period, opts.name);
+  return policy("GCRA", params, limit, period, opts.name, penaltyWords(opts));
 }
 
 /** A bucket of `capacity` tokens, `refill` more per `period`. */
-export function tokenBucket(capacity: number, refill: number, period: Duration, opts: { name?: string } = {}): Policy {
+export function tokenBucket(capacity: number, refill: number, period: Duration, opts: PolicyOptions = {}): Policy {
   const params = [countArg(capacity, "capacity"), countArg(refill, "refill"), durationArg(period)];
-  return policy("TOKENBUCKET", params, refill, period, opts.name);
+  return policy("TOKENBUCKET", params, refill, period, opts.name, penaltyWords(opts));
 }
 
 /** A leaky bucket as a queue of `capacity`, `leak` leaving per `period`. */
-export function leaky(capacity: number, leak: number, period: Duration, opts: { name?: string } = {}): Policy {
+export function leaky(capacity: number, leak: number, period: Duration, opts: PolicyOptions = {}): Policy {
   const params = [countArg(capacity, "capacity"), countArg(leak, "leak"), durationArg(period)];
-  return policy("LEAKY", params, leak, period, opts.name);
+  return policy("LEAKY", params, leak, period, opts.name, penaltyWords(opts));
 }
 
-function windowed(algo: Algo, limit: number, window: Duration, name?: string): Policy {
-  return policy(algo, [countArg(limit, "limit"), durationArg(window)], limit, window, name);
+function windowed(algo: Algo, limit: number, window: Duration, opts: PolicyOptions): Policy {
+  return policy(algo, [countArg(limit, "limit"), durationArg(window)], limit, window, opts.name, penaltyWords(opts));
 }
 
 /** The sliding window counter: `limit` per `window`, estimated. */
-export const sliding = (limit: number, window: Duration, opts: { name?: string } = {}) =>
-  windowed("SLIDING", limit, window, opts.name);
+export const sliding = (limit: number, window: Duration, opts: PolicyOptions = {}) =>
+  windowed("SLIDING", limit, window, opts);
 /** The exact sliding log: `limit` per `window`. */
-export const slidingLog = (limit: number, window: Duration, opts: { name?: string } = {}) =>
-  windowed("SLIDINGLOG", limit, window, opts.name);
+export const slidingLog = (limit: number, window: Duration, opts: PolicyOptions = {}) =>
+  windowed("SLIDINGLOG", limit, window, opts);
 /** Fixed windows aligned to the clock: `limit` per `window`. */
-export const fixed = (limit: number, window: Duration, opts: { name?: string } = {}) =>
-  windowed("FIXED", limit, window, opts.name);
+export const fixed = (limit: number, window: Duration, opts: PolicyOptions = {}) =>
+  windowed("FIXED", limit, window, opts);
 
-/** `p`, named `name` in the IETF fields. */
+/** `p`, named `name` in the IETF fields (its penalty kept). */
 export function named(p: Policy, name: string): Policy {
-  return policy(p.algo, [...p.params], p.quota, p.window, name);
+  return policy(p.algo, [...p.params], p.quota, p.window, name, p.penalty ?? []);
 }

@@ -104,3 +104,19 @@ export async function reserved(limiter: Limiter): Promise<number> {
   return debited.remaining + decision.remaining + (settled?.remaining ?? 0) + (again?.binding.remaining ?? 0)
     + both.decision.layers.length + (wrong ? 1 : 0);
 }
+
+// Penalties and bans: a policy's { penalty, escalate }, the limiters' too, and ban().
+import type { PenaltyOptions } from "redis-rl";
+
+export async function penalties(limiter: Limiter): Promise<boolean> {
+  const login = policy.fixed(5, "15m", { penalty: "15m", escalate: "24h", name: "login" });
+  const opts: PenaltyOptions = { penalty: 60 };
+  const d: Decision = await limiter.gcra("ip:1", 10, "1s", { burst: 5, ...opts, cost: 2 });
+  const { reservation } = await limiter.reserve("login:alice", login, 1);
+  const existed: boolean = await limiter.ban("login:mallory", 3_600_000);
+  // @ts-expect-error a penalty is a duration
+  policy.sliding(5, "1m", { penalty: true });
+  // @ts-expect-error ban takes milliseconds, a number
+  await limiter.ban("k", "1h");
+  return existed && d.allowed && reservation !== null;
+}

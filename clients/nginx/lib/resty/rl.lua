@@ -11,9 +11,12 @@
 --     }
 --     location / { access_by_lua_block { edge:access() } proxy_pass http://app; }
 --
--- On a server without the module it calls the Functions library instead (backend.lua). See
--- docs/nginx.md for every option.
+-- `limiter:refund(name)` gives back what a request spent (a login's success, so that only its
+-- failures count), `limiter:ban(key, ms)` refuses a key for a time (RL.BAN). On a server
+-- without the module it calls the Functions library instead (backend.lua). See docs/nginx.md
+-- for every option.
 local backend = require "resty.rl.backend"
+local facts = require "resty.rl.facts"
 local headers = require "resty.rl.headers"
 local identity = require "resty.rl.identity"
 local loader = require "resty.rl.loader"
@@ -22,7 +25,7 @@ local policy = require "resty.rl.policy"
 local server = require "resty.rl.server"
 
 local ngx = ngx
-local type, ipairs, tostring = type, ipairs, tostring
+local type, ipairs, tostring, floor = type, ipairs, tostring, math.floor
 
 local _M = { _VERSION = "0.1.0" }
 local mt = { __index = _M }
@@ -121,6 +124,16 @@ function _M.applying(self)
     return out
 end
 
+-- A SHADOW policy's denial is answered as admitted, nothing remaining, a wait (a named LEAKY
+-- policy's admission to its queue's last place reads the same).
+local function looks_shadowed(layer, r)
+    return layer.policy.named and r[1] == 1 and r[3] == 0 and r[4] ~= 0
+end
+
+local function failed(err, kind)
+    return nil, err, kind == server.UNAVAILABLE and "unavailable" or "error"
+end
+
 -- Decides the request: a result, or nil when no layer applies, or nil, the error's text and
 -- "unavailable" (Redis out of reach) or "error" (anything else: a policy the server refuses,
 -- a key holding another value, the library refused).
@@ -128,6 +141,7 @@ end
 --   result.layer     the binding layer ({ name, key, policy }); result.reply its five integers
 --   result.replies   every layer's five integers, in order
 --   result.shadowed  the layer a SHADOW policy on the server denied, if one did
+-- An admitted request's spending is kept in ngx.ctx, for `refund`.
 function _M.decide(self)
     local layers, err = self:applying()
     if not layers then
@@ -136,9 +150,10 @@ function _M.decide(self)
     if #layers == 0 then
         return nil
     end
+    local sent = ngx.now()
     local res, e, kind = backend.decide(self.o, self.state, layers)
     if res == nil then
-        return nil, e, kind == server.UNAVAILABLE and "unavailable" or "error"
+        return failed(e, kind)
     end
     local replies = res[6] or { res }
     local index = 1
@@ -150,14 +165,41 @@ function _M.decide(self)
     end
     local shadowed
     for i, r in ipairs(replies) do
-        -- A SHADOW policy's denial is answered as admitted, nothing remaining, a wait.
-        if layers[i].policy.named and r[1] == 1 and r[3] == 0 and r[4] ~= 0 then
+        if looks_shadowed(layers[i], r) then
             shadowed = layers[i]
             break
         end
     end
+    if res[1] == 1 then
+        local ctx = ngx.ctx
+        local spent = ctx.rl_spent
+        if not spent then
+            spent = {}
+            ctx.rl_spent = spent
+        end
+        spent[self] = { layers = layers, replies = replies, sent = sent }
+    end
     return { allowed = res[1] == 1, layer = layers[index], reply = replies[index], replies = replies,
              shadowed = shadowed }
+end
+
+-- `p` with `REFUND 1` after its words (kept with `p`, which is parsed once).
+local function refunding(p)
+    local r = p.refunding
+    if not r then
+        local args, clause = {}, {}
+        for i, word in ipairs(p.args) do
+            args[i] = word
+        end
+        for i, word in ipairs(p.clause) do
+            clause[i] = word
+        end
+        args[#args + 1], args[#args + 2] = "REFUND", "1"
+        clause[#clause + 1], clause[#clause + 2] = "REFUND", "1"
+        r = { command = p.command, fcall = p.fcall, args = args, clause = clause, named = p.named }
+        p.refunding = r
+    end
+    return r
 end
 
 -- Client text as a log line may hold it: control characters escaped (`\x0a`).
@@ -165,6 +207,80 @@ local function printable(text)
     return (text:gsub("[%c\\]", function(c)
         return string.format("\\x%02x", c:byte())
     end))
+end
+
+local function refund_later(premature, o, state, layers)
+    if premature then
+        return
+    end
+    local res, err = backend.decide(o, state, layers)
+    if res == nil then
+        ngx.log(ngx.ERR, "rl: a refund failed (", printable(layers[1].key), "): ", printable(err))
+    end
+end
+
+-- The phases in which the Lua module cannot talk to the network: a refund waits for a timer.
+local NO_SOCKETS = { log = true, header_filter = true, body_filter = true }
+
+-- Gives back the unit this request's `access()` (or `decide()`) spent on the layer named
+-- `name` (every layer it spent on, without a name): `REFUND 1` (one RL.ALL for several), so
+-- that only some outcomes count, e.g. a login's failures: `log_by_lua_block { if ngx.status
+-- == 200 then limits:refund() end }`. Nothing goes to a layer whose units no longer count
+-- (its reply's reset time has passed since the call) or that spent nothing (a SHADOW policy's
+-- denial), nor twice. In the log, header_filter and body_filter phases, where no connection
+-- can be made, it is sent from a timer right after (a failure is logged); elsewhere at once.
+-- Returns true when a refund was sent (or its timer set), false when there was nothing to
+-- give back, or nil, the error's text and "unavailable" or "error".
+function _M.refund(self, name)
+    local spent = ngx.ctx.rl_spent
+    local mine = spent and spent[self]
+    if not mine then
+        return false
+    end
+    spent[self] = nil
+    ngx.update_time()
+    local elapsed_ms = (ngx.now() - mine.sent) * 1000
+    local layers = {}
+    for i, layer in ipairs(mine.layers) do
+        local r = mine.replies[i]
+        if (name == nil or layer.name == name) and not looks_shadowed(layer, r) and elapsed_ms < r[5] then
+            layers[#layers + 1] = { name = layer.name, key = layer.key, policy = refunding(layer.policy) }
+        end
+    end
+    if #layers == 0 then
+        return false
+    end
+    if NO_SOCKETS[ngx.get_phase()] then
+        local ok, err = ngx.timer.at(0, refund_later, self.o, self.state, layers)
+        if not ok then
+            return nil, "a refund's timer: " .. tostring(err), "error"
+        end
+        return true
+    end
+    local res, err, kind = backend.decide(self.o, self.state, layers)
+    if res == nil then
+        return failed(err, kind)
+    end
+    return true
+end
+
+-- `RL.BAN key ms` (`FCALL rl_ban 1 key ms` on the library): `key` (a layer's key,
+-- `<prefix>:<name>:<identity>`) denied for `ms` milliseconds from now, whatever its limiter
+-- and rate; `ms` 0 lifts a ban or a penalty. Returns true if the key existed, false if not, or
+-- nil, the error's text and "unavailable" or "error". From a phase that can talk to the
+-- network (rewrite, access, content, a timer).
+function _M.ban(self, key, ms)
+    if type(key) ~= "string" then
+        return nil, "ban: the key is a string, not " .. type(key), "error"
+    end
+    if type(ms) ~= "number" or ms ~= floor(ms) or ms < 0 or ms > facts.MAX_DURATION_MS then
+        return nil, "ban: ms is an integer from 0 to " .. string.format("%.0f", facts.MAX_DURATION_MS), "error"
+    end
+    local res, err, kind = backend.ban(self.o, self.state, key, string.format("%.0f", ms))
+    if res == nil then
+        return failed(err, kind)
+    end
+    return res == 1
 end
 
 -- Answers the request itself: `status`, a JSON `body`, and a denial's headers for `layer`.

@@ -41,6 +41,13 @@ MAX_POLICY_NAME = 64
 MAX_POLICY_LINE = 1_024
 MAX_POLICY_FILE = 16_777_216
 
+#: A key's penalty (`PENALTY d`, `RL.BAN`): `<tag>:<end>:<len>:<keep>` (milliseconds), after
+#: the separator in a string state (`gcra:<tat>|penalty:...`), alone in a key holding only
+#: a penalty, or a sliding log's member scored `PENALTY_LOG_SCORE`.
+PENALTY_TAG = 'penalty'
+PENALTY_SEPARATOR = '|'
+PENALTY_LOG_SCORE = -1
+
 #: Each duration unit (case-insensitive) in milliseconds; `""` is a bare integer's.
 DURATION_UNITS_MS: dict[str, int] = {
     '': 1_000,

@@ -29,6 +29,11 @@ class Api(Generic[D, A, B, R, S]):
     (0: no limit; the library decides at once). Keep the client's socket timeout above
     `block_ms`.
 
+    The six limiters take `penalty=d` and `escalate=max` (`PENALTY d [ESCALATE max]`): a
+    denial starts a penalty of `d` on the key, during which every call on it is denied (an
+    ordinary denial, `retry_after_ms` to the penalty's end); with `escalate`, a penalty that
+    starts within `max` of the previous one's end lasts twice as long, at most `max`.
+
     Wherever a method takes a `policy` it also takes the name of a policy defined on the
     server (`RL.POLICY SET free SLIDING 100 1m`; a `str`, checked as the server checks names):
     `RL.LIMIT key free`, `RL.PEEK POLICY key free`, an `RL.ALL` clause `POLICY free`."""
@@ -59,50 +64,62 @@ class Api(Generic[D, A, B, R, S]):
     def gcra(
         self, key: str, limit: int, period: Duration, *, burst: int | None = None,
         cost: int = 1, peek: bool = False, block_ms: int | None = None, name: str = "",
+        penalty: Duration | None = None, escalate: Duration | None = None,
     ) -> D:
-        """`RL.GCRA key limit period [BURST burst]`."""
-        return self.decide(key, policy.gcra(limit, period, burst, name), cost=cost, peek=peek,
-                           block_ms=block_ms)
+        """`RL.GCRA key limit period [BURST burst] [PENALTY d [ESCALATE max]]`."""
+        return self.decide(key, policy.gcra(limit, period, burst, name, penalty=penalty,
+                                            escalate=escalate),
+                           cost=cost, peek=peek, block_ms=block_ms)
 
     def token_bucket(
         self, key: str, capacity: int, refill: int, period: Duration, *, cost: int = 1,
         peek: bool = False, block_ms: int | None = None, name: str = "",
+        penalty: Duration | None = None, escalate: Duration | None = None,
     ) -> D:
-        """`RL.TOKENBUCKET key capacity refill period`."""
-        return self.decide(key, policy.token_bucket(capacity, refill, period, name), cost=cost,
-                           peek=peek, block_ms=block_ms)
+        """`RL.TOKENBUCKET key capacity refill period [PENALTY d [ESCALATE max]]`."""
+        return self.decide(key, policy.token_bucket(capacity, refill, period, name,
+                                                    penalty=penalty, escalate=escalate),
+                           cost=cost, peek=peek, block_ms=block_ms)
 
     def leaky(
         self, key: str, capacity: int, leak: int, period: Duration, *, cost: int = 1,
         peek: bool = False, block_ms: int | None = None, name: str = "",
+        penalty: Duration | None = None, escalate: Duration | None = None,
     ) -> D:
-        """`RL.LEAKY key capacity leak period`."""
-        return self.decide(key, policy.leaky(capacity, leak, period, name), cost=cost,
-                           peek=peek, block_ms=block_ms)
+        """`RL.LEAKY key capacity leak period [PENALTY d [ESCALATE max]]`."""
+        return self.decide(key, policy.leaky(capacity, leak, period, name, penalty=penalty,
+                                             escalate=escalate),
+                           cost=cost, peek=peek, block_ms=block_ms)
 
     def sliding(
         self, key: str, limit: int, window: Duration, *, cost: int = 1, peek: bool = False,
-        block_ms: int | None = None, name: str = "",
+        block_ms: int | None = None, name: str = "", penalty: Duration | None = None,
+        escalate: Duration | None = None,
     ) -> D:
-        """`RL.SLIDING key limit window`."""
-        return self.decide(key, policy.sliding(limit, window, name), cost=cost, peek=peek,
-                           block_ms=block_ms)
+        """`RL.SLIDING key limit window [PENALTY d [ESCALATE max]]`."""
+        return self.decide(key, policy.sliding(limit, window, name, penalty=penalty,
+                                            escalate=escalate),
+                           cost=cost, peek=peek, block_ms=block_ms)
 
     def sliding_log(
         self, key: str, limit: int, window: Duration, *, cost: int = 1, peek: bool = False,
-        block_ms: int | None = None, name: str = "",
+        block_ms: int | None = None, name: str = "", penalty: Duration | None = None,
+        escalate: Duration | None = None,
     ) -> D:
-        """`RL.SLIDINGLOG key limit window`."""
-        return self.decide(key, policy.sliding_log(limit, window, name), cost=cost, peek=peek,
-                           block_ms=block_ms)
+        """`RL.SLIDINGLOG key limit window [PENALTY d [ESCALATE max]]`."""
+        return self.decide(key, policy.sliding_log(limit, window, name, penalty=penalty,
+                                            escalate=escalate),
+                           cost=cost, peek=peek, block_ms=block_ms)
 
     def fixed(
         self, key: str, limit: int, window: Duration, *, cost: int = 1, peek: bool = False,
-        block_ms: int | None = None, name: str = "",
+        block_ms: int | None = None, name: str = "", penalty: Duration | None = None,
+        escalate: Duration | None = None,
     ) -> D:
-        """`RL.FIXED key limit window`."""
-        return self.decide(key, policy.fixed(limit, window, name), cost=cost, peek=peek,
-                           block_ms=block_ms)
+        """`RL.FIXED key limit window [PENALTY d [ESCALATE max]]`."""
+        return self.decide(key, policy.fixed(limit, window, name, penalty=penalty,
+                                            escalate=escalate),
+                           cost=cost, peek=peek, block_ms=block_ms)
 
     def refund(self, key: str, policy: PolicyOrName, n: int) -> D:
         """`RL.<ALGO> key params REFUND n` (`RL.LIMIT key name REFUND n`): give `n` units back
@@ -165,6 +182,13 @@ class Api(Generic[D, A, B, R, S]):
     ) -> D:
         """`RL.ACQUIRE key limit timeout lease_id`: take (or renew) one of `limit` leases."""
         return self._run(commands.acquire(key, limit, timeout, lease_id, peek, block_ms))
+
+    def ban(self, key: str, ms: int) -> B:
+        """`RL.BAN key ms`: `key` denied for `ms` milliseconds from now (an int, 0 to 3650 days)
+        whatever its limiter and its rate, replacing any penalty (a later penalty escalates
+        from it); `ms=0` lifts a ban or a penalty. The key may hold any limiter's state, or
+        nothing (it then holds the ban alone, until it ends). True if the key existed."""
+        return self._run(commands.ban(key, ms))
 
     def release(self, key: str, lease_id: str | bytes) -> B:
         """`RL.RELEASE key lease_id`: True if the lease was held."""

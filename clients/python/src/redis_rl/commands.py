@@ -6,7 +6,9 @@ numkeys keys clauses`, `RL.PEEK ALGO key params` is `FCALL_RO rl_peek 1 key ALGO
 A policy named on the server (a `str`) is `RL.LIMIT key name [options]` (`FCALL rl_limit 1
 key name [options]`), `RL.PEEK POLICY key name [COST n]` (`FCALL_RO rl_peek 1 key POLICY name
 [COST n]`) and the `RL.ALL` clause `POLICY name [COST n]`. `COST n`, `REFUND n` and `DEBIT n`
-go after a policy's parameters (or name) in each. Nothing here talks to a server.
+go after a policy's parameters (or name) in each, and a policy's `PENALTY d [ESCALATE max]`
+right after its parameters (not in `RL.PEEK`, which takes none). `RL.BAN key ms` is `FCALL
+rl_ban 1 key ms`. Nothing here talks to a server.
 """
 
 from __future__ import annotations
@@ -66,12 +68,13 @@ def _options(cost: int, refund: int | None, peek: bool, block_ms: int | None,
     return out
 
 
-def _clause(policy: PolicyOrName) -> list[str]:
-    """What follows the key (or the keys, in `RL.ALL`) for `policy`: `ALGO params`, or
-    `POLICY name`."""
+def _clause(policy: PolicyOrName, penalty: bool = True) -> list[str]:
+    """What follows the key (or the keys, in `RL.ALL`) for `policy`: `ALGO params [PENALTY d
+    [ESCALATE max]]` (without the penalty for `RL.PEEK`, which takes none), or `POLICY
+    name`."""
     if isinstance(policy, str):
         return ["POLICY", policy]
-    return [policy.algo, *policy.params]
+    return [policy.algo, *policy.params, *(policy.penalty if penalty else ())]
 
 
 def decide(
@@ -83,15 +86,16 @@ def decide(
     block_ms: int | None = None,
     debit: int | None = None,
 ) -> Command:
-    """`RL.<ALGO> key params [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]`, or for a
-    policy's name `RL.LIMIT key name [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]`."""
+    """`RL.<ALGO> key params [PENALTY d [ESCALATE max]] [COST n | REFUND n | DEBIT n] [PEEK]
+    [BLOCK ms]`, or for a policy's name `RL.LIMIT key name [COST n | REFUND n | DEBIT n] [PEEK]
+    [BLOCK ms]` (a named policy's penalty is the server's)."""
     policy = policy_arg(policy)
     options = _options(cost, refund, peek, block_ms, debit)
     if isinstance(policy, str):
         module: tuple[Any, ...] = ("RL.LIMIT", key, policy, *options)
         function, rest = "rl_limit", (policy, *options)
     else:
-        rest = (*policy.params, *options)
+        rest = (*policy.params, *policy.penalty, *options)
         module, function = (f"RL.{policy.algo}", key, *rest), KINDS[policy.algo].fcall
     never_denied = False if refund is not None or debit is not None else None
     return Command(
@@ -121,9 +125,10 @@ def policy_definition(key: str, name: str) -> Command:
 
 def peek(key: str, policy: PolicyOrName, cost: int = 1) -> Command:
     """`RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]` for a policy's
-    name): read-only, for replicas and read-only users."""
+    name): read-only, for replicas and read-only users. A policy's penalty is not sent (the
+    command takes none): a penalized key's peek is denied whatever the policy says."""
     policy = policy_arg(policy)
-    word, *params = _clause(policy)
+    word, *params = _clause(policy, penalty=False)
     rest = (word, *params, *_cost(cost))
     return Command(
         module=("RL.PEEK", word, key, *rest[1:]),
@@ -199,6 +204,19 @@ def acquire(
         keys=(key,),
         rest=rest,
         decode=lambda reply, backend: Decision.from_reply(reply, backend, None),
+    )
+
+
+def ban(key: str, ms: int) -> Command:
+    """`RL.BAN key ms` (`FCALL rl_ban 1 key ms`): the key's penalty set to end `ms` from now
+    (0 lifts it), whatever limiter the key holds; True if the key existed."""
+    rest = (count_arg(ms, "ms"),)
+    return Command(
+        module=("RL.BAN", key, *rest),
+        function="rl_ban",
+        keys=(key,),
+        rest=rest,
+        decode=lambda reply, backend: int(reply) == 1,
     )
 
 

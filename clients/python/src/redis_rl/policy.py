@@ -6,6 +6,10 @@ RateLimit fields"): for the windows `q` is the limit and `w` the window; for a r
 (GCRA's limit, the token bucket's refill, the leaky bucket's leak) `q` is that count and
 `w` its period, in whole seconds.
 
+A policy may carry a penalty (`penalty=`, `escalate=`: `PENALTY d [ESCALATE max]`, sent after
+its parameters in a call and in an `RL.ALL` clause, never in `RL.PEEK`, which sees a key's
+penalty without it): a denial starts one, during which the key is denied whatever its rate.
+
 A policy may also be named on the server (`RL.POLICY SET free SLIDING 100 1m`): wherever a
 `Policy` goes, its name (`"free"`, a `str`) may go instead, and the call becomes `RL.LIMIT
 key free`, `RL.PEEK POLICY key free` or an `RL.ALL` clause `POLICY free`. The client then knows
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Union
 
@@ -90,6 +94,9 @@ class Policy:
     quota: int
     window: Duration
     name: str = ""
+    #: `("PENALTY", d)` or `("PENALTY", d, "ESCALATE", max)`, as sent after the parameters;
+    #: `()` without a penalty.
+    penalty: tuple[str, ...] = ()
 
     @property
     def window_s(self) -> int | None:
@@ -99,7 +106,7 @@ class Policy:
 
     def named(self, name: str) -> Policy:
         """This policy, named `name` in the IETF fields."""
-        return Policy(self.algo, self.params, self.quota, self.window, name)
+        return replace(self, name=name)
 
 
 #: What a call takes as its policy: a `Policy`, or the name of a policy on the server.
@@ -117,40 +124,67 @@ def policy_arg(p: PolicyOrName) -> PolicyOrName:
                   wrong_type=True)
 
 
-def gcra(limit: int, period: Duration, burst: int | None = None, name: str = "") -> Policy:
-    """`limit` per `period`, evenly spaced, bursts of `burst` (the command's default: 1)."""
+def penalty_words(penalty: Duration | None, escalate: Duration | None) -> tuple[str, ...]:
+    """`PENALTY d [ESCALATE max]` (`Policy.penalty`), or `()` without a penalty. `escalate`
+    without `penalty` is a ConfigurationError before anything is sent; the durations go as
+    given, and the server checks them as it checks every duration (and that `max` is at
+    least `d`: `ESCALATE max must be at least PENALTY d`, a ConfigurationError too)."""
+    if penalty is None:
+        if escalate is not None:
+            raise refused(f"escalate={escalate!r} needs a penalty: escalate is the longest a "
+                          "penalty grows to, doubling from penalty=")
+        return ()
+    words = ("PENALTY", duration_arg(penalty))
+    if escalate is not None:
+        words += ("ESCALATE", duration_arg(escalate))
+    return words
+
+
+def gcra(limit: int, period: Duration, burst: int | None = None, name: str = "", *,
+         penalty: Duration | None = None, escalate: Duration | None = None) -> Policy:
+    """`limit` per `period`, evenly spaced, bursts of `burst` (the command's default: 1).
+    Each policy takes `penalty=d` (a denial starts a penalty of `d`, during which the key is
+    denied) and `escalate=max` (each penalty within `max` of the previous one's end lasts
+    twice as long, at most `max`): `PENALTY d [ESCALATE max]`."""
     params = [count_arg(limit, "limit"), duration_arg(period)]
     if burst is not None:
         params += ["BURST", count_arg(burst, "burst")]
-    return Policy("GCRA", tuple(params), limit, period, name)
+    return Policy("GCRA", tuple(params), limit, period, name, penalty_words(penalty, escalate))
 
 
-def token_bucket(capacity: int, refill: int, period: Duration, name: str = "") -> Policy:
+def token_bucket(capacity: int, refill: int, period: Duration, name: str = "", *,
+                 penalty: Duration | None = None, escalate: Duration | None = None) -> Policy:
     """A bucket of `capacity` tokens, `refill` more per `period`."""
     params = (count_arg(capacity, "capacity"), count_arg(refill, "refill"), duration_arg(period))
-    return Policy("TOKENBUCKET", params, refill, period, name)
+    return Policy("TOKENBUCKET", params, refill, period, name, penalty_words(penalty, escalate))
 
 
-def leaky(capacity: int, leak: int, period: Duration, name: str = "") -> Policy:
+def leaky(capacity: int, leak: int, period: Duration, name: str = "", *,
+          penalty: Duration | None = None, escalate: Duration | None = None) -> Policy:
     """A leaky bucket as a queue of `capacity`, `leak` leaving per `period`."""
     params = (count_arg(capacity, "capacity"), count_arg(leak, "leak"), duration_arg(period))
-    return Policy("LEAKY", params, leak, period, name)
+    return Policy("LEAKY", params, leak, period, name, penalty_words(penalty, escalate))
 
 
-def _window(algo: str, limit: int, window: Duration, name: str) -> Policy:
-    return Policy(algo, (count_arg(limit, "limit"), duration_arg(window)), limit, window, name)
+def _window(algo: str, limit: int, window: Duration, name: str, penalty: Duration | None,
+            escalate: Duration | None) -> Policy:
+    return Policy(algo, (count_arg(limit, "limit"), duration_arg(window)), limit, window, name,
+                  penalty_words(penalty, escalate))
 
 
-def sliding(limit: int, window: Duration, name: str = "") -> Policy:
+def sliding(limit: int, window: Duration, name: str = "", *, penalty: Duration | None = None,
+            escalate: Duration | None = None) -> Policy:
     """The sliding window counter: `limit` per `window`, estimated."""
-    return _window("SLIDING", limit, window, name)
+    return _window("SLIDING", limit, window, name, penalty, escalate)
 
 
-def sliding_log(limit: int, window: Duration, name: str = "") -> Policy:
+def sliding_log(limit: int, window: Duration, name: str = "", *,
+                penalty: Duration | None = None, escalate: Duration | None = None) -> Policy:
     """The exact sliding log: `limit` per `window`."""
-    return _window("SLIDINGLOG", limit, window, name)
+    return _window("SLIDINGLOG", limit, window, name, penalty, escalate)
 
 
-def fixed(limit: int, window: Duration, name: str = "") -> Policy:
+def fixed(limit: int, window: Duration, name: str = "", *, penalty: Duration | None = None,
+          escalate: Duration | None = None) -> Policy:
     """Fixed windows aligned to the clock: `limit` per `window`."""
-    return _window("FIXED", limit, window, name)
+    return _window("FIXED", limit, window, name, penalty, escalate)

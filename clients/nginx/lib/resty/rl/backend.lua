@@ -85,12 +85,28 @@ local function library_call(layers)
     return args
 end
 
--- Decides `layers`: the reply, or nil, the error's text and server.UNAVAILABLE or
--- server.REPLY. Every key is in the first's slot (a cluster routes by it).
-function _M.decide(o, state, layers)
-    local key = layers[1].key
+-- The command of `what` (a request's layers) for the module, or for the library.
+local function layers_call(layers, library)
+    if library then
+        return library_call(layers)
+    end
+    return module_call(layers)
+end
+
+-- `RL.BAN key ms`, `FCALL rl_ban 1 key ms`; `what` is { key, ms (text) }.
+local function ban_call(what, library)
+    if library then
+        return { "FCALL", "rl_ban", 1, what[1], what[2] }
+    end
+    return { "RL.BAN", what[1], what[2] }
+end
+
+-- Sends `build(what, library)` (the module's command, or with `library` true the library's)
+-- to the node of `key`: the reply, or nil, the error's text and server.UNAVAILABLE or
+-- server.REPLY.
+local function call(o, state, key, build, what)
     if state.backend ~= _M.LIBRARY then
-        local res, err, kind = send(o, state, key, module_call(layers))
+        local res, err, kind = send(o, state, key, build(what, false))
         if res ~= nil or not err:lower():match("^err unknown command") then
             if res ~= nil or kind == server.REPLY then
                 state.backend = _M.MODULE
@@ -99,7 +115,7 @@ function _M.decide(o, state, layers)
         end
         state.backend = _M.LIBRARY
     end
-    local args = library_call(layers)
+    local args = build(what, true)
     local sent = ngx.now()
     local res, err, kind = send(o, state, key, args)
     if res == nil and kind == server.REPLY and err:lower():match("function not found") then
@@ -115,6 +131,18 @@ function _M.decide(o, state, layers)
         res, err, kind = send(o, state, key, args)
     end
     return res, err, kind
+end
+
+-- Decides `layers`: the reply, or nil, the error's text and server.UNAVAILABLE or
+-- server.REPLY. Every key is in the first's slot (a cluster routes by it).
+function _M.decide(o, state, layers)
+    return call(o, state, layers[1].key, layers_call, layers)
+end
+
+-- `RL.BAN key ms` (`ms` as text): 1 if the key existed, else 0; or nil, the error's text and
+-- server.UNAVAILABLE or server.REPLY.
+function _M.ban(o, state, key, ms)
+    return call(o, state, key, ban_call, { key, ms })
 end
 
 return _M

@@ -9,6 +9,8 @@ return {
   -- rl.sliding-log-max-limit's default: the largest SLIDINGLOG limit (the library's
   -- bound; a module loaded with another setting holds its own).
   SLIDING_LOG_MAX_LIMIT = 100000,
+  -- The server's text (after `ERR `) for a policy's PENALTY d ESCALATE max with max below d.
+  ESCALATE_BELOW_PENALTY = 'ESCALATE max must be at least PENALTY d',
   -- The error codes (a reply's first word) that mean Redis cannot decide right now: 503,
   -- or fail_open. Every other error is a configuration error: 500.
   UNAVAILABLE = {

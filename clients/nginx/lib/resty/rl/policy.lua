@@ -1,8 +1,10 @@
 -- A layer's policy: the words of its RL.ALL clause, and what the IETF `RateLimit-Policy`
 -- field says of it. A policy is either spelled out (`GCRA 100 1s BURST 20`: an algorithm and
--- its parameters, as the commands take them after the key) or the name of a policy held on
--- the server (`free`: the clause `POLICY free`, RL.POLICY SET on the module, a policy file
--- written into the library without it).
+-- its parameters, as the commands take them after the key; with a penalty, `FIXED 5 15m
+-- PENALTY 15m ESCALATE 24h`, the denial past the limit starts 15 minutes of denials on the
+-- key, doubling for each penalty within a day of the last one's end) or the name of a policy
+-- held on the server (`free`: the clause `POLICY free`, RL.POLICY SET on the module, a policy
+-- file written into the library without it).
 local facts = require "resty.rl.facts"
 
 local ceil, tonumber, type = math.ceil, tonumber, type
@@ -99,18 +101,48 @@ function _M.parse(text)
     for i = 2, n + 1 do
         clause[i] = w[i]
     end
-    local i = n + 2
-    if algo == "GCRA" and w[i] and w[i]:upper() == "BURST" then
-        if not (w[i + 1] and is_count(w[i + 1])) then
-            return nil, "policy '" .. text .. "': BURST needs an integer from 1 to "
-                .. string.format("%.0f", facts.MAX_COUNT)
+    -- Its options, in any order, each once: GCRA's BURST n, and PENALTY d [ESCALATE max].
+    local i, seen = n + 2, {}
+    while w[i] do
+        local option = w[i]:upper()
+        if seen[option] then
+            return nil, "policy '" .. text .. "': " .. option .. " given more than once"
         end
-        clause[#clause + 1], clause[#clause + 2] = "BURST", w[i + 1]
-        i = i + 2
-    end
-    if w[i] then
-        return nil, "policy '" .. text .. "': unexpected '" .. w[i]
-            .. "' (a policy is an algorithm and its parameters" .. (algo == "GCRA" and ", BURST n" or "") .. ")"
+        seen[option] = true
+        if algo == "GCRA" and option == "BURST" then
+            if not (w[i + 1] and is_count(w[i + 1])) then
+                return nil, "policy '" .. text .. "': BURST needs an integer from 1 to "
+                    .. string.format("%.0f", facts.MAX_COUNT)
+            end
+            clause[#clause + 1], clause[#clause + 2] = "BURST", w[i + 1]
+            i = i + 2
+        elseif option == "PENALTY" then
+            local d = w[i + 1] and duration_ms(w[i + 1])
+            if not d then
+                return nil, "policy '" .. text .. "': PENALTY needs a duration from 1ms to 3650d"
+                    .. " (ms, s, m, h or d; bare integers are seconds)"
+            end
+            clause[#clause + 1], clause[#clause + 2] = "PENALTY", w[i + 1]
+            i = i + 2
+            if w[i] and w[i]:upper() == "ESCALATE" then
+                local max = w[i + 1] and duration_ms(w[i + 1])
+                if not max then
+                    return nil, "policy '" .. text .. "': ESCALATE needs a duration from 1ms to 3650d"
+                        .. " (ms, s, m, h or d; bare integers are seconds)"
+                end
+                if max < d then
+                    return nil, "policy '" .. text .. "': " .. facts.ESCALATE_BELOW_PENALTY
+                end
+                clause[#clause + 1], clause[#clause + 2] = "ESCALATE", w[i + 1]
+                i = i + 2
+            end
+        elseif option == "ESCALATE" then
+            return nil, "policy '" .. text .. "': ESCALATE max follows PENALTY d"
+        else
+            return nil, "policy '" .. text .. "': unexpected '" .. w[i]
+                .. "' (a policy is an algorithm and its parameters" .. (algo == "GCRA" and ", BURST n" or "")
+                .. " and PENALTY d [ESCALATE max])"
+        end
     end
     return {
         clause = clause,
