@@ -18,8 +18,8 @@ use std::time::Instant;
 /// The ACL rules a user needs for the library, as docs/managed-redis.md gives them.
 const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpireat +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrange +zrevrangebyscore";
 
-/// A stored state with its instants (19+ digit numbers) rounded to the second
-/// (CL.THROTTLE: to the second too); they must match to within the slack.
+/// A stored state with its instants apart (19+ digit numbers, in ns; a penalty's
+/// end and keep, in ms, scaled to ns): they must match to within the slack.
 fn state(c: &mut redis::Connection, key: &str) -> (String, Vec<i128>) {
     let ty: String = run(c, &format!("TYPE {key}"));
     let v: String = match ty.as_str() {
@@ -37,16 +37,26 @@ fn state(c: &mut redis::Connection, key: &str) -> (String, Vec<i128>) {
     };
     let mut shape = String::new();
     let mut instants = vec![];
-    for (i, part) in v.split(':').enumerate() {
-        if i > 0 {
-            shape.push(':');
-        }
-        if part.len() >= 19 && part.bytes().all(|b| b.is_ascii_digit()) {
+    // The fields after `penalty`: its end and keep are instants in ms, its length is exact.
+    let mut penalty_field = None;
+    for piece in v.split_inclusive([':', '|']) {
+        let part = piece.trim_end_matches([':', '|']);
+        let digits = !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+        penalty_field = match (part == "penalty", penalty_field) {
+            (true, _) => Some(0),
+            (false, Some(f)) if f < 3 => Some(f + 1),
+            _ => None,
+        };
+        if digits && matches!(penalty_field, Some(1 | 3)) {
+            shape.push_str("#ms");
+            instants.push(part.parse::<i128>().unwrap() * 1_000_000);
+        } else if digits && part.len() >= 19 {
             shape.push('#');
             instants.push(part.parse::<i128>().unwrap());
         } else {
             shape.push_str(part);
         }
+        shape.push_str(&piece[part.len()..]);
     }
     (shape, instants)
 }
