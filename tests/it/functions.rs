@@ -20,7 +20,7 @@ const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpirea
 
 /// A stored state with its instants apart (19+ digit numbers, in ns; a penalty's
 /// end and keep, in ms, scaled to ns): they must match to within the slack.
-fn state(c: &mut redis::Connection, key: &str) -> (String, Vec<i128>) {
+pub(crate) fn state(c: &mut redis::Connection, key: &str) -> (String, Vec<i128>) {
     let ty: String = run(c, &format!("TYPE {key}"));
     let v: String = match ty.as_str() {
         "string" => run(c, &format!("GET {key}")),

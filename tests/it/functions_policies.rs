@@ -26,7 +26,7 @@ FIXED  FIXED 1 1h\r
 ";
 
 /// The library with `file`'s policies written in, as the script writes it.
-fn library_with(file: &Path) -> String {
+pub(crate) fn library_with(file: &Path) -> String {
     let out = Command::new("python3")
         .arg(manifest_dir().join("scripts/library-policies.py"))
         .arg(file)
