@@ -139,9 +139,10 @@ fn shown(words: &[Vec<u8>]) -> String {
 }
 
 /// Random argument vectors: the library answers exactly the module's error text,
-/// or succeeds as it does; never a Lua runtime error. Every command, `RL.PEEK`
-/// with each algorithm (`FCALL_RO rl_peek`), and options drawn mostly as
-/// names (`BLOCK` among them) with or without a value, in any order. Returns
+/// or succeeds as it does; never a Lua runtime error. Every command (`RL.BAN`
+/// too), `RL.PEEK` with each algorithm (`FCALL_RO rl_peek`), and options drawn
+/// mostly as names (`BLOCK`, `PENALTY` and `ESCALATE` among them) with or without
+/// a value, in any order. Returns
 /// how many pairs were compared and how many of them were errors.
 fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) {
     const PALETTE: &[&str] = &[
@@ -192,11 +193,17 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
         "LEAKY",
         "ACQUIRE",
         "0000000000000000000000007",
+        "PENALTY",
+        "penalty",
+        "ESCALATE",
+        "00000000000000000000000000000000000007",
+        "000000000000000000000000000000000000007",
     ];
     /// Option names, as the generator draws them (a value follows most of them).
     const OPTIONS: &[&str] = &[
         "COST", "cost", "REFUND", "DEBIT", "debit", "PEEK", "peek", "BURST", "BLOCK", "block",
-        "Block", "COST", "BLOCK", "PEEK", "XYZ", "DEBIT",
+        "Block", "COST", "BLOCK", "PEEK", "XYZ", "DEBIT", "PENALTY", "penalty", "PENALTY",
+        "ESCALATE", "escalate",
     ];
     const COMMANDS: &[(&str, usize)] = &[
         ("RL.GCRA", 2),
@@ -210,6 +217,7 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
         ("RL.ACQUIRE", 3),
         ("RL.RELEASE", 1),
         ("RL.PEEK", 0),
+        ("RL.BAN", 1),
     ];
     /// RL.PEEK's algorithms and their parameters (ACQUIRE: limit timeout lease_id).
     const PEEKS: &[(&str, usize)] = &[
@@ -299,10 +307,13 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
                 for _ in 0..2 {
                     if rng.random_bool(0.3) {
                         args.push(
-                            ["COST", "BURST", "BLOCK", "REFUND", "DEBIT", "debit"]
-                                .choose(&mut rng)
-                                .unwrap()
-                                .to_string(),
+                            [
+                                "COST", "BURST", "BLOCK", "REFUND", "DEBIT", "debit", "PENALTY",
+                                "ESCALATE",
+                            ]
+                            .choose(&mut rng)
+                            .unwrap()
+                            .to_string(),
                         );
                         args.push(pick(&mut rng));
                     }
