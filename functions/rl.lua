@@ -1,15 +1,17 @@
 #!lua name=rl
---[[
+--[==[
 rl as a Redis Functions library: the rl module's commands, with its grammar, replies,
 errors and stored state formats, for servers that cannot load modules (managed Redis
 and Valkey). Load it with `FUNCTION LOAD REPLACE` (or `redis-cli -x FUNCTION LOAD
 REPLACE < functions/rl.lua`) and call
 
   FCALL rl_gcra 1 key limit period [BURST b] [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]
+    [PENALTY d [ESCALATE max]]
     (and rl_tokenbucket, rl_leaky, rl_sliding, rl_slidinglog, rl_fixed likewise;
     DEBIT is never denied and takes neither PEEK nor BLOCK)
-  FCALL rl_all numkeys key [key ...] ALGO params [BURST b] [COST n | REFUND n | DEBIT n] ...
-    [PEEK]
+  FCALL rl_all numkeys key [key ...] ALGO params [BURST b] [COST n | REFUND n | DEBIT n]
+    [PENALTY d [ESCALATE max]] ... [PEEK]
+  FCALL rl_ban 1 key ms      (RL.BAN: the key's penalty set by hand; 0 lifts it)
   FCALL rl_acquire 1 key limit timeout lease_id [PEEK] [BLOCK ms]
   FCALL rl_release 1 key lease_id
   FCALL cl_throttle 1 key max_burst count period [quantity]
@@ -21,13 +23,16 @@ REPLACE < functions/rl.lua`) and call
     (named policies: written into this file by scripts/library-policies.py; rl_all
     takes POLICY policy [COST n | REFUND n | DEBIT n] clauses)
 
-BLOCK is accepted and decides at once: a script cannot wait.
+BLOCK is accepted and decides at once: a script cannot wait (a denial it would have
+waited out starts no PENALTY). A penalty lives in its limiter's key, as the module
+stores it: after a string state (`|penalty:<end>:<len>:<keep>`), as a key's whole
+value, or as a sliding log's member scored -1.
 
 Sections: exact integers; exact integers in doubles (the fast paths); the facts
 shared with the module and the clients (the kinds, the bounds, the error texts:
 generated from facts/rl.toml by scripts/generate-facts.py); errors and the grammar;
 state on keys; the algorithms (a line-by-line port of src/algorithm/*.rs,
-each with its fast path); the commands; registration. Each is a file of
+each with its fast path); penalties; the commands; RL.BAN; registration. Each is a file of
 functions/parts/, which scripts/build-library.sh (make library) joins into this file:
 edit the parts, not this file.
 
@@ -45,7 +50,7 @@ Invariants:
   `ERR internal error in RL.X: the request was not applied`.
 - The library's heap stays small (Redis's garbage-collection steps walk all of it on
   every 50th call): at most 512 parsed requests and 64 parsed states are kept.
-]]
+]==]
 
 -- The named policies this library decides by (FCALL rl_limit, rl_peek's POLICY,
 -- rl_all's POLICY clauses, rl_policy): a policy file's lines, each after its number
@@ -783,9 +788,23 @@ local function build()
   -- The position of the rate among the positionals (the period follows it).
   local RATE_PARAM = { GCRA = 1, TOKENBUCKET = 2, LEAKY = 2 }
 
+  -- `PENALTY d [ESCALATE max]` with PENALTY at args[i] (grammar/form.rs parse_penalty,
+  -- each value checked as it is read): the rule { d = ms, max = ms or nil } and the
+  -- index of its last word.
+  local function read_penalty(args, i, last)
+    if i + 1 > last then fail(ERR.missing_value('PENALTY')) end
+    local d = duration('PENALTY', args[i + 1])
+    if i + 2 > last or upper(args[i + 2]) ~= 'ESCALATE' then return { d = d }, i + 1 end
+    if i + 3 > last then fail(ERR.missing_value('ESCALATE')) end
+    local m = duration('ESCALATE', args[i + 3])
+    if m < d then fail(ERR.escalate_below_penalty) end
+    return { d = d, max = m }, i + 3
+  end
+
   -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
-  -- 'clause' (an RL.ALL clause: BURST and COST, REFUND or DEBIT), 'peek' (rl_peek:
-  -- BURST and COST) or 'policy' (a policy's definition: BURST only; never cached).
+  -- 'clause' (an RL.ALL clause: BURST, COST, REFUND or DEBIT and PENALTY), 'peek'
+  -- (rl_peek: BURST and COST) or 'policy' (a policy's definition: BURST and PENALTY;
+  -- never cached).
   local parse
   function parse(kind, args, first, last, form)
     local names = kind.params
@@ -801,7 +820,7 @@ local function build()
     -- (REFUND and DEBIT: the forms that take any amount, grammar/amount.rs)
     local any_amount = command or form == 'clause'
     local req = { kind = kind, peek = form == 'peek' }
-    local cost, refund, debit, burst, block, peek
+    local cost, refund, debit, burst, block, peek, penalty
     local i = first + np
     local function once(current, option)
       if current ~= nil then fail(ERR.repeated_option(option)) end
@@ -824,19 +843,22 @@ local function build()
       elseif command and up == 'BLOCK' then
         -- A script cannot wait: BLOCK is validated and the call decides at once.
         block = count_from('BLOCK', once(block, 'BLOCK'), 0, MAX_DURATION_MS)
+      elseif form ~= 'peek' and up == 'PENALTY' then
+        if penalty then fail(ERR.repeated_option('PENALTY')) end
+        penalty, i = read_penalty(args, i, last)
       elseif kind.name == 'GCRA' and up == 'BURST' then
         burst = count_from('BURST', once(burst, 'BURST'), 1, MAX_COUNT)
       else
         -- The options this form takes, exactly (grammar/form.rs expected_options).
         local expected
         if form == 'command' then
-          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, DEBIT, PEEK or BLOCK'
-            or 'COST, REFUND, DEBIT, PEEK or BLOCK'
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY'
+            or 'COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY'
         elseif form == 'clause' then
-          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND or DEBIT'
-            or 'COST, REFUND or DEBIT'
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, DEBIT or PENALTY'
+            or 'COST, REFUND, DEBIT or PENALTY'
         elseif form == 'policy' then
-          expected = kind.name == 'GCRA' and 'BURST or SHADOW' or 'SHADOW'
+          expected = kind.name == 'GCRA' and 'BURST, PENALTY or SHADOW' or 'PENALTY or SHADOW'
         else -- rl_peek: BURST and COST only
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
         end
@@ -881,6 +903,8 @@ local function build()
     req.refund = refund ~= nil
     req.debit = debit ~= nil
     req.peek = req.peek or peek or false
+    -- (BLOCK decides at once; a denial it would wait out starts no penalty)
+    req.block, req.penalty = block, penalty
     return req
   end
 
@@ -965,11 +989,11 @@ local function build()
   -- length alone; every string state is longer (store/mod.rs SHORT_STRING).
   local SHORT_STRING = 20
 
-  -- The decimal fields of the string state `kind` wrote, from the key's value `v`
-  -- (nil if absent).
+  -- The decimal fields of the string state `kind` wrote, from the key's state `v`
+  -- (nil if absent; a value of at most SHORT_STRING bytes was refused before, and a
+  -- penalty split off: 09-penalties.lua).
   local function read_string(v, kind, nfields)
     if not v then return nil end
-    if #v <= SHORT_STRING then foreign(kind.label) end
     local parts, pos = {}, 1
     while true do
       local c = find(v, ':', pos, true)
@@ -1003,7 +1027,8 @@ local function build()
     return min(div_ceil(at_ns, NS_PER_MS), MAX_EXPIRE_MS)
   end
 
-  -- Applies a write decided earlier (its expiry: an integer, or its decimal text).
+  -- Applies a write decided earlier (its expiry: an integer, or its decimal text);
+  -- any other than SET and DEL is its own `apply(key, w)`.
   local function commit(key, w)
     if w.op == 'set' then
       local expire = w.expire
@@ -1012,7 +1037,7 @@ local function build()
     elseif w.op == 'del' then
       redis.call('DEL', key)
     else
-      w.apply(key)
+      w.apply(key, w)
     end
   end
 
@@ -1548,6 +1573,217 @@ local function build()
 
   KINDS.SLIDING.prepare = prepare_sliding
   --------------------------------------------------------------------------------
+  -- Penalties (`PENALTY d [ESCALATE max]`, RL.BAN): src/algorithm/penalty.rs's rules
+  -- and src/store/penalty.rs's writes, line by line. A penalty { e, l, k } (its end,
+  -- length and keep, in ms: exact integers) follows a string state after `|`
+  -- (`gcra:<tat>|penalty:<e>:<l>:<k>`), is a key's whole string value, or is a
+  -- sliding log's member scored -1, below every entry (codec.rs; PENALTY: the facts).
+  -- A key without one, and a call without PENALTY, never come here: the fast paths
+  -- decide them (their states' patterns leave out `|` and `penalty:`).
+  --------------------------------------------------------------------------------
+
+  local PEN = {}
+  do
+    local SEP, PREFIX = PENALTY.separator, PENALTY.tag .. ':'
+    local SCORE = fmt('%d', PENALTY.log_score)
+    local PATTERN = '^' .. PREFIX .. '(%d+):(%d+):(%d+)$'
+
+    -- A stored field (decimal.rs parse_u64: 1 to 38 digits, at most 2^64 - 1), or nil.
+    local function u64(s)
+      if #s > 38 then return nil end
+      local v = big(s)
+      if cmp(v, U64_MAX) > 0 then return nil end
+      return v
+    end
+
+    -- `penalty:<end>:<len>:<keep>` (codec.rs penalty_only), or nil.
+    local function only(text)
+      local e, l, k = match(text, PATTERN)
+      e, l, k = e and u64(e), l and u64(l), k and u64(k)
+      if e and l and k then return { e = e, l = l, k = k } end
+    end
+
+    -- A penalty's text, after a state's and the separator if there is one (codec.rs with_penalty).
+    local function text(p, state)
+      local t = PREFIX .. str(p.e) .. ':' .. str(p.l) .. ':' .. str(p.k)
+      if state then return state .. SEP .. t end
+      return t
+    end
+
+    local function ns(ms) return mul(ms, NS_PER_MS) end
+    local function sat(x) return min(x, U64_MAX) end
+    -- An expiry as PXAT and PEXPIREAT take it (only a hand-edited keep passes 2^63 - 1).
+    local function at(ms) return str(min(ms, I64_MAX)) end
+
+    -- The key's expiry (PEXPIRETIME), nil if it has none.
+    local function expiry(key)
+      local t = redis.call('PEXPIRETIME', key)
+      if t >= 0 then return t end
+    end
+
+    -- A string key's value v (longer than SHORT_STRING) as its state (nil: the key holds
+    -- only a penalty) and its penalty (codec.rs split_penalty): foreign to `label` if the
+    -- text after the last separator is not a penalty.
+    function PEN.split(v, label)
+      if not find(v, SEP, 1, true) then
+        local p = only(v)
+        if p then return nil, p end
+        return v, nil
+      end
+      local cut = match(v, '^.*()' .. SEP)
+      local p = only(sub(v, cut + 1))
+      if not p then foreign(label) end
+      return sub(v, 1, cut - 1), p
+    end
+
+    -- What a sorted set or a key holding only a penalty holds for a sliding log
+    -- (decision/limiter.rs read), `first` its ZRANGE 0 0 WITHSCORES if read: nil if
+    -- absent, else { exists, zset, p (the penalty), rank (the first entry's: 1 after
+    -- a penalty member), first (when it is the first entry) }. The set's lowest member
+    -- is its penalty if scored -1 or lower (store/penalty.rs log_penalty; foreign to
+    -- `label` if it is not one). Any other value is WRONGTYPE.
+    function PEN.log_held(key, label, first)
+      first = first or redis.pcall('ZRANGE', key, '0', '0', 'WITHSCORES')
+      if first.err then
+        if not find(first.err, '^WRONGTYPE') then fail(first.err) end
+        local v = redis.pcall('GET', key)
+        if type(v) ~= 'string' or #v <= SHORT_STRING then fail(ERR.wrong_type) end
+        local state, p = PEN.split(v, label)
+        if state then fail(ERR.wrong_type) end
+        return { exists = true, p = p }
+      end
+      if not first[1] then return nil end
+      if tonumber(first[2]) > PENALTY.log_score then
+        return { exists = true, zset = true, rank = 0, first = first }
+      end
+      return { exists = true, zset = true, rank = 1, p = only(first[1]) or foreign(label) }
+    end
+
+    -- A penalty of `len` ms from now, kept until `keep` (at least its end): Penalty::from_now.
+    function PEN.from_now(now, len, keep)
+      local e = sat(add(div_ceil(now, NS_PER_MS), len))
+      return { e = e, l = len, k = max(keep, e) }
+    end
+
+    -- The penalty `rule` starts at `now` after the key's `before` (Rule::start): d;
+    -- with ESCALATE max, twice before's length (at least d, at most max) if before
+    -- ended at most max ago.
+    local function start(rule, before, now)
+      local d, m = rule.d, rule.max
+      if not m then return PEN.from_now(now, d, ZERO) end
+      local len = d
+      if before and cmp(now, ns(sat(add(before.e, m)))) <= 0 then
+        len = min(max(sat(mul(before.l, 2)), d), m)
+      end
+      return PEN.from_now(now, len, sat(add(sat(add(div_ceil(now, NS_PER_MS), len)), m)))
+    end
+
+    -- The decision `own` as the penalty p answers it: none left, the retry the later of
+    -- p's end and the wait of `one` (own's request, or a cost of 1 for COST 0), the
+    -- reset at least that (Penalty::deny, Penalty::peek_zero).
+    local function answer(p, own, now, one, allowed)
+      local wait = one.allowed and ZERO or one.retry
+      local retry = wait and max(wait, satsub(ns(p.e), now))
+      return { allowed = allowed, limit = own.limit, remaining = 0, retry = retry,
+        reset = retry and max(own.reset, retry) or own.reset }
+    end
+
+    -- The penalty's rules (decision/limiter.rs judge) over the limiter's own decision
+    -- `own` of `req` and its write `w` on the key `held` ({ exists, zset, state, p }),
+    -- at `now`; `own_of(r)` decides another request on the same state. A penalty in
+    -- force denies every spending call, writing nothing; a refund or a debit keeps it;
+    -- a denial that may start one (limiter.rs starts_penalty: not PEEK, not a wait
+    -- BLOCK would have waited out) does. The write: `w` carrying the penalty (or
+    -- dropping one no longer kept), a penalty's start, or nil.
+    function PEN.judge(req, held, own, w, now, peek, own_of)
+      local before = held.p
+      local kept = before and cmp(now, ns(before.k)) < 0 and before or nil
+      local carried = w and before and { op = 'pen', own = w, before = before, after = kept,
+        held = held, apply = PEN.commit } or w
+      if before and cmp(now, ns(before.e)) < 0 then
+        if req.refund or req.debit then
+          return { allowed = own.allowed, limit = own.limit, remaining = 0, retry = own.retry,
+            reset = max(own.reset, satsub(ns(before.e), now)) }, carried
+        end
+        if req.cost == 0 then
+          local one = {}
+          for field, value in pairs(req) do one[field] = value end
+          one.cost, one.fast = 1, nil
+          return answer(before, own, now, own_of(one), own.allowed)
+        end
+        return answer(before, own, now, own, false)
+      end
+      local rule, retry = req.penalty, own.retry
+      if rule and not own.allowed and retry and req.cost >= 1 and not (peek or req.peek)
+        and not (req.refund or req.debit)
+        and not (req.block and cmp(retry, mul(req.block, NS_PER_MS)) <= 0) then
+        local p = start(rule, before, now)
+        return answer(p, own, now, own, false),
+          { op = 'pen', before = before, after = p, held = held, apply = PEN.commit }
+      end
+      return own, carried
+    end
+
+    -- A sliding log's penalty member before a log write (store/penalty.rs
+    -- carry_log_penalty): `before` goes unless kept (`after`), `after` is the member.
+    -- A key holding only a penalty (a string) is deleted first: the log's set takes its place.
+    local function carry(key, before, after, string)
+      if string then redis.call('DEL', key) end
+      local same = before == after or before and after and cmp(before.e, after.e) == 0
+        and cmp(before.l, after.l) == 0 and cmp(before.k, after.k) == 0
+      if not string and same then return end
+      if before and not string then
+        -- (the new member first: the set never empties on the way)
+        if after then redis.call('ZADD', key, SCORE, text(after)) end
+        redis.call('ZREM', key, text(before))
+        return
+      end
+      if after then redis.call('ZADD', key, SCORE, text(after)) end
+    end
+
+    -- Gives the key `held` the penalty p (it held `before`), its state unchanged (a
+    -- penalty's start, or RL.BAN): store/penalty.rs penalize. The key expires no
+    -- earlier than p's keep.
+    function PEN.penalize(key, held, p)
+      if held.zset then
+        carry(key, held.p, p, false)
+        local t = expiry(key)
+        local want = t and max(t, p.k) or p.k
+        if not t or cmp(t, want) ~= 0 then redis.call('PEXPIREAT', key, at(want)) end
+      elseif held.exists then
+        local t = expiry(key)
+        redis.call('SET', key, text(p, held.state), 'PXAT', at(t and max(t, p.k) or p.k))
+      else
+        redis.call('SET', key, text(p), 'PXAT', at(p.k))
+      end
+    end
+
+    -- Removes the key's penalty (RL.BAN key 0, store/penalty.rs lift): a key holding
+    -- only it goes; a state stays, with its expiry.
+    function PEN.lift(key, held)
+      if held.zset then return carry(key, held.p, nil, false) end
+      if not held.state then return redis.call('DEL', key) end
+      redis.call('SET', key, held.state, 'PXAT', str(expiry(key) or MAX_EXPIRE_MS))
+    end
+
+    -- Applies a write PEN.judge made (decision/limiter.rs commit).
+    function PEN.commit(key, w)
+      local own, after = w.own, w.after
+      if not own then return PEN.penalize(key, w.held, after) end
+      if own.op == 'set' then
+        if not after then return redis.call('SET', key, own.value, 'PXAT', str(own.expire)) end
+        redis.call('SET', key, text(after, own.value), 'PXAT', at(max(own.expire, after.k)))
+      elseif own.op == 'del' then
+        if not after then return redis.call('DEL', key) end
+        redis.call('SET', key, text(after), 'PXAT', at(after.k))
+      else
+        carry(key, w.before, after, w.held.exists and not w.held.zset)
+        if after then own.expire = min(max(own.expire, after.k), I64_MAX) end
+        own.apply(key, own)
+      end
+    end
+  end
+  --------------------------------------------------------------------------------
   -- Named policies (src/policy.rs, src/grammar/policy.rs): the policy file's lines
   -- written into this library (POLICY_LINES, by scripts/library-policies.py), read
   -- as the module reads its policy file, all or nothing: one bad line and no
@@ -1565,8 +1801,9 @@ local function build()
     end
 
     -- One definition (the words after the name): its kind, its words without SHADOW
-    -- (what the kind's command takes after the key), whether it is a shadow, and its
-    -- line as RL.POLICY LIST gives it.
+    -- (what the kind's command takes after the key) with its PENALTY d [ESCALATE max]
+    -- apart (RL.PEEK POLICY takes none), whether it is a shadow, and its line as
+    -- RL.POLICY LIST gives it (grammar/policy.rs canonical).
     local function policy_definition(name, words)
       local kind = words[1] and KINDS[upper(words[1])]
       if not kind then fail(MSG.policy_algorithm) end
@@ -1579,10 +1816,22 @@ local function build()
         else
           rest[#rest + 1] = word
         end
-        text[#text + 1] = (up == 'BURST' or up == 'SHADOW') and up or word
+        local keyword = up == 'BURST' or up == 'SHADOW' or up == 'PENALTY' or up == 'ESCALATE'
+        text[#text + 1] = keyword and up or word
       end
-      uncached_parse(kind, rest, 1, #rest, 'policy')
-      return { kind = kind, words = rest, shadow = shadow, line = concat(text, ' ') }
+      local req = uncached_parse(kind, rest, 1, #rest, 'policy')
+      local base, penalty, i = {}, {}, 1
+      while i <= #rest do
+        -- (checked: PENALTY is an option, its values follow it)
+        local n = i > np and upper(rest[i]) == 'PENALTY' and (req.penalty.max and 4 or 2)
+        for j = i, i + (n or 1) - 1 do
+          local to = n and penalty or base
+          to[#to + 1] = rest[j]
+        end
+        i = i + (n or 1)
+      end
+      return { kind = kind, words = base, penalty = penalty, shadow = shadow,
+        line = concat(text, ' ') }
     end
 
     -- Reads POLICY_LINES (each line's number in the file, then the line) into
@@ -1697,11 +1946,14 @@ local function build()
       amount_finish(seen)
     end
 
-    -- The arguments the definition's command takes after the key: its words, then
-    -- `more` (or args[first..last]).
-    function POLICY.arguments(definition, more, first, last)
+    -- The arguments the definition's command takes after the key: its words and its
+    -- penalty (not for a `peek`), then `more` (or more[first..last]).
+    function POLICY.arguments(definition, more, first, last, peek)
       local out = {}
       for i, word in ipairs(definition.words) do out[i] = word end
+      if not peek then
+        for _, word in ipairs(definition.penalty) do out[#out + 1] = word end
+      end
       for i = first or 1, last or #more do out[#out + 1] = more[i] end
       return out
     end
@@ -1783,27 +2035,39 @@ local function build()
     return d, write
   end
 
-  -- The exact decision of a string state's value `v` (nil: absent) at (s, n).
-  local function decide_exactly(req, v, s, n)
+  -- The exact decision of `req` on `key` at (s, n), `v` its value (a string state's
+  -- kinds: read already, nil if absent), `peek` the call's PEEK: the limiter's own
+  -- decision, as the key's penalty answers it (decision/limiter.rs decide).
+  local function decide_exactly(key, req, v, s, n, peek)
     local now = ns_of_time(s, n)
-    local d, write = DECIDE[req.kind.name](v, req, now)
+    local name, held = req.kind.name, nil
+    local function own(r)
+      if name == 'SLIDINGLOG' then return decide_log(key, r, now, held) end
+      return DECIDE[name](held.state, r, now)
+    end
+    if name == 'SLIDINGLOG' then
+      held = PEN.log_held(key, 'RL.SLIDINGLOG') or {}
+    elseif v then
+      -- (a string this short is not read: store/mod.rs SHORT_STRING)
+      if #v <= SHORT_STRING then foreign(req.kind.label) end
+      local state, p = PEN.split(v, req.kind.label)
+      held = { exists = true, state = state, p = p }
+    else
+      held = {}
+    end
+    local d, write = own(req)
+    if held.p or req.penalty then d, write = PEN.judge(req, held, d, write, now, peek, own) end
     return within_cap(d, write, now)
   end
 
-  -- The exact decision of a sliding log on `key` at (s, n).
-  local function decide_log_exactly(key, req, s, n)
-    local now = ns_of_time(s, n)
-    local d, write = decide_log(key, req, now)
-    return within_cap(d, write, now)
-  end
-
-  -- Decides `req` on `key` at the instant (s, n): the decision and its write (see
-  -- commit), in doubles where every value fits (the kind's fast path), else exactly.
-  local function decide(key, req, s, n)
+  -- Decides `req` on `key` at the instant (s, n) (`peek`: RL.ALL's PEEK): the
+  -- decision and its write (see commit), in doubles where every value fits (the
+  -- kind's fast path, unless its denial may start a penalty), else exactly.
+  local function decide(key, req, s, n, peek)
     if req.kind.name == 'SLIDINGLOG' then
       if req.fast and s < FAST_S then
         local allowed, left, retry, reset, score, member, expire = req.fast(key, s, n)
-        if allowed ~= nil then
+        if allowed ~= nil and (allowed or not req.penalty or peek or req.peek) then
           local write = score and { op = 'log', apply = function(k)
             redis.call('ZADD', k, score, member)
             redis.call('PEXPIREAT', k, expire)
@@ -1811,12 +2075,12 @@ local function build()
           return { allowed = allowed, limit = req.limit, remaining = left, retry = retry, reset = reset }, write
         end
       end
-      return decide_log_exactly(key, req, s, n)
+      return decide_exactly(key, req, nil, s, n, peek)
     end
     local v = get(key)
     if req.fast and s < FAST_S then
       local allowed, left, retry, reset, value, expire = req.fast(v, s, n)
-      if allowed ~= nil then
+      if allowed ~= nil and (allowed or not req.penalty or peek or req.peek) then
         local write
         if value then
           write = { op = 'set', value = value, expire = expire }
@@ -1826,7 +2090,7 @@ local function build()
         return { allowed = allowed, limit = req.limit, remaining = left, retry = retry, reset = reset }, write
       end
     end
-    return decide_exactly(req, v, s, n)
+    return decide_exactly(key, req, v, s, n, peek)
   end
 
   -- The reply for a call whose body raised `err` (registration runs every body
@@ -1876,7 +2140,8 @@ local function build()
         else
           allowed, left, retry, reset, value, expire = fast(v, s, n)
         end
-        if allowed ~= nil then
+        -- (a denial that may start a penalty is decided again, exactly)
+        if allowed ~= nil and (allowed or not req.penalty or req.peek) then
           if value ~= nil and not req.peek then
             if log then
               redis.call('ZADD', key, value, expire)
@@ -1900,12 +2165,7 @@ local function build()
           return { allowed and 1 or 0, req.limit, left, retry, reset }
         end
       end
-      local d, write
-      if log then
-        d, write = decide_log_exactly(key, req, s, n)
-      else
-        d, write = decide_exactly(req, v, s, n)
-      end
+      local d, write = decide_exactly(key, req, v, s, n, false)
       if write and not req.peek then commit(key, write) end
       return reply(d)
     end
@@ -1926,7 +2186,7 @@ local function build()
       local cost = POLICY.amount(args, 3, #args, false, function(option)
         fail(ERR.unknown_option(option, 'rl.peek', 'COST'))
       end)
-      local spelt = POLICY.arguments(definition, cost)
+      local spelt = POLICY.arguments(definition, cost, nil, nil, true)
       table.insert(spelt, 1, definition.kind.name)
       local r = peek_body(keys, spelt)
       return definition.shadow and POLICY.shadowed(r) or r
@@ -2008,16 +2268,19 @@ local function build()
     end
     local s, ns = clock()
     local layers, writes, all_admit = {}, {}, true
-    -- A shadow policy's layer passes whatever it decides (its denial writes nothing).
+    -- A shadow policy's layer passes whatever it decides.
     for i = 1, n do
-      layers[i], writes[i] = decide(keys[i], reqs[i], s, ns)
+      layers[i], writes[i] = decide(keys[i], reqs[i], s, ns, peek)
       all_admit = all_admit and (layers[i].allowed or shadow[i] or false)
     end
-    if all_admit and not peek then
+    -- All pass: every write. Else only the denying layers' (a denial writes only the
+    -- penalty it starts): nothing is spent (spend.rs).
+    if not peek then
       for i = 1, n do
-        if writes[i] then commit(keys[i], writes[i]) end
+        if writes[i] and (all_admit or not layers[i].allowed) then commit(keys[i], writes[i]) end
       end
-    elseif not all_admit then
+    end
+    if not all_admit then
       -- Nothing is spent: a layer that would admit reports its state as it is.
       for i = 1, n do
         if layers[i].allowed then
@@ -2072,7 +2335,21 @@ local function build()
     local kind = definition.kind
     local body = POLICY.bodies[kind.name] or decision_command(kind, kind.fcall)
     POLICY.bodies[kind.name] = body
-    local r = body({ key }, POLICY.arguments(definition, args, 2, #args))
+    local options = args
+    if definition.shadow then
+      -- A shadow policy never waits: BLOCK never keeps its denial from starting a penalty.
+      -- (the options are checked: BLOCK is followed by its value)
+      options = { args[1] }
+      local i = 2
+      while i <= #args do
+        if upper(args[i]) == 'BLOCK' then
+          i = i + 2
+        else
+          options[#options + 1], i = args[i], i + 1
+        end
+      end
+    end
+    local r = body({ key }, POLICY.arguments(definition, options, 2, #options))
     return definition.shadow and POLICY.shadowed(r) or r
   end
   --------------------------------------------------------------------------------
@@ -2317,10 +2594,11 @@ local function build()
 
     local function log_corrupt() foreign('RL.SLIDINGLOG') end
 
-    -- Removes at most 64 (TRIM_MAX_TEXT) members scored <= cutoff (a string), oldest first:
-    -- one ZREM of exactly those members, as the module replicates it.
+    -- Removes at most 64 (TRIM_MAX_TEXT) entries scored <= cutoff (a string), oldest
+    -- first: one ZREM of exactly those members, as the module replicates it. (Entries
+    -- score from 0; a sliding log's penalty member, below, stays.)
     function trim_through(key, cutoff)
-      local lapsed = redis.call('ZRANGEBYSCORE', key, '-inf', cutoff, 'LIMIT', '0', TRIM_MAX_TEXT)
+      local lapsed = redis.call('ZRANGEBYSCORE', key, '0', cutoff, 'LIMIT', '0', TRIM_MAX_TEXT)
       if #lapsed > 0 then redis.call('ZREM', key, unpack(lapsed)) end
     end
 
@@ -2332,8 +2610,11 @@ local function build()
       return r
     end
 
-    local function open_log(key)
-      local first = first_entry(key)
+    -- `held`: what the key holds (PEN.log_held), its entries from rank held.rank.
+    local function open_log(key, held)
+      local rank = held.rank
+      if not rank then return nil end
+      local first = held.first or redis.call('ZRANGE', key, '1', '1', 'WITHSCORES')
       if not first[1] then return nil end
       local function one(reply)
         local e = reply[1] and parse_entry(reply[1], reply[2])
@@ -2344,7 +2625,7 @@ local function build()
       local newest = one(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES'))
       if oldest.sum and not newest.sum then log_corrupt() end
       local log = { oldest = oldest, newest = newest }
-      function log.len() return int(redis.call('ZCARD', key)) end
+      function log.len() return int(redis.call('ZCARD', key) - rank) end
       function log.count_after(cutoff)
         return int(redis.call('ZCOUNT', key, '(' .. str(cutoff), '+inf'))
       end
@@ -2364,27 +2645,14 @@ local function build()
           batch = 16
         end
       end
-      -- Visits entries newest first while `visit` is true.
-      function log.scan_newest(visit)
-        local offset = 0
-        while true do
-          local r = redis.call('ZREVRANGE', key, offset, offset + 15, 'WITHSCORES')
-          for i = 1, #r, 2 do
-            local e = parse_entry(r[i], r[i + 1])
-            if not e then log_corrupt() end
-            if not visit(e) then return end
-          end
-          if #r < 32 then return end
-          offset = offset + 16
-        end
-      end
       function log.last_through(score)
-        local r = redis.call('ZREVRANGEBYSCORE', key, str(score), '-inf', 'WITHSCORES', 'LIMIT', '0', '1')
+        local r = redis.call('ZREVRANGEBYSCORE', key, str(score), '0', 'WITHSCORES', 'LIMIT', '0', '1')
         if not r[1] then return nil end
         return parse_entry(r[1], r[2]) or log_corrupt()
       end
-      function log.at_rank(rank)
-        local r = redis.call('ZRANGE', key, str(rank), str(rank), 'WITHSCORES')
+      function log.at_rank(r)
+        r = str(add(r, rank))
+        r = redis.call('ZRANGE', key, r, r, 'WITHSCORES')
         if not r[1] then return nil end
         return parse_entry(r[1], r[2]) or log_corrupt()
       end
@@ -2494,11 +2762,12 @@ local function build()
       return hi
     end
 
-    -- RL.SLIDINGLOG: decide (or refund) on `key`.
-    decide_log = function(key, req, now)
+    -- RL.SLIDINGLOG: decide (or refund) on `key`, which holds `held`. A write's
+    -- `apply(key, write)` ends with PEXPIREAT write.expire.
+    decide_log = function(key, req, now, held)
       local limitn, w = req.p[1], req.p[2]
       local limit = int(limitn)
-      local log = open_log(key)
+      local log = open_log(key, held)
       local window_us = div(w, NS_PER_US)
       local cutoff = satsub(score_of(now), window_us)
       local c = census(log, cutoff)
@@ -2539,8 +2808,8 @@ local function build()
         if not newest_left then return d, { op = 'del' } end
         local take = str(remove + (rewrite and 1 or 0))
         local cut = '(' .. str(cutoff)
-        local expire = str(expire_ms(leaves_at(score_of(newest_left))))
-        return d, { op = 'log', apply = function(k)
+        local expire = expire_ms(leaves_at(score_of(newest_left)))
+        return d, { op = 'log', expire = expire, apply = function(k, write)
           -- As the module: the oldest live members are listed first; the rewritten
           -- entry is added before they go (the set never empties: no spurious del
           -- event); one ZREM, in chunks only beyond what Lua can unpack at once.
@@ -2549,7 +2818,7 @@ local function build()
           for i = 1, #oldest, 4000 do
             redis.call('ZREM', k, unpack(oldest, i, i + 3999 < #oldest and i + 3999 or #oldest))
           end
-          redis.call('PEXPIREAT', k, expire)
+          redis.call('PEXPIREAT', k, str(write.expire))
         end }
       end
       -- The entry `weight` units add (decide.rs next_entry), and its write: a
@@ -2565,15 +2834,15 @@ local function build()
         end
         local cost = joins and checked_u64(add(joins.cost, weight)) or weight
         local entry = { ns = ns, cost = cost, sum = sum, score = score_of(ns) }
-        local cut, expire = str(cutoff), str(expire_ms(leaves_at(entry.score)))
+        local cut, expire = str(cutoff), expire_ms(leaves_at(entry.score))
         local lapsed = c.lapsed
         local old = joins and member_of(joins)
-        return ns, { op = 'log', apply = function(k)
+        return ns, { op = 'log', expire = expire, apply = function(k, write)
           -- Only if an entry has lapsed: no seek otherwise (as the module).
           if lapsed then trim_through(k, cut) end
           redis.call('ZADD', k, str(entry.score), member_of(entry))
           if old then redis.call('ZREM', k, old) end
-          redis.call('PEXPIREAT', k, expire)
+          redis.call('PEXPIREAT', k, str(write.expire))
         end }
       end
       if req.debit then
@@ -2621,8 +2890,8 @@ local function build()
   -- oldest is live, a request that is not a refund or a debit, and a window below FAST_NS.
   -- It reads what the exact path reads first (the oldest and newest entries) and
   -- hands everything else (legacy or lapsed entries, a retry beyond the oldest
-  -- entry, corrupt logs, instants outside 2001 to 2286) to decide_log, before any
-  -- write.
+  -- entry, a penalty, corrupt logs, instants outside 2001 to 2286) to decide_log,
+  -- before any write.
   ------------------------------------------------------------------------------
 
   -- A weighted entry `<ns>:<cost>:<sum>` (ns in 19 digits) scored by its
@@ -2666,7 +2935,8 @@ local function build()
       local now_us = s * 1000000 + (n - n % NS_PER_US) / NS_PER_US
       local cutoff = now_us > window_us and now_us - window_us or 0
       local first = redis.pcall('ZRANGE', key, '0', '0', 'WITHSCORES')
-      if first.err then fail(first.err) end
+      -- (another type, or a key holding only a penalty: the exact path says which)
+      if first.err then return nil end
       local units, newest, reset = 0, nil, 0
       local oldest
       if first[1] then
@@ -2740,6 +3010,47 @@ local function build()
     end
   end
 
+  --------------------------------------------------------------------------------
+  -- RL.BAN key ms (commands/ban.rs): the key's penalty set by hand, ending ms from
+  -- now (0 lifts it), whatever limiter the key holds, or on an absent key (which then
+  -- holds only the ban). Nothing is written on an error.
+  --------------------------------------------------------------------------------
+
+  local function ban_body(keys, args)
+    local key = one_key('rl_ban', keys)
+    if #args ~= 1 then wrong_arity('rl.ban') end
+    -- (decimal.rs parse_u64: 1 to 38 digits)
+    local ms = #args[1] <= 38 and digits(args[1])
+    if not ms or ms > MAX_DURATION_MS then bad_integer('ms', 0, MAX_DURATION_MS) end
+    local now = now_ns()
+    -- What the key holds, refused unless a limiter wrote it (ban.rs held_penalty).
+    local held = {}
+    local v = redis.pcall('GET', key)
+    if type(v) == 'string' then
+      if #v <= SHORT_STRING then foreign('RL.BAN') end
+      local state, p = PEN.split(v, 'RL.BAN')
+      -- A state starts as a string limiter's does: `<tag>:`.
+      if state and not TAG_LABELS[match(state, '^([^:]*):')] then foreign('RL.BAN') end
+      held = { exists = true, state = state, p = p }
+    elseif v then
+      if not find(v.err, '^WRONGTYPE') then fail(v.err) end
+      -- Not a string: a sorted set that is a sliding log (store/log.rs as_log), or WRONGTYPE.
+      held = PEN.log_held(key, 'RL.BAN')
+      local first = held.first or redis.call('ZRANGE', key, '1', '1', 'WITHSCORES')
+      if first[1] then
+        local oldest = parse_entry(first[1], first[2])
+        local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+        local newest = parse_entry(last[1], last[2])
+        if not oldest or not newest or oldest.sum and not newest.sum then foreign('RL.BAN') end
+      end
+    end
+    if ms > 0 then
+      PEN.penalize(key, held, PEN.from_now(now, ms, held.p and held.p.k or ZERO))
+    elseif held.p then
+      PEN.lift(key, held)
+    end
+    return held.exists and 1 or 0
+  end
   -- Lease sets: members `lease:<id>`, scores the lapse times in microseconds,
   -- handled as Lua numbers (exact below 2^53 us, the year 2255).
   local LEASE_PREFIX = 'lease:'
@@ -2913,6 +3224,7 @@ local function build()
     throttle = { throttle_body, 'CL.THROTTLE' },
     acquire = { acquire_body, 'RL.ACQUIRE' },
     release = { release_body, 'RL.RELEASE' },
+    ban = { ban_body, 'RL.BAN' },
     failed = failed,
     -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
     ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
@@ -2957,6 +3269,7 @@ redis.register_function('rl_all', handler('all'))
 redis.register_function('rl_limit', handler('limit'))
 redis.register_function('cl_throttle', handler('throttle'))
 redis.register_function('rl_acquire', handler('acquire'))
+redis.register_function('rl_ban', handler('ban'))
 -- RL.RELEASE is registered without deny-oom (it only frees): so is rl_release.
 redis.register_function { function_name = 'rl_release', callback = handler('release'), flags = { 'allow-oom' } }
 redis.register_function { function_name = 'rl_peek', callback = handler('peek'), flags = { 'no-writes' } }

@@ -1,15 +1,17 @@
 #!lua name=rl
---[[
+--[==[
 rl as a Redis Functions library: the rl module's commands, with its grammar, replies,
 errors and stored state formats, for servers that cannot load modules (managed Redis
 and Valkey). Load it with `FUNCTION LOAD REPLACE` (or `redis-cli -x FUNCTION LOAD
 REPLACE < functions/rl.lua`) and call
 
   FCALL rl_gcra 1 key limit period [BURST b] [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]
+    [PENALTY d [ESCALATE max]]
     (and rl_tokenbucket, rl_leaky, rl_sliding, rl_slidinglog, rl_fixed likewise;
     DEBIT is never denied and takes neither PEEK nor BLOCK)
-  FCALL rl_all numkeys key [key ...] ALGO params [BURST b] [COST n | REFUND n | DEBIT n] ...
-    [PEEK]
+  FCALL rl_all numkeys key [key ...] ALGO params [BURST b] [COST n | REFUND n | DEBIT n]
+    [PENALTY d [ESCALATE max]] ... [PEEK]
+  FCALL rl_ban 1 key ms      (RL.BAN: the key's penalty set by hand; 0 lifts it)
   FCALL rl_acquire 1 key limit timeout lease_id [PEEK] [BLOCK ms]
   FCALL rl_release 1 key lease_id
   FCALL cl_throttle 1 key max_burst count period [quantity]
@@ -21,13 +23,16 @@ REPLACE < functions/rl.lua`) and call
     (named policies: written into this file by scripts/library-policies.py; rl_all
     takes POLICY policy [COST n | REFUND n | DEBIT n] clauses)
 
-BLOCK is accepted and decides at once: a script cannot wait.
+BLOCK is accepted and decides at once: a script cannot wait (a denial it would have
+waited out starts no PENALTY). A penalty lives in its limiter's key, as the module
+stores it: after a string state (`|penalty:<end>:<len>:<keep>`), as a key's whole
+value, or as a sliding log's member scored -1.
 
 Sections: exact integers; exact integers in doubles (the fast paths); the facts
 shared with the module and the clients (the kinds, the bounds, the error texts:
 generated from facts/rl.toml by scripts/generate-facts.py); errors and the grammar;
 state on keys; the algorithms (a line-by-line port of src/algorithm/*.rs,
-each with its fast path); the commands; registration. Each is a file of
+each with its fast path); penalties; the commands; RL.BAN; registration. Each is a file of
 functions/parts/, which scripts/build-library.sh (make library) joins into this file:
 edit the parts, not this file.
 
@@ -45,7 +50,7 @@ Invariants:
   `ERR internal error in RL.X: the request was not applied`.
 - The library's heap stays small (Redis's garbage-collection steps walk all of it on
   every 50th call): at most 512 parsed requests and 64 parsed states are kept.
-]]
+]==]
 
 -- The named policies this library decides by (FCALL rl_limit, rl_peek's POLICY,
 -- rl_all's POLICY clauses, rl_policy): a policy file's lines, each after its number

@@ -63,9 +63,23 @@
   -- The position of the rate among the positionals (the period follows it).
   local RATE_PARAM = { GCRA = 1, TOKENBUCKET = 2, LEAKY = 2 }
 
+  -- `PENALTY d [ESCALATE max]` with PENALTY at args[i] (grammar/form.rs parse_penalty,
+  -- each value checked as it is read): the rule { d = ms, max = ms or nil } and the
+  -- index of its last word.
+  local function read_penalty(args, i, last)
+    if i + 1 > last then fail(ERR.missing_value('PENALTY')) end
+    local d = duration('PENALTY', args[i + 1])
+    if i + 2 > last or upper(args[i + 2]) ~= 'ESCALATE' then return { d = d }, i + 1 end
+    if i + 3 > last then fail(ERR.missing_value('ESCALATE')) end
+    local m = duration('ESCALATE', args[i + 3])
+    if m < d then fail(ERR.escalate_below_penalty) end
+    return { d = d, max = m }, i + 3
+  end
+
   -- Parses the arguments after the key, `args[first..last]`. `form` is 'command',
-  -- 'clause' (an RL.ALL clause: BURST and COST, REFUND or DEBIT), 'peek' (rl_peek:
-  -- BURST and COST) or 'policy' (a policy's definition: BURST only; never cached).
+  -- 'clause' (an RL.ALL clause: BURST, COST, REFUND or DEBIT and PENALTY), 'peek'
+  -- (rl_peek: BURST and COST) or 'policy' (a policy's definition: BURST and PENALTY;
+  -- never cached).
   local parse
   function parse(kind, args, first, last, form)
     local names = kind.params
@@ -81,7 +95,7 @@
     -- (REFUND and DEBIT: the forms that take any amount, grammar/amount.rs)
     local any_amount = command or form == 'clause'
     local req = { kind = kind, peek = form == 'peek' }
-    local cost, refund, debit, burst, block, peek
+    local cost, refund, debit, burst, block, peek, penalty
     local i = first + np
     local function once(current, option)
       if current ~= nil then fail(ERR.repeated_option(option)) end
@@ -104,19 +118,22 @@
       elseif command and up == 'BLOCK' then
         -- A script cannot wait: BLOCK is validated and the call decides at once.
         block = count_from('BLOCK', once(block, 'BLOCK'), 0, MAX_DURATION_MS)
+      elseif form ~= 'peek' and up == 'PENALTY' then
+        if penalty then fail(ERR.repeated_option('PENALTY')) end
+        penalty, i = read_penalty(args, i, last)
       elseif kind.name == 'GCRA' and up == 'BURST' then
         burst = count_from('BURST', once(burst, 'BURST'), 1, MAX_COUNT)
       else
         -- The options this form takes, exactly (grammar/form.rs expected_options).
         local expected
         if form == 'command' then
-          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, DEBIT, PEEK or BLOCK'
-            or 'COST, REFUND, DEBIT, PEEK or BLOCK'
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY'
+            or 'COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY'
         elseif form == 'clause' then
-          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND or DEBIT'
-            or 'COST, REFUND or DEBIT'
+          expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, DEBIT or PENALTY'
+            or 'COST, REFUND, DEBIT or PENALTY'
         elseif form == 'policy' then
-          expected = kind.name == 'GCRA' and 'BURST or SHADOW' or 'SHADOW'
+          expected = kind.name == 'GCRA' and 'BURST, PENALTY or SHADOW' or 'PENALTY or SHADOW'
         else -- rl_peek: BURST and COST only
           expected = kind.name == 'GCRA' and 'BURST or COST' or 'COST'
         end
@@ -161,6 +178,8 @@
     req.refund = refund ~= nil
     req.debit = debit ~= nil
     req.peek = req.peek or peek or false
+    -- (BLOCK decides at once; a denial it would wait out starts no penalty)
+    req.block, req.penalty = block, penalty
     return req
   end
 

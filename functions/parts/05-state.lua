@@ -15,11 +15,11 @@
   -- length alone; every string state is longer (store/mod.rs SHORT_STRING).
   local SHORT_STRING = 20
 
-  -- The decimal fields of the string state `kind` wrote, from the key's value `v`
-  -- (nil if absent).
+  -- The decimal fields of the string state `kind` wrote, from the key's state `v`
+  -- (nil if absent; a value of at most SHORT_STRING bytes was refused before, and a
+  -- penalty split off: 09-penalties.lua).
   local function read_string(v, kind, nfields)
     if not v then return nil end
-    if #v <= SHORT_STRING then foreign(kind.label) end
     local parts, pos = {}, 1
     while true do
       local c = find(v, ':', pos, true)
@@ -53,7 +53,8 @@
     return min(div_ceil(at_ns, NS_PER_MS), MAX_EXPIRE_MS)
   end
 
-  -- Applies a write decided earlier (its expiry: an integer, or its decimal text).
+  -- Applies a write decided earlier (its expiry: an integer, or its decimal text);
+  -- any other than SET and DEL is its own `apply(key, w)`.
   local function commit(key, w)
     if w.op == 'set' then
       local expire = w.expire
@@ -62,7 +63,7 @@
     elseif w.op == 'del' then
       redis.call('DEL', key)
     else
-      w.apply(key)
+      w.apply(key, w)
     end
   end
 

@@ -16,8 +16,9 @@
     end
 
     -- One definition (the words after the name): its kind, its words without SHADOW
-    -- (what the kind's command takes after the key), whether it is a shadow, and its
-    -- line as RL.POLICY LIST gives it.
+    -- (what the kind's command takes after the key) with its PENALTY d [ESCALATE max]
+    -- apart (RL.PEEK POLICY takes none), whether it is a shadow, and its line as
+    -- RL.POLICY LIST gives it (grammar/policy.rs canonical).
     local function policy_definition(name, words)
       local kind = words[1] and KINDS[upper(words[1])]
       if not kind then fail(MSG.policy_algorithm) end
@@ -30,10 +31,22 @@
         else
           rest[#rest + 1] = word
         end
-        text[#text + 1] = (up == 'BURST' or up == 'SHADOW') and up or word
+        local keyword = up == 'BURST' or up == 'SHADOW' or up == 'PENALTY' or up == 'ESCALATE'
+        text[#text + 1] = keyword and up or word
       end
-      uncached_parse(kind, rest, 1, #rest, 'policy')
-      return { kind = kind, words = rest, shadow = shadow, line = concat(text, ' ') }
+      local req = uncached_parse(kind, rest, 1, #rest, 'policy')
+      local base, penalty, i = {}, {}, 1
+      while i <= #rest do
+        -- (checked: PENALTY is an option, its values follow it)
+        local n = i > np and upper(rest[i]) == 'PENALTY' and (req.penalty.max and 4 or 2)
+        for j = i, i + (n or 1) - 1 do
+          local to = n and penalty or base
+          to[#to + 1] = rest[j]
+        end
+        i = i + (n or 1)
+      end
+      return { kind = kind, words = base, penalty = penalty, shadow = shadow,
+        line = concat(text, ' ') }
     end
 
     -- Reads POLICY_LINES (each line's number in the file, then the line) into
@@ -148,11 +161,14 @@
       amount_finish(seen)
     end
 
-    -- The arguments the definition's command takes after the key: its words, then
-    -- `more` (or args[first..last]).
-    function POLICY.arguments(definition, more, first, last)
+    -- The arguments the definition's command takes after the key: its words and its
+    -- penalty (not for a `peek`), then `more` (or more[first..last]).
+    function POLICY.arguments(definition, more, first, last, peek)
       local out = {}
       for i, word in ipairs(definition.words) do out[i] = word end
+      if not peek then
+        for _, word in ipairs(definition.penalty) do out[#out + 1] = word end
+      end
       for i = first or 1, last or #more do out[#out + 1] = more[i] end
       return out
     end

@@ -23,27 +23,39 @@
     return d, write
   end
 
-  -- The exact decision of a string state's value `v` (nil: absent) at (s, n).
-  local function decide_exactly(req, v, s, n)
+  -- The exact decision of `req` on `key` at (s, n), `v` its value (a string state's
+  -- kinds: read already, nil if absent), `peek` the call's PEEK: the limiter's own
+  -- decision, as the key's penalty answers it (decision/limiter.rs decide).
+  local function decide_exactly(key, req, v, s, n, peek)
     local now = ns_of_time(s, n)
-    local d, write = DECIDE[req.kind.name](v, req, now)
+    local name, held = req.kind.name, nil
+    local function own(r)
+      if name == 'SLIDINGLOG' then return decide_log(key, r, now, held) end
+      return DECIDE[name](held.state, r, now)
+    end
+    if name == 'SLIDINGLOG' then
+      held = PEN.log_held(key, 'RL.SLIDINGLOG') or {}
+    elseif v then
+      -- (a string this short is not read: store/mod.rs SHORT_STRING)
+      if #v <= SHORT_STRING then foreign(req.kind.label) end
+      local state, p = PEN.split(v, req.kind.label)
+      held = { exists = true, state = state, p = p }
+    else
+      held = {}
+    end
+    local d, write = own(req)
+    if held.p or req.penalty then d, write = PEN.judge(req, held, d, write, now, peek, own) end
     return within_cap(d, write, now)
   end
 
-  -- The exact decision of a sliding log on `key` at (s, n).
-  local function decide_log_exactly(key, req, s, n)
-    local now = ns_of_time(s, n)
-    local d, write = decide_log(key, req, now)
-    return within_cap(d, write, now)
-  end
-
-  -- Decides `req` on `key` at the instant (s, n): the decision and its write (see
-  -- commit), in doubles where every value fits (the kind's fast path), else exactly.
-  local function decide(key, req, s, n)
+  -- Decides `req` on `key` at the instant (s, n) (`peek`: RL.ALL's PEEK): the
+  -- decision and its write (see commit), in doubles where every value fits (the
+  -- kind's fast path, unless its denial may start a penalty), else exactly.
+  local function decide(key, req, s, n, peek)
     if req.kind.name == 'SLIDINGLOG' then
       if req.fast and s < FAST_S then
         local allowed, left, retry, reset, score, member, expire = req.fast(key, s, n)
-        if allowed ~= nil then
+        if allowed ~= nil and (allowed or not req.penalty or peek or req.peek) then
           local write = score and { op = 'log', apply = function(k)
             redis.call('ZADD', k, score, member)
             redis.call('PEXPIREAT', k, expire)
@@ -51,12 +63,12 @@
           return { allowed = allowed, limit = req.limit, remaining = left, retry = retry, reset = reset }, write
         end
       end
-      return decide_log_exactly(key, req, s, n)
+      return decide_exactly(key, req, nil, s, n, peek)
     end
     local v = get(key)
     if req.fast and s < FAST_S then
       local allowed, left, retry, reset, value, expire = req.fast(v, s, n)
-      if allowed ~= nil then
+      if allowed ~= nil and (allowed or not req.penalty or peek or req.peek) then
         local write
         if value then
           write = { op = 'set', value = value, expire = expire }
@@ -66,7 +78,7 @@
         return { allowed = allowed, limit = req.limit, remaining = left, retry = retry, reset = reset }, write
       end
     end
-    return decide_exactly(req, v, s, n)
+    return decide_exactly(key, req, v, s, n, peek)
   end
 
   -- The reply for a call whose body raised `err` (registration runs every body
@@ -116,7 +128,8 @@
         else
           allowed, left, retry, reset, value, expire = fast(v, s, n)
         end
-        if allowed ~= nil then
+        -- (a denial that may start a penalty is decided again, exactly)
+        if allowed ~= nil and (allowed or not req.penalty or req.peek) then
           if value ~= nil and not req.peek then
             if log then
               redis.call('ZADD', key, value, expire)
@@ -140,12 +153,7 @@
           return { allowed and 1 or 0, req.limit, left, retry, reset }
         end
       end
-      local d, write
-      if log then
-        d, write = decide_log_exactly(key, req, s, n)
-      else
-        d, write = decide_exactly(req, v, s, n)
-      end
+      local d, write = decide_exactly(key, req, v, s, n, false)
       if write and not req.peek then commit(key, write) end
       return reply(d)
     end
@@ -166,7 +174,7 @@
       local cost = POLICY.amount(args, 3, #args, false, function(option)
         fail(ERR.unknown_option(option, 'rl.peek', 'COST'))
       end)
-      local spelt = POLICY.arguments(definition, cost)
+      local spelt = POLICY.arguments(definition, cost, nil, nil, true)
       table.insert(spelt, 1, definition.kind.name)
       local r = peek_body(keys, spelt)
       return definition.shadow and POLICY.shadowed(r) or r
@@ -248,16 +256,19 @@
     end
     local s, ns = clock()
     local layers, writes, all_admit = {}, {}, true
-    -- A shadow policy's layer passes whatever it decides (its denial writes nothing).
+    -- A shadow policy's layer passes whatever it decides.
     for i = 1, n do
-      layers[i], writes[i] = decide(keys[i], reqs[i], s, ns)
+      layers[i], writes[i] = decide(keys[i], reqs[i], s, ns, peek)
       all_admit = all_admit and (layers[i].allowed or shadow[i] or false)
     end
-    if all_admit and not peek then
+    -- All pass: every write. Else only the denying layers' (a denial writes only the
+    -- penalty it starts): nothing is spent (spend.rs).
+    if not peek then
       for i = 1, n do
-        if writes[i] then commit(keys[i], writes[i]) end
+        if writes[i] and (all_admit or not layers[i].allowed) then commit(keys[i], writes[i]) end
       end
-    elseif not all_admit then
+    end
+    if not all_admit then
       -- Nothing is spent: a layer that would admit reports its state as it is.
       for i = 1, n do
         if layers[i].allowed then
@@ -312,6 +323,20 @@
     local kind = definition.kind
     local body = POLICY.bodies[kind.name] or decision_command(kind, kind.fcall)
     POLICY.bodies[kind.name] = body
-    local r = body({ key }, POLICY.arguments(definition, args, 2, #args))
+    local options = args
+    if definition.shadow then
+      -- A shadow policy never waits: BLOCK never keeps its denial from starting a penalty.
+      -- (the options are checked: BLOCK is followed by its value)
+      options = { args[1] }
+      local i = 2
+      while i <= #args do
+        if upper(args[i]) == 'BLOCK' then
+          i = i + 2
+        else
+          options[#options + 1], i = args[i], i + 1
+        end
+      end
+    end
+    local r = body({ key }, POLICY.arguments(definition, options, 2, #options))
     return definition.shadow and POLICY.shadowed(r) or r
   end

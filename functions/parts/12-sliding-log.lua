@@ -63,10 +63,11 @@
 
     local function log_corrupt() foreign('RL.SLIDINGLOG') end
 
-    -- Removes at most 64 (TRIM_MAX_TEXT) members scored <= cutoff (a string), oldest first:
-    -- one ZREM of exactly those members, as the module replicates it.
+    -- Removes at most 64 (TRIM_MAX_TEXT) entries scored <= cutoff (a string), oldest
+    -- first: one ZREM of exactly those members, as the module replicates it. (Entries
+    -- score from 0; a sliding log's penalty member, below, stays.)
     function trim_through(key, cutoff)
-      local lapsed = redis.call('ZRANGEBYSCORE', key, '-inf', cutoff, 'LIMIT', '0', TRIM_MAX_TEXT)
+      local lapsed = redis.call('ZRANGEBYSCORE', key, '0', cutoff, 'LIMIT', '0', TRIM_MAX_TEXT)
       if #lapsed > 0 then redis.call('ZREM', key, unpack(lapsed)) end
     end
 
@@ -78,8 +79,11 @@
       return r
     end
 
-    local function open_log(key)
-      local first = first_entry(key)
+    -- `held`: what the key holds (PEN.log_held), its entries from rank held.rank.
+    local function open_log(key, held)
+      local rank = held.rank
+      if not rank then return nil end
+      local first = held.first or redis.call('ZRANGE', key, '1', '1', 'WITHSCORES')
       if not first[1] then return nil end
       local function one(reply)
         local e = reply[1] and parse_entry(reply[1], reply[2])
@@ -90,7 +94,7 @@
       local newest = one(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES'))
       if oldest.sum and not newest.sum then log_corrupt() end
       local log = { oldest = oldest, newest = newest }
-      function log.len() return int(redis.call('ZCARD', key)) end
+      function log.len() return int(redis.call('ZCARD', key) - rank) end
       function log.count_after(cutoff)
         return int(redis.call('ZCOUNT', key, '(' .. str(cutoff), '+inf'))
       end
@@ -110,27 +114,14 @@
           batch = 16
         end
       end
-      -- Visits entries newest first while `visit` is true.
-      function log.scan_newest(visit)
-        local offset = 0
-        while true do
-          local r = redis.call('ZREVRANGE', key, offset, offset + 15, 'WITHSCORES')
-          for i = 1, #r, 2 do
-            local e = parse_entry(r[i], r[i + 1])
-            if not e then log_corrupt() end
-            if not visit(e) then return end
-          end
-          if #r < 32 then return end
-          offset = offset + 16
-        end
-      end
       function log.last_through(score)
-        local r = redis.call('ZREVRANGEBYSCORE', key, str(score), '-inf', 'WITHSCORES', 'LIMIT', '0', '1')
+        local r = redis.call('ZREVRANGEBYSCORE', key, str(score), '0', 'WITHSCORES', 'LIMIT', '0', '1')
         if not r[1] then return nil end
         return parse_entry(r[1], r[2]) or log_corrupt()
       end
-      function log.at_rank(rank)
-        local r = redis.call('ZRANGE', key, str(rank), str(rank), 'WITHSCORES')
+      function log.at_rank(r)
+        r = str(add(r, rank))
+        r = redis.call('ZRANGE', key, r, r, 'WITHSCORES')
         if not r[1] then return nil end
         return parse_entry(r[1], r[2]) or log_corrupt()
       end
@@ -240,11 +231,12 @@
       return hi
     end
 
-    -- RL.SLIDINGLOG: decide (or refund) on `key`.
-    decide_log = function(key, req, now)
+    -- RL.SLIDINGLOG: decide (or refund) on `key`, which holds `held`. A write's
+    -- `apply(key, write)` ends with PEXPIREAT write.expire.
+    decide_log = function(key, req, now, held)
       local limitn, w = req.p[1], req.p[2]
       local limit = int(limitn)
-      local log = open_log(key)
+      local log = open_log(key, held)
       local window_us = div(w, NS_PER_US)
       local cutoff = satsub(score_of(now), window_us)
       local c = census(log, cutoff)
@@ -285,8 +277,8 @@
         if not newest_left then return d, { op = 'del' } end
         local take = str(remove + (rewrite and 1 or 0))
         local cut = '(' .. str(cutoff)
-        local expire = str(expire_ms(leaves_at(score_of(newest_left))))
-        return d, { op = 'log', apply = function(k)
+        local expire = expire_ms(leaves_at(score_of(newest_left)))
+        return d, { op = 'log', expire = expire, apply = function(k, write)
           -- As the module: the oldest live members are listed first; the rewritten
           -- entry is added before they go (the set never empties: no spurious del
           -- event); one ZREM, in chunks only beyond what Lua can unpack at once.
@@ -295,7 +287,7 @@
           for i = 1, #oldest, 4000 do
             redis.call('ZREM', k, unpack(oldest, i, i + 3999 < #oldest and i + 3999 or #oldest))
           end
-          redis.call('PEXPIREAT', k, expire)
+          redis.call('PEXPIREAT', k, str(write.expire))
         end }
       end
       -- The entry `weight` units add (decide.rs next_entry), and its write: a
@@ -311,15 +303,15 @@
         end
         local cost = joins and checked_u64(add(joins.cost, weight)) or weight
         local entry = { ns = ns, cost = cost, sum = sum, score = score_of(ns) }
-        local cut, expire = str(cutoff), str(expire_ms(leaves_at(entry.score)))
+        local cut, expire = str(cutoff), expire_ms(leaves_at(entry.score))
         local lapsed = c.lapsed
         local old = joins and member_of(joins)
-        return ns, { op = 'log', apply = function(k)
+        return ns, { op = 'log', expire = expire, apply = function(k, write)
           -- Only if an entry has lapsed: no seek otherwise (as the module).
           if lapsed then trim_through(k, cut) end
           redis.call('ZADD', k, str(entry.score), member_of(entry))
           if old then redis.call('ZREM', k, old) end
-          redis.call('PEXPIREAT', k, expire)
+          redis.call('PEXPIREAT', k, str(write.expire))
         end }
       end
       if req.debit then

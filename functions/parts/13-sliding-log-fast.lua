@@ -3,8 +3,8 @@
   -- oldest is live, a request that is not a refund or a debit, and a window below FAST_NS.
   -- It reads what the exact path reads first (the oldest and newest entries) and
   -- hands everything else (legacy or lapsed entries, a retry beyond the oldest
-  -- entry, corrupt logs, instants outside 2001 to 2286) to decide_log, before any
-  -- write.
+  -- entry, a penalty, corrupt logs, instants outside 2001 to 2286) to decide_log,
+  -- before any write.
   ------------------------------------------------------------------------------
 
   -- A weighted entry `<ns>:<cost>:<sum>` (ns in 19 digits) scored by its
@@ -48,7 +48,8 @@
       local now_us = s * 1000000 + (n - n % NS_PER_US) / NS_PER_US
       local cutoff = now_us > window_us and now_us - window_us or 0
       local first = redis.pcall('ZRANGE', key, '0', '0', 'WITHSCORES')
-      if first.err then fail(first.err) end
+      -- (another type, or a key holding only a penalty: the exact path says which)
+      if first.err then return nil end
       local units, newest, reset = 0, nil, 0
       local oldest
       if first[1] then

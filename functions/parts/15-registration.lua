@@ -9,6 +9,7 @@
     throttle = { throttle_body, 'CL.THROTTLE' },
     acquire = { acquire_body, 'RL.ACQUIRE' },
     release = { release_body, 'RL.RELEASE' },
+    ban = { ban_body, 'RL.BAN' },
     failed = failed,
     -- The exact integers, for tests (tests/functions_exact.rs registers a caller).
     ints = { big = big, str = str, add = add, sub = sub_, mul = mul, divmod = divmod, cmp = cmp },
@@ -53,6 +54,7 @@ redis.register_function('rl_all', handler('all'))
 redis.register_function('rl_limit', handler('limit'))
 redis.register_function('cl_throttle', handler('throttle'))
 redis.register_function('rl_acquire', handler('acquire'))
+redis.register_function('rl_ban', handler('ban'))
 -- RL.RELEASE is registered without deny-oom (it only frees): so is rl_release.
 redis.register_function { function_name = 'rl_release', callback = handler('release'), flags = { 'allow-oom' } }
 redis.register_function { function_name = 'rl_peek', callback = handler('peek'), flags = { 'no-writes' } }

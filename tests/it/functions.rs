@@ -18,9 +18,9 @@ use std::time::Instant;
 /// The ACL rules a user needs for the library, as docs/managed-redis.md gives them.
 const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpireat +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrange +zrevrangebyscore";
 
-/// A stored state with its instants (19+ digit numbers) rounded to the second
-/// (CL.THROTTLE: to the second too); they must match to within the slack.
-fn state(c: &mut redis::Connection, key: &str) -> (String, Vec<i128>) {
+/// A stored state with its instants apart (19+ digit numbers, in ns; a penalty's
+/// end and keep, in ms, scaled to ns): they must match to within the slack.
+pub(crate) fn state(c: &mut redis::Connection, key: &str) -> (String, Vec<i128>) {
     let ty: String = run(c, &format!("TYPE {key}"));
     let v: String = match ty.as_str() {
         "string" => run(c, &format!("GET {key}")),
@@ -37,16 +37,26 @@ fn state(c: &mut redis::Connection, key: &str) -> (String, Vec<i128>) {
     };
     let mut shape = String::new();
     let mut instants = vec![];
-    for (i, part) in v.split(':').enumerate() {
-        if i > 0 {
-            shape.push(':');
-        }
-        if part.len() >= 19 && part.bytes().all(|b| b.is_ascii_digit()) {
+    // The fields after `penalty`: its end and keep are instants in ms, its length is exact.
+    let mut penalty_field = None;
+    for piece in v.split_inclusive([':', '|']) {
+        let part = piece.trim_end_matches([':', '|']);
+        let digits = !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+        penalty_field = match (part == "penalty", penalty_field) {
+            (true, _) => Some(0),
+            (false, Some(f)) if f < 3 => Some(f + 1),
+            _ => None,
+        };
+        if digits && matches!(penalty_field, Some(1 | 3)) {
+            shape.push_str("#ms");
+            instants.push(part.parse::<i128>().unwrap() * 1_000_000);
+        } else if digits && part.len() >= 19 {
             shape.push('#');
             instants.push(part.parse::<i128>().unwrap());
         } else {
             shape.push_str(part);
         }
+        shape.push_str(&piece[part.len()..]);
     }
     (shape, instants)
 }
@@ -129,9 +139,10 @@ fn shown(words: &[Vec<u8>]) -> String {
 }
 
 /// Random argument vectors: the library answers exactly the module's error text,
-/// or succeeds as it does; never a Lua runtime error. Every command, `RL.PEEK`
-/// with each algorithm (`FCALL_RO rl_peek`), and options drawn mostly as
-/// names (`BLOCK` among them) with or without a value, in any order. Returns
+/// or succeeds as it does; never a Lua runtime error. Every command (`RL.BAN`
+/// too), `RL.PEEK` with each algorithm (`FCALL_RO rl_peek`), and options drawn
+/// mostly as names (`BLOCK`, `PENALTY` and `ESCALATE` among them) with or without
+/// a value, in any order. Returns
 /// how many pairs were compared and how many of them were errors.
 fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) {
     const PALETTE: &[&str] = &[
@@ -182,11 +193,17 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
         "LEAKY",
         "ACQUIRE",
         "0000000000000000000000007",
+        "PENALTY",
+        "penalty",
+        "ESCALATE",
+        "00000000000000000000000000000000000007",
+        "000000000000000000000000000000000000007",
     ];
     /// Option names, as the generator draws them (a value follows most of them).
     const OPTIONS: &[&str] = &[
         "COST", "cost", "REFUND", "DEBIT", "debit", "PEEK", "peek", "BURST", "BLOCK", "block",
-        "Block", "COST", "BLOCK", "PEEK", "XYZ", "DEBIT",
+        "Block", "COST", "BLOCK", "PEEK", "XYZ", "DEBIT", "PENALTY", "penalty", "PENALTY",
+        "ESCALATE", "escalate",
     ];
     const COMMANDS: &[(&str, usize)] = &[
         ("RL.GCRA", 2),
@@ -200,6 +217,7 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
         ("RL.ACQUIRE", 3),
         ("RL.RELEASE", 1),
         ("RL.PEEK", 0),
+        ("RL.BAN", 1),
     ];
     /// RL.PEEK's algorithms and their parameters (ACQUIRE: limit timeout lease_id).
     const PEEKS: &[(&str, usize)] = &[
@@ -289,10 +307,13 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
                 for _ in 0..2 {
                     if rng.random_bool(0.3) {
                         args.push(
-                            ["COST", "BURST", "BLOCK", "REFUND", "DEBIT", "debit"]
-                                .choose(&mut rng)
-                                .unwrap()
-                                .to_string(),
+                            [
+                                "COST", "BURST", "BLOCK", "REFUND", "DEBIT", "debit", "PENALTY",
+                                "ESCALATE",
+                            ]
+                            .choose(&mut rng)
+                            .unwrap()
+                            .to_string(),
                         );
                         args.push(pick(&mut rng));
                     }

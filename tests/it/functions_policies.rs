@@ -9,6 +9,7 @@
 
 use crate::common::backend::{is_lua_runtime_error, library_source, replies_agree, Backend};
 use crate::common::*;
+use crate::functions::state;
 
 use std::path::Path;
 use std::process::Command;
@@ -23,10 +24,14 @@ sl     SLIDING 3 1h
 log    SLIDINGLOG 3 1h
 trial  FIXED 1 1h SHADOW
 FIXED  FIXED 1 1h\r
+# penalties, a shadow one, SHADOW between PENALTY d and ESCALATE max
+pen    FIXED 1 1h penalty 2h escalate 1d
+spen   GCRA 1 1h PENALTY 2h SHADOW
+lpen   SLIDINGLOG 1 1h PENALTY 30m SHADOW ESCALATE 2h
 ";
 
 /// The library with `file`'s policies written in, as the script writes it.
-fn library_with(file: &Path) -> String {
+pub(crate) fn library_with(file: &Path) -> String {
     let out = Command::new("python3")
         .arg(manifest_dir().join("scripts/library-policies.py"))
         .arg(file)
@@ -126,8 +131,45 @@ server_tests! {
             "RL.ALL 2 d1 d3 POLICY g REFUND 9 POLICY sl REFUND 1",
             "RL.LIMIT d4 trial DEBIT 3",
             "RL.ALL 2 d4 d5 POLICY trial DEBIT 2 POLICY tb",
+            // Penalties: started by a denial, seen by every call; a shadow records
+            // its own (BLOCK never keeps it from starting one) and answers as admitted.
+            "RL.LIMIT pk pen",
+            "RL.LIMIT pk pen",
+            "RL.LIMIT pk pen",
+            "RL.PEEK POLICY pk pen",
+            "RL.PEEK POLICY pk pen COST 0",
+            "RL.LIMIT pk pen REFUND 1",
+            "RL.LIMIT pk pen COST 0",
+            "RL.LIMIT pk free",
+            "RL.LIMIT ps spen",
+            "RL.LIMIT ps spen BLOCK 100000",
+            "RL.LIMIT ps spen",
+            "RL.PEEK POLICY ps spen",
+            "RL.LIMIT pl lpen",
+            "RL.LIMIT pl lpen PEEK",
+            "RL.LIMIT pl lpen",
+            "RL.LIMIT pl lpen",
+            "RL.ALL 2 pa pb POLICY pen POLICY free",
+            "RL.ALL 2 pa pb POLICY pen POLICY free",
+            "RL.ALL 2 pa pb POLICY pen POLICY free",
+            "RL.ALL 2 pc pd POLICY spen POLICY lpen",
+            "RL.ALL 2 pc pd POLICY spen POLICY lpen",
+            "RL.ALL 2 pc pd POLICY spen POLICY lpen PEEK",
+            "RL.BAN pe 60000",
+            "RL.LIMIT pe free",
+            "RL.PEEK POLICY pe spen",
         ] {
             let _ = both(m, l, call);
+        }
+        // The same state on both: penalties included (their end and keep within the
+        // real time between the calls).
+        for key in ["pk", "ps", "pl", "pa", "pb", "pc", "pd", "pe"] {
+            let ((sm, im), (sl, il)) = (state(m, key), state(l, key));
+            assert_eq!(sm, sl, "{key}");
+            assert!(sm.contains("penalty") || key == "pb", "{key}: {sm}");
+            for (x, y) in im.iter().zip(&il) {
+                assert!((x - y).abs() <= 1_000_000_000, "{key}: {x} vs {y}");
+            }
         }
         let _: () = run(m, "SET wrong x");
         let _: () = run(l, "SET wrong x");
@@ -166,6 +208,9 @@ server_tests! {
             "RL.ALL 1 k POLICY free REFUND 1 DEBIT 1",
             "RL.ALL 1 k POLICY free PEEK 1",
             "RL.ALL 2 a b POLICY free DEBIT 1 FIXED 1 1s PEEK",
+            "RL.LIMIT k pen PENALTY 1m",
+            "RL.ALL 1 k POLICY pen PENALTY 1m",
+            "RL.PEEK POLICY k pen PENALTY 1m",
         ] {
             assert!(both(m, l, call).is_err(), "{call}");
         }
@@ -175,6 +220,8 @@ server_tests! {
         assert!(list.contains(&"g GCRA 10 1h BURST 3".to_owned()), "{list:?}");
         assert_eq!(run::<String>(l, "FCALL_RO rl_policy 0 DIGEST"), run::<String>(m, "RL.POLICY DIGEST"));
         assert_eq!(run::<String>(l, "FCALL_RO rl_policy 0 GET trial"), "trial FIXED 1 1h SHADOW");
+        assert!(list.contains(&"pen FIXED 1 1h PENALTY 2h ESCALATE 1d".to_owned()), "{list:?}");
+        assert!(list.contains(&"lpen SLIDINGLOG 1 1h PENALTY 30m SHADOW ESCALATE 2h".to_owned()), "{list:?}");
         assert_eq!(run::<Option<String>>(l, "FCALL_RO rl_policy 0 GET nope"), None);
     }
 
@@ -197,6 +244,12 @@ server_tests! {
             "ok FIXED 1\n",
             "o{k} FIXED 1 1h\n",
             "ok FIXED 1 1h\ndigest FIXED 1 1h\n",
+            "ok FIXED 1 1h PENALTY 1h ESCALATE 1m\n",
+            "ok FIXED 1 1h PENALTY\n",
+            "ok FIXED 1 1h PENALTY SHADOW\n",
+            "ok GCRA 1 1h ESCALATE 1h\n",
+            "ok FIXED 1 1h PENALTY 1m PENALTY 1m\n",
+            "ok FIXED 1 1h PENALTY 0 SHADOW\n",
             &format!("{comments}ok FIXED 1 1h\nsecond FIXED 0 1h\n"),
             &too_many,
         ] {

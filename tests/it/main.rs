@@ -25,6 +25,7 @@ mod faults;
 mod functions;
 mod functions_cluster;
 mod functions_exact;
+mod functions_penalty;
 mod functions_policies;
 mod gcra;
 mod gcra_registration;
