@@ -101,7 +101,8 @@ for (const server of servers) {
       }
 
       test("peek, refund, PEEK and BLOCK by name", async () => {
-        await set(`${kind}-bucket`, "TOKENBUCKET", "100", "10", "1s");
+        // (10 per hour: no token comes back between the calls, however slow the machine)
+        await set(`${kind}-bucket`, "TOKENBUCKET", "100", "10", "1h");
         const key = `${kind}:bucket`;
         assert.equal((await limiter.limit(key, `${kind}-bucket`, { cost: 5 })).remaining, 95);
         assert.equal((await limiter.limit(key, `${kind}-bucket`, { cost: 3, peek: true })).remaining, 92);
@@ -115,9 +116,10 @@ for (const server of servers) {
         await limiter.limit(`${kind}:never`, `${kind}-bucket`, { peek: true });
         assert.equal(Number(await c.raw(["EXISTS", `${kind}:never`])), 0);
 
-        // BLOCK: the second call of a 10 per second GCRA waits its ~100 ms and is admitted on
-        // the module; the library takes BLOCK and decides at once.
-        await set(`${kind}-spaced`, "GCRA", "10", "1s");
+        // BLOCK: the third call of a 10 per 10 s GCRA waits its ~1 s and is admitted on the
+        // module (the second, a second apart at most, is denied); the library takes BLOCK and
+        // decides at once.
+        await set(`${kind}-spaced`, "GCRA", "10", "10s");
         assert.ok((await limiter.limit(`${kind}:spaced`, `${kind}-spaced`)).allowed);
         assert.equal((await limiter.limit(`${kind}:spaced`, `${kind}-spaced`)).allowed, false);
         const started = Date.now();
