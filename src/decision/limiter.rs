@@ -89,7 +89,7 @@ pub trait OnKey {
 macro_rules! dispatch {
     ($($variant:ident($module:ident)),*) => {
         /// The limiter's own decision on the key's state, penalty aside.
-        /// (Inlined into its callers: the common call's one decision.)
+        /// (Inlined, as everything it calls: `decide` is its one caller.)
         #[inline(always)]
         fn decide_own(key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
             Ok(match &req.limiter {
@@ -102,38 +102,16 @@ macro_rules! dispatch {
 with_kinds!(dispatch);
 
 /// Decides `req` for the limiter on `key` at `now`, writing nothing: the
-/// limiter's decision, as the key's penalty (if any) answers it. If the key
-/// vanished while its handle was closed around a server call (a legacy
-/// sliding-log census), it decides again on the now-absent key.
-/// (Inlined: every call's one decision; two claims call it.)
-#[inline]
+/// limiter's decision, as the key's penalty (if any) answers it. A key
+/// without a penalty, decided without `PENALTY`, takes the limiter's own
+/// outcome as it is (the common call: it costs what it did before penalties).
+///
+/// The limiter runs from this one place, so that it is inlined here whole.
+/// Deciding again is a call of this function: on the now-absent key if the
+/// key vanished while its handle was closed around a server call (a legacy
+/// sliding-log census; once, as an absent key calls no server), and for the
+/// cost of 1 that a `COST 0` during a penalty reports.
 pub fn decide(
-    key: &Key,
-    kind: Kind,
-    req: &Request,
-    now: u64,
-) -> Result<Outcome<KeyWrite>, RlError> {
-    decide_once(key, kind, req, now)
-}
-
-/// [`decide`] again after the key vanished (once: deciding on an absent key
-/// calls no server), out of the way of every other call.
-#[cold]
-#[inline(never)]
-fn decide_again(
-    key: &Key,
-    kind: Kind,
-    req: &Request,
-    now: u64,
-) -> Result<Outcome<KeyWrite>, RlError> {
-    decide_once(key, kind, req, now)
-}
-
-/// One decision on the key as it is. A key without a penalty, decided
-/// without `PENALTY`, takes the limiter's own outcome as it is (the common
-/// call: it costs what it did before penalties).
-#[inline(always)]
-fn decide_once(
     key: &Key,
     kind: Kind,
     req: &Request,
@@ -142,11 +120,11 @@ fn decide_once(
     let (stored, before) = read(key, kind)?;
     let own = decide_own(&stored, kind, req, now)?;
     if key.take_vanished() {
-        return decide_again(key, kind, req, now);
+        return decide(key, kind, req, now);
     }
     let out = match before {
         None if req.penalty.is_none() => own.map_write(KeyWrite::Own),
-        _ => judge(&stored, kind, req, now, before, own)?,
+        _ => judge(key, kind, req, now, before, own)?,
     };
     Ok(Outcome {
         decision: out.decision.within_expiry_cap(now.into()),
@@ -191,7 +169,7 @@ fn read(key: &Key, kind: Kind) -> Result<(Stored<'_>, Option<Penalty>), RlError>
 /// debit keeps it; a denial that may start one does.
 #[inline(never)]
 fn judge(
-    stored: &Stored,
+    key: &Key,
     kind: Kind,
     req: &Request,
     now: u64,
@@ -203,7 +181,9 @@ fn judge(
     if let Some(p) = before.filter(|p| p.active(now)) {
         return Ok(match (req.charge, req.cost) {
             (Charge::Cost, 0) => {
-                let one = decide_own(stored, kind, &Request { cost: 1, ..*req }, now)?;
+                // A cost of 1, as the penalty answers it: its wait is the later
+                // of the penalty's end and the limiter's own.
+                let one = decide(key, kind, &Request { cost: 1, ..*req }, now)?;
                 Outcome {
                     decision: p.peek_zero(&own.decision, &one.decision, now),
                     write: None,
@@ -398,11 +378,13 @@ fn instant_write(kind: Kind, t: u128, now: u128) -> Write {
     }
 }
 
+#[inline(always)]
 fn read_instant(key: &Stored, kind: Kind) -> Result<u128, RlError> {
     Ok(read_string::<1>(key, kind)?.map_or(0, |[t]| t))
 }
 
 /// The fields of a string state `kind` wrote, `None` if the key is empty.
+#[inline(always)]
 fn read_string<const N: usize>(key: &Stored, kind: Kind) -> Result<Option<[u128; N]>, RlError> {
     match key.held {
         Held::Empty => Ok(None),
