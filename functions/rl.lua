@@ -1746,8 +1746,9 @@ local function build()
     -- earlier than p's keep.
     function PEN.penalize(key, held, p)
       if held.zset then
-        carry(key, held.p, p, false)
+        -- (the expiry read first: a refused read writes nothing)
         local t = expiry(key)
+        carry(key, held.p, p, false)
         local want = t and max(t, p.k) or p.k
         if not t or cmp(t, want) ~= 0 then redis.call('PEXPIREAT', key, at(want)) end
       elseif held.exists then
