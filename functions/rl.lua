@@ -1615,11 +1615,12 @@ local function build()
     -- An expiry as PXAT and PEXPIREAT take it (only a hand-edited keep passes 2^63 - 1).
     local function at(ms) return str(min(ms, I64_MAX)) end
 
-    -- The key's expiry (PEXPIRETIME), nil if it has none.
+    -- The key's expiry (PEXPIRETIME), false if it has none.
     local function expiry(key)
       local t = redis.call('PEXPIRETIME', key)
-      if t >= 0 then return t end
+      return t >= 0 and t
     end
+    PEN.expiry = expiry
 
     -- A string key's value v (longer than SHORT_STRING) as its state (nil: the key holds
     -- only a penalty) and its penalty (codec.rs split_penalty): foreign to `label` if the
@@ -1689,13 +1690,14 @@ local function build()
     end
 
     -- The penalty's rules (decision/limiter.rs judge) over the limiter's own decision
-    -- `own` of `req` and its write `w` on the key `held` ({ exists, zset, state, p }),
-    -- at `now`; `own_of(r)` decides another request on the same state. A penalty in
-    -- force denies every spending call, writing nothing; a refund or a debit keeps it;
-    -- a denial that may start one (limiter.rs starts_penalty: not PEEK, not a wait
-    -- BLOCK would have waited out) does. The write: `w` carrying the penalty (or
-    -- dropping one no longer kept), a penalty's start, or nil.
-    function PEN.judge(req, held, own, w, now, peek, own_of)
+    -- `own` of `req` and its write `w` on `key`, which holds `held` ({ exists, zset,
+    -- state, p }), at `now`; `own_of(r)` decides another request on the same state. A
+    -- penalty in force denies every spending call, writing nothing; a refund or a debit
+    -- keeps it; a denial that may start one (limiter.rs starts_penalty: not PEEK, not a
+    -- wait BLOCK would have waited out) does. The write: `w` carrying the penalty (or
+    -- dropping one no longer kept), a penalty's start (with the key's expiry, read now:
+    -- every read before the call's first write), or nil.
+    function PEN.judge(key, req, held, own, w, now, peek, own_of)
       local before = held.p
       local kept = before and cmp(now, ns(before.k)) < 0 and before or nil
       local carried = w and before and { op = 'pen', own = w, before = before, after = kept,
@@ -1718,8 +1720,8 @@ local function build()
         and not (req.refund or req.debit)
         and not (req.block and cmp(retry, mul(req.block, NS_PER_MS)) <= 0) then
         local p = start(rule, before, now)
-        return answer(p, own, now, own, false),
-          { op = 'pen', before = before, after = p, held = held, apply = PEN.commit }
+        return answer(p, own, now, own, false), { op = 'pen', before = before, after = p,
+          held = held, expiry = held.exists and expiry(key), apply = PEN.commit }
       end
       return own, carried
     end
@@ -1741,17 +1743,15 @@ local function build()
       if after then redis.call('ZADD', key, SCORE, text(after)) end
     end
 
-    -- Gives the key `held` the penalty p (it held `before`), its state unchanged (a
-    -- penalty's start, or RL.BAN): store/penalty.rs penalize. The key expires no
-    -- earlier than p's keep.
-    function PEN.penalize(key, held, p)
+    -- Gives the key `held`, expiring at `t` (false: none), the penalty p, its state
+    -- unchanged (a penalty's start, or RL.BAN): store/penalty.rs penalize. The key
+    -- expires no earlier than p's keep.
+    function PEN.penalize(key, held, p, t)
       if held.zset then
         carry(key, held.p, p, false)
-        local t = expiry(key)
         local want = t and max(t, p.k) or p.k
         if not t or cmp(t, want) ~= 0 then redis.call('PEXPIREAT', key, at(want)) end
       elseif held.exists then
-        local t = expiry(key)
         redis.call('SET', key, text(p, held.state), 'PXAT', at(t and max(t, p.k) or p.k))
       else
         redis.call('SET', key, text(p), 'PXAT', at(p.k))
@@ -1769,7 +1769,7 @@ local function build()
     -- Applies a write PEN.judge made (decision/limiter.rs commit).
     function PEN.commit(key, w)
       local own, after = w.own, w.after
-      if not own then return PEN.penalize(key, w.held, after) end
+      if not own then return PEN.penalize(key, w.held, after, w.expiry) end
       if own.op == 'set' then
         if not after then return redis.call('SET', key, own.value, 'PXAT', str(own.expire)) end
         redis.call('SET', key, text(after, own.value), 'PXAT', at(max(own.expire, after.k)))
@@ -2056,7 +2056,7 @@ local function build()
       held = {}
     end
     local d, write = own(req)
-    if held.p or req.penalty then d, write = PEN.judge(req, held, d, write, now, peek, own) end
+    if held.p or req.penalty then d, write = PEN.judge(key, req, held, d, write, now, peek, own) end
     return within_cap(d, write, now)
   end
 
@@ -3045,7 +3045,8 @@ local function build()
       end
     end
     if ms > 0 then
-      PEN.penalize(key, held, PEN.from_now(now, ms, held.p and held.p.k or ZERO))
+      local p = PEN.from_now(now, ms, held.p and held.p.k or ZERO)
+      PEN.penalize(key, held, p, held.exists and PEN.expiry(key))
     elseif held.p then
       PEN.lift(key, held)
     end

@@ -11,7 +11,7 @@ use crate::algorithm::MAX_EXPIRE_MS;
 use crate::bounds::{MAX_COST, MAX_COUNT, MAX_DURATION_MS, MAX_LAYERS, MAX_PERIOD_S, TRIM_MAX};
 use crate::config::DEFAULT_SLIDING_LOG_MAX;
 use crate::error::RlError;
-use crate::facts::KINDS;
+use crate::facts::{KINDS, PENALTY_LOG_SCORE, PENALTY_SEPARATOR, PENALTY_TAG};
 use crate::grammar::Kind;
 use crate::store::SHORT_STRING;
 
@@ -70,6 +70,11 @@ fn caps_and_defaults_are_the_modules() {
 fn stored_formats_and_texts_are_the_modules() {
     assert_eq!(definition("LEASE_PREFIX"), "'lease:'");
     assert_eq!(crate::store::lease_member(b""), b"lease:");
+    let penalty = format!(
+        "  local PENALTY = {{ tag = '{PENALTY_TAG}', separator = '{PENALTY_SEPARATOR}', log_score = {} }}",
+        PENALTY_LOG_SCORE as i64
+    );
+    assert!(LIBRARY.contains(&penalty), "the library lacks\n{penalty}");
     let wrong_type = format!("    wrong_type = '{}',", RlError::WrongType);
     assert!(
         LIBRARY.contains(&wrong_type),

@@ -44,7 +44,7 @@
       held = {}
     end
     local d, write = own(req)
-    if held.p or req.penalty then d, write = PEN.judge(req, held, d, write, now, peek, own) end
+    if held.p or req.penalty then d, write = PEN.judge(key, req, held, d, write, now, peek, own) end
     return within_cap(d, write, now)
   end
 

@@ -33,7 +33,8 @@
       end
     end
     if ms > 0 then
-      PEN.penalize(key, held, PEN.from_now(now, ms, held.p and held.p.k or ZERO))
+      local p = PEN.from_now(now, ms, held.p and held.p.k or ZERO)
+      PEN.penalize(key, held, p, held.exists and PEN.expiry(key))
     elseif held.p then
       PEN.lift(key, held)
     end

@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
 /// The ACL rules a user needs for the library, as docs/managed-redis.md gives them.
-const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +type +pexpireat +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrange +zrevrangebyscore";
+const LIBRARY_ACL: &str = "+fcall +fcall_ro +time +get +set +del +pexpireat +pexpiretime +zadd +zrem +zcard +zcount +zscore +zrange +zrangebyscore +zrevrangebyscore";
 
 /// A stored state with its instants apart (19+ digit numbers, in ns; a penalty's
 /// end and keep, in ms, scaled to ns): they must match to within the slack.
@@ -547,11 +547,42 @@ server_tests! {
             "FCALL rl_all 2 rl:{d}1 rl:{d}2 FIXED 2 1h SLIDINGLOG 2 1h",
             "FCALL cl_throttle 1 rl:e 1 1 60",
             "FCALL_RO rl_peek 1 rl:a GCRA 1 1h",
+            // Penalties and bans: on a string state, a log, an absent key, lifted.
+            "FCALL rl_gcra 1 rl:a 1 1h PENALTY 1h",
+            "FCALL rl_slidinglog 1 rl:b 1 1h PENALTY 1h",
+            "FCALL rl_ban 1 rl:b 60000",
+            "FCALL rl_ban 1 rl:f 60000",
+            "FCALL rl_ban 1 rl:a 0",
+            "FCALL rl_ban 1 rl:f 0",
+            "FCALL rl_slidinglog 1 rl:b 1 1h REFUND 1",
+            "FCALL rl_slidinglog 1 rl:b 1 1h",
+            "FCALL rl_slidinglog 1 rl:g 2 1h",
         ] {
             assert!(command(cmd).query::<Value>(u).is_ok(), "{cmd}");
         }
         assert_eq!(run::<i64>(u, "FCALL rl_release 1 rl:c x"), 1);
         assert!(rl_err(u, "FCALL rl_gcra 1 other 1 1h").starts_with("NOPERM"));
+        // The rules name exactly the commands the library calls.
+        let source = crate::common::backend::library_source();
+        let mut called: Vec<String> = source
+            .split("redis.")
+            .filter_map(|s| s.strip_prefix("call('").or_else(|| s.strip_prefix("pcall('")))
+            .map(|s| format!("+{}", s.split('\'').next().unwrap().to_lowercase()))
+            .collect();
+        called.extend(["+fcall".to_owned(), "+fcall_ro".to_owned()]);
+        called.sort();
+        called.dedup();
+        let mut listed: Vec<&str> = LIBRARY_ACL.split(' ').collect();
+        listed.sort();
+        assert_eq!(called, listed);
+        // Without the expiry's read, a ban on a log or a string is refused before any write.
+        let _: () = run(c, "ACL SETUSER lim -pexpiretime");
+        for key in ["rl:g", "rl:b"] {
+            let before: Value = redis::cmd("DUMP").arg(key).query(c).unwrap();
+            let refused = rl_err(u, &format!("FCALL rl_ban 1 {key} 60000"));
+            assert!(refused.starts_with("ERR ") && !is_lua_runtime_error(&refused), "{refused}");
+            assert_eq!(redis::cmd("DUMP").arg(key).query::<Value>(c).unwrap(), before, "{key}");
+        }
     }
 
     fn out_of_memory_refuses_what_the_module_refuses(flavor) {

@@ -3,24 +3,27 @@
 //! `TIME`), every reply, stored value and expiry must equal what the module's
 //! own algorithms (`src/algorithm`, compiled into this test) give, on random
 //! parameters across the grammar's whole range (counts to 10^12, periods to
-//! 3650 days, instants past 2^63 ns), clocks stepping backwards and refunds.
+//! 3650 days, instants past 2^63 ns), clocks stepping backwards and refunds; and
+//! penalties and bans, against the module's penalty rules.
 
 use crate::algorithm::cell::{self, Cell};
 use crate::algorithm::fixed::{self, Fixed, FixedState};
 use crate::algorithm::gcra::Gcra;
 use crate::algorithm::leaky::Leaky;
+use crate::algorithm::penalty::{Penalty, Rule};
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::{self, Sliding, SlidingState};
 use crate::algorithm::sliding_log::{
     Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog, TRIM_MAX,
 };
 use crate::algorithm::token_bucket::TokenBucket;
-use crate::algorithm::{expire_ms, Decision};
+use crate::algorithm::{expire_ms, Decision, Wait};
 use crate::common::backend::library_source;
 use crate::common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
+use std::num::NonZeroU64;
 
 const MS: u64 = 1_000_000;
 const COUNTS: [u64; 9] = [
@@ -830,6 +833,197 @@ fn doubles(flavor: Flavor, seed: u64) {
 }
 
 /// The test's seed plus `RL_EXACT_SEED` (0 by default: another value runs another campaign).
+/// A GCRA key as the module stores it (codec.rs, store/penalty.rs): the state's
+/// instant (0: none), the key's penalty, and its expiry (`None`: no key).
+#[derive(Clone, Copy, Default)]
+struct Penalized {
+    at: u128,
+    penalty: Option<Penalty>,
+    expire: Option<u64>,
+}
+
+impl Penalized {
+    /// The stored value: `gcra:<at>`, then `|penalty:<end>:<len>:<keep>`; or the penalty alone.
+    fn value(&self) -> Option<String> {
+        let penalty = self
+            .penalty
+            .map(|p| format!("penalty:{}:{}:{}", p.end_ms, p.len_ms, p.keep_ms));
+        match (self.at, penalty) {
+            (0, p) => p,
+            (at, None) => Some(format!("gcra:{at}")),
+            (at, Some(p)) => Some(format!("gcra:{at}|{p}")),
+        }
+    }
+
+    /// Gives the key the penalty `p`, its state unchanged (store/penalty.rs penalize):
+    /// it expires no earlier than `p`'s keep.
+    fn penalize(&mut self, p: Penalty) {
+        self.expire = Some(self.expire.map_or(p.keep_ms, |e| e.max(p.keep_ms)));
+        self.penalty = Some(p);
+    }
+
+    /// The limiter's write of the instant `t` (at or before now: idle, the state
+    /// goes), the penalty `after` kept with it (decision/limiter.rs commit).
+    fn write(&mut self, t: u128, now: u64, after: Option<Penalty>) {
+        *self = match (t > now as u128, after) {
+            (false, None) => Penalized::default(),
+            (false, Some(p)) => Penalized {
+                at: 0,
+                penalty: Some(p),
+                expire: Some(p.keep_ms),
+            },
+            (true, p) => Penalized {
+                at: t,
+                penalty: p,
+                expire: Some(p.map_or(expire_ms(t), |p| expire_ms(t).max(p.keep_ms))),
+            },
+        };
+    }
+}
+
+/// GCRA calls with and without `PENALTY d [ESCALATE max]` (`COST`, `COST 0`,
+/// `PEEK`, `REFUND`, `DEBIT`) and `RL.BAN` at chosen instants (across the grammar's
+/// durations, past 2^63 ns, clocks stepping back): the module's penalty rules
+/// (`algorithm/penalty.rs`, compiled here) and its writes (decision/limiter.rs
+/// judge and commit, store/penalty.rs, commands/ban.rs, restated above) give the
+/// library's replies, stored values and expiries.
+fn penalty_sequences(flavor: Flavor, seed: u64) {
+    const D_MS: [u64; 7] = [1, 7, 1_000, 60_000, 3_600_000, 86_400_000, 315_360_000_000];
+    let s = clocked_library(flavor);
+    let c = &mut s.conn();
+    let mut rng = StdRng::seed_from_u64(seed);
+    // Penalties started, escalated (longer than d), calls during one, bans set.
+    let (mut started, mut escalated, mut during, mut bans) = (0, 0, 0, 0);
+    for round in 0..16 {
+        let rate = *[1u64, 2, 7, 1_000].choose(&mut rng).unwrap();
+        let burst = *[1u64, 2, 3, 10].choose(&mut rng).unwrap();
+        let period_ms = *[1_000u64, 60_000, 3_600_000, 315_360_000_000]
+            .choose(&mut rng)
+            .unwrap();
+        let gcra = Gcra::new(rate, period_ms * MS, burst).expect("at most 1 per ns");
+        let params = format!("{rate} {period_ms}ms BURST {burst}");
+        let d = *D_MS.choose(&mut rng).unwrap();
+        let max = [
+            None,
+            Some(d),
+            Some(d * 2),
+            Some(d * 10),
+            Some(315_360_000_000),
+        ]
+        .choose(&mut rng)
+        .unwrap()
+        .map(|m| m.min(315_360_000_000));
+        let key = format!("p{round}");
+        let mut now = start_ns(&mut rng);
+        let floor = now;
+        let mut m = Penalized::default();
+        for _ in 0..STEPS {
+            now = next_now(&mut rng, now, floor, d * MS);
+            set_now(c, now);
+            if rng.random_bool(0.15) {
+                let ms = *[0, 0, 1, d, d * 3, 315_360_000_000]
+                    .choose(&mut rng)
+                    .unwrap();
+                let ms = ms.min(315_360_000_000);
+                let words = format!("RL.BAN {key} {ms}");
+                let existed = m.expire.is_some();
+                match (ms, m.penalty) {
+                    (0, None) => {}
+                    (0, Some(_)) if m.at == 0 => m = Penalized::default(),
+                    (0, Some(_)) => m.penalty = None,
+                    (ms, before) => {
+                        bans += 1;
+                        m.penalize(Penalty::from_now(now, ms, before.map_or(0, |b| b.keep_ms)))
+                    }
+                }
+                let got: i64 = run(c, &format!("FCALL rl_ban 1 {key} {ms}"));
+                assert_eq!(got, i64::from(existed), "{words} at {now}");
+                assert_stored(c, &key, m.value(), m.expire, &format!("{words} at {now}"));
+                continue;
+            }
+            // The call's rule: mostly the round's, sometimes none or a first one.
+            let rule = match rng.random_range(0..10) {
+                0..=5 => Some((d, max)),
+                6 => Some((*D_MS.choose(&mut rng).unwrap(), None)),
+                _ => None,
+            };
+            let n = cost(&mut rng, burst);
+            let charge = Charge::draw(&mut rng, n);
+            let peek = matches!(charge, Charge::Cost) && rng.random_bool(0.1);
+            let mut words = format!("RL.GCRA {key} {params} {} {n}", charge.option());
+            if peek {
+                words.push_str(" PEEK");
+            }
+            if let Some((d, max)) = rule {
+                words.push_str(&format!(" PENALTY {d}ms"));
+                if let Some(max) = max {
+                    words.push_str(&format!(" ESCALATE {max}ms"));
+                }
+            }
+            let at = m.at;
+            let own = match charge {
+                Charge::Cost => gcra.decide(at, now as u128, n),
+                Charge::Refund => gcra.refund(at, now as u128, n),
+                Charge::Debit => gcra.debit(at, now as u128, n),
+            };
+            // decision/limiter.rs judge.
+            let before = m.penalty;
+            let kept = before.filter(|p| p.kept(now));
+            let (decision, start) = match (before.filter(|p| p.active(now)), charge) {
+                (Some(p), Charge::Cost) if n == 0 => {
+                    let one = gcra.decide(at, now as u128, 1).decision;
+                    (p.peek_zero(&own.decision, &one, now), None)
+                }
+                (Some(p), Charge::Cost) => (p.deny(&own.decision, now), None),
+                (Some(p), _) => (p.under(&own.decision, now), None),
+                (None, charge) => {
+                    let d = &own.decision;
+                    let starts = matches!(charge, Charge::Cost)
+                        && n >= 1
+                        && !peek
+                        && !d.allowed
+                        && d.retry_after != Wait::Never;
+                    match rule.filter(|_| starts) {
+                        Some((d_ms, max_ms)) => {
+                            let rule = Rule {
+                                d_ms: NonZeroU64::new(d_ms).unwrap(),
+                                max_ms: max_ms.and_then(NonZeroU64::new),
+                            };
+                            let p = rule.start(before, now);
+                            started += 1;
+                            escalated += usize::from(p.len_ms > d_ms);
+                            (p.deny(&own.decision, now), Some(p))
+                        }
+                        None => (own.decision, None),
+                    }
+                }
+            };
+            let what = format!("{words} at {now}");
+            assert_reply(
+                &Backend::Library.rl(c, &words),
+                capped(decision, now),
+                &what,
+            );
+            during += usize::from(before.is_some_and(|p| p.active(now)));
+            if !peek {
+                match (start, own.write) {
+                    (Some(p), _) => m.penalize(p),
+                    (None, Some(t))
+                        if !(before.is_some_and(|p| p.active(now))
+                            && matches!(charge, Charge::Cost)) =>
+                    {
+                        m.write(t, now, kept)
+                    }
+                    _ => {}
+                }
+            }
+            assert_stored(c, &key, m.value(), m.expire, &what);
+        }
+    }
+    eprintln!("{started} penalties started, {escalated} escalated, {during} calls during one, {bans} bans");
+    assert!(started > 50 && escalated > 5 && during > 200 && bans > 50);
+}
+
 fn seed(base: u64) -> u64 {
     let extra: u64 = std::env::var("RL_EXACT_SEED")
         .ok()
@@ -873,6 +1067,10 @@ server_tests! {
 
     fn fast_path_primitives_equal_u128_arithmetic(flavor) {
         doubles(flavor, seed(16));
+    }
+
+    fn penalties_and_bans_are_exact_at_chosen_instants(flavor) {
+        penalty_sequences(flavor, seed(21));
     }
 
     fn fast_path_edges_are_exact_at_chosen_instants(flavor) {

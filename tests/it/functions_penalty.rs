@@ -82,7 +82,7 @@ impl Pair {
     /// penalty's end, its memory's, and a limiter's next admission.)
     fn at(&mut self, offset_ms: i64) {
         let phase = (now_ms() + offset_ms).rem_euclid(MIN);
-        let offset_ms = match phase < 5_000 || phase > MIN - 5_000 {
+        let offset_ms = match !(5_000..=MIN - 5_000).contains(&phase) {
             true => offset_ms + 10_000,
             false => offset_ms,
         };

@@ -223,6 +223,16 @@ server_tests! {
         assert!(list.contains(&"pen FIXED 1 1h PENALTY 2h ESCALATE 1d".to_owned()), "{list:?}");
         assert!(list.contains(&"lpen SLIDINGLOG 1 1h PENALTY 30m SHADOW ESCALATE 2h".to_owned()), "{list:?}");
         assert_eq!(run::<Option<String>>(l, "FCALL_RO rl_policy 0 GET nope"), None);
+        // Every read comes before the first write: a shadow layer's penalty start reads
+        // its key's expiry, so an ACL without PEXPIRETIME refuses the call before the
+        // admitting layer is written.
+        let _: () = run(l, "ACL SETUSER nox on >pw ~* resetchannels +@all -pexpiretime");
+        let u = &mut library.conn();
+        let _: () = run(u, "AUTH nox pw");
+        assert_eq!(Backend::Library.rl(u, "RL.LIMIT sx spen")[0], 1);
+        let refused = Backend::Library.err(u, "RL.ALL 2 ax sx FIXED 5 1h POLICY spen");
+        assert!(refused.starts_with("ERR ") && !is_lua_runtime_error(&refused), "{refused}");
+        assert_eq!(run::<i64>(l, "EXISTS ax"), 0);
     }
 
     fn a_bad_line_is_the_same_error_on_both_and_no_policy_is_held(flavor) {

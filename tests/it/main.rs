@@ -37,6 +37,7 @@ mod memcheck;
 mod operations;
 mod peek;
 mod penalty;
+mod penalty_library;
 mod policies;
 mod policy_admin;
 mod policy_file;

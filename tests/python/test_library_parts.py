@@ -3,6 +3,7 @@ by scripts/build-library.sh: the committed file must be the parts' join. (The pa
 copies are made when they are built, not committed: clients/python/tests/test_package.py
 and clients/node/test/package.test.mjs check them.)"""
 
+import re
 import shutil
 import subprocess
 
@@ -37,3 +38,14 @@ def test_the_parts_are_the_sections_and_each_is_small():
     for p in PARTS:
         lines = p.read_text().count("\n")
         assert lines <= 500, f"{p.name}: {lines} lines"
+
+
+def test_the_header_shows_every_function_and_the_penalty_option():
+    """The library's opening comment is its usage: every function it registers is in it."""
+    header = (ROOT / "functions/parts/01-header.lua").read_text().split("]==]")[0]
+    registration = (ROOT / "functions/parts/15-registration.lua").read_text()
+    names = re.findall(r"register_function(?:\('| \{ function_name = ')(\w+)'", registration)
+    assert len(names) >= 14, names
+    for name in names:
+        assert re.search(rf"\b{name}\b", header), f"the header does not show {name}"
+    assert "rl_ban 1 key ms" in header and "[PENALTY d [ESCALATE max]]" in header

@@ -1,7 +1,7 @@
 """One load of the Functions library at a time per server, and a backoff after a failed one.
 
 Where calls find the library missing, only the first loads it (`FUNCTION LOAD REPLACE` of a
-119 KB library); the others wait for that load to end and then send their call again, with
+139 KB library); the others wait for that load to end and then send their call again, with
 no error of their own (if it failed, they raise its error). A load that fails starts a
 backoff: no new load for 1 s, doubled after each failure in a row up to 30 s, ended by a load
 that succeeds. While it lasts a call that finds the library missing raises the failed load's

@@ -1,4 +1,4 @@
--- The Functions library's load (FUNCTION LOAD REPLACE, 119 KB) where a server says it is
+-- The Functions library's load (FUNCTION LOAD REPLACE, 139 KB) where a server says it is
 -- missing: one load at a time per Redis, and none for a while after one failed.
 --
 -- The gate is the `lua_shared_dict` named by the `shared_dict` option, shared by the NGINX
