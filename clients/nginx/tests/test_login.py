@@ -82,12 +82,12 @@ def start_login(nginx_for, upstream, server, policy: str | None = None):
 
 def test_a_login_flow_reaches_the_penalty_and_escalates(server, nginx_for, upstream):
     in_one_window()
-    n, login = start_login(nginx_for, upstream, server, '"FIXED 3 1m PENALTY 200ms ESCALATE 1m"')
+    n, login = start_login(nginx_for, upstream, server, '"FIXED 3 1h PENALTY 1s ESCALATE 1m"')
     c = server.client()
     status, _, body = login("alice", RIGHT)
     assert status == 200 and body == {"account": "alice"}
     # The success is given back from the log phase, by a timer right after it.
-    until(lambda: remaining(server, "rl:login:alice", "FIXED 3 1m") == 3, "the refund")
+    until(lambda: remaining(server, "rl:login:alice", "FIXED 3 1h") == 3, "the refund")
     assert [login("alice", "guess")[0] for _ in range(3)] == [401] * 3
     served = len(upstream.served)
     status, headers, body = login("alice", RIGHT)  # the 4th attempt: denied, the penalty starts
@@ -95,14 +95,14 @@ def test_a_login_flow_reaches_the_penalty_and_escalates(server, nginx_for, upstr
     assert headers["x-ratelimit-remaining"] == "0" and int(headers["retry-after"]) >= 1
     assert len(upstream.served) == served  # the password was never checked
     end, length, keep = penalty_of(c, "rl:login:alice")
-    assert length == 200 and keep == end + 60_000
+    assert length == 1000 and keep == end + 60_000  # a second: the next attempt comes within it
     assert login("alice", RIGHT)[0] == 429  # during it: no new penalty
-    assert penalty_of(c, "rl:login:alice") == (end, 200, end + 60_000)
+    assert penalty_of(c, "rl:login:alice") == (end, 1000, end + 60_000)
     assert login("bob", "guess")[0] == 401  # another account: none
     until(lambda: server_ms(c) > end, "the penalty's end")
     # The failures still count in this window: the next attempt starts a penalty twice as long,
     # and the one after that twice as long again.
-    for want in (400, 800):
+    for want in (2000, 4000):
         status, headers, _ = login("alice", "guess")
         assert status == 429 and "retry-after" in headers
         end, length, _ = penalty_of(c, "rl:login:alice")
