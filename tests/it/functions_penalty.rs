@@ -158,20 +158,7 @@ impl Pair {
 
     /// The library's key `K<n>`'s penalty as stored: `(end, len, keep)` in ms.
     fn penalty(&self, n: u8) -> Option<(i64, i64, i64)> {
-        let c = &mut self.server.conn();
-        let key = format!("l:{n}");
-        let text: Option<String> = match run::<String>(c, &format!("TYPE {key}")).as_str() {
-            "string" => run(c, &format!("GET {key}")),
-            "zset" => run::<Vec<String>>(c, &format!("ZRANGEBYSCORE {key} -inf -1")).pop(),
-            _ => None,
-        };
-        let text = text?;
-        let at = text.find("penalty:")?;
-        let f: Vec<i64> = text[at + 8..]
-            .split(':')
-            .map(|v| v.parse().unwrap())
-            .collect();
-        Some((f[0], f[1], f[2]))
+        stored_penalty(&mut self.server.conn(), &format!("l:{n}"))
     }
 }
 

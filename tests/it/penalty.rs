@@ -23,22 +23,6 @@ fn on(limiter: &str, key: &str) -> String {
     limiter.replace("{k}", key)
 }
 
-/// The key's penalty as stored: `(end, len, keep)` in ms.
-fn stored_penalty(c: &mut redis::Connection, key: &str) -> Option<(i64, i64, i64)> {
-    let text: Option<String> = match run::<String>(c, &format!("TYPE {key}")).as_str() {
-        "string" => run(c, &format!("GET {key}")),
-        "zset" => run::<Vec<String>>(c, &format!("ZRANGEBYSCORE {key} -1 -1")).pop(),
-        _ => None,
-    };
-    let text = text?;
-    let at = text.find("penalty:")?;
-    let f: Vec<i64> = text[at + 8..]
-        .split(':')
-        .map(|v| v.parse().unwrap())
-        .collect();
-    Some((f[0], f[1], f[2]))
-}
-
 server_tests! {
     fn a_denial_starts_a_penalty_that_denies_every_call_until_it_ends(flavor) {
         let s = Server::start(flavor);

@@ -21,7 +21,9 @@ fn both(c: &mut redis::Connection, line: &str, key: &str) -> Result<Value, Strin
     let between = dirty(c);
     let b = Backend::Library.value(c, &line.replace("{k}", &format!("l:{key}")));
     let after = dirty(c);
-    let slack = start.elapsed().as_millis() as i64 + 2;
+    // The time the two calls took, and some: on a loaded machine the library's clock
+    // (the server's TIME) was seen 3 ms behind the module's, read before it.
+    let slack = start.elapsed().as_millis() as i64 + 20;
     if let Err(e) = &b {
         assert!(!is_lua_runtime_error(e), "{line}: {e}");
     }

@@ -476,3 +476,20 @@ macro_rules! server_tests {
         }
     };
 }
+
+/// A key's penalty as stored (after a string state, as a key's whole value, or as a
+/// sliding log's member scored below every entry): `(end, len, keep)` in ms.
+pub fn stored_penalty(c: &mut redis::Connection, key: &str) -> Option<(i64, i64, i64)> {
+    let text: Option<String> = match run::<String>(c, &format!("TYPE {key}")).as_str() {
+        "string" => run(c, &format!("GET {key}")),
+        "zset" => run::<Vec<String>>(c, &format!("ZRANGEBYSCORE {key} -inf -1")).pop(),
+        _ => None,
+    };
+    let text = text?;
+    let at = text.find("penalty:")?;
+    let f: Vec<i64> = text[at + 8..]
+        .split(':')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    Some((f[0], f[1], f[2]))
+}
