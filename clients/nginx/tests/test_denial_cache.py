@@ -1,7 +1,7 @@
 """The denial cache and the metrics, over HTTP on real NGINX: a cached denial is answered as
 Redis answers it (status, body, headers, `Retry-After` counting down) without a call (counted
 in the server's `INFO commandstats`), ends with its wait (then Redis is asked again), is never
-a SHADOW policy's would-be denial nor another policy's; 100,000 distinct identities flooding
+a SHADOW policy's would-be denial nor another policy's, nor a smaller cost's; 100,000 distinct identities flooding
 stay within the configured lua_shared_dict and none is admitted that Redis denies; the
 counters equal the requests sent and their endpoint passes `promtool check metrics`."""
 
@@ -135,6 +135,51 @@ def test_a_shadow_policy_s_would_be_denial_is_not_cached(server, nginx_for, upst
     assert decisions(server) == before + 4  # each asked Redis
     got = counters(n)
     assert got[("try", "admitted")] == 1 and got[("try", "shadow")] == 3 and got[("try", "denied_cache")] == 0
+
+
+def test_a_smaller_cost_is_asked_of_redis_and_a_larger_one_denied_from_the_cache(server, nginx_for, upstream):
+    weights = "".join(f"""
+        location = /w{cost} {{
+            access_by_lua_block {{ limiter:access({cost}) }}
+            content_by_lua_block {{ ngx.say("{{}}") }}
+        }}
+""" for cost in (1, 3, 4))
+    n = start(nginx_for, upstream, limiter_init(server.port, '{ name = "user", by = "$http_x_user", '
+                                                             'policy = "FIXED 5 1h" }'), server=weights)
+    alice = {"X-User": "alice"}
+
+    def step(path: str) -> tuple[int, int]:
+        """The status of `path`, and the calls Redis answered for it."""
+        before = decisions(server)
+        status = n.request(path, alice)[0]
+        return status, decisions(server) - before
+
+    assert n.request("/w1", {"X-User": "first"})[0] == 200  # the library loaded, if it is used
+    assert step("/w3") == (200, 1)  # 2 of 5 left
+    assert step("/w3") == (429, 1)  # 3 does not fit: denied by Redis, kept for cost 3
+    assert step("/w3") == (429, 0)  # from the cache
+    assert step("/w4") == (429, 0)  # a larger cost does not fit either: from the cache
+    assert step("/w1") == (200, 1)  # a smaller one is asked of Redis, which admits it
+    assert step("/w1") == (200, 1)  # 0 left
+    assert step("/w1") == (429, 1)  # denied by Redis, kept for cost 1
+    assert [step(p) for p in ("/w1", "/w3")] == [(429, 0), (429, 0)]
+    got = counters(n)
+    assert (got[("user", "admitted")], got[("user", "denied")], got[("user", "denied_cache")]) == (1 + 3, 2, 4)
+
+
+def test_a_cost_is_spent_on_every_layer_and_refunded_whole(server, nginx_for, upstream):
+    more = """
+        location = /spend { content_by_lua_block { limiter:access(3) ngx.say(tostring(limiter:refund())) } }
+        location = /half { access_by_lua_block { limiter:access(1.5) } content_by_lua_block { ngx.say("{}") } }
+"""
+    n = start(nginx_for, upstream, limiter_init(server.port, TWO_LAYERS.replace("FIXED 2 1h", "FIXED 5 1h")),
+              server=more)
+    alice = {"X-User": "alice"}
+    assert n.text("/spend", alice) == "true"  # 3 spent on each layer, then given back
+    status, headers, _ = n.request("/a", alice)
+    assert status == 200 and headers["x-ratelimit-remaining"] == "4"
+    assert n.request("/half", alice)[0] == 500
+    assert "the cost is an integer from 0 to 1000000000000: 1.5" in n.log()
 
 
 def test_a_denial_under_one_policy_does_not_deny_under_another(server, nginx_for, upstream):

@@ -142,12 +142,12 @@ local function failed(err, kind, name)
 end
 
 -- The denial cache's answer for `layers`: the first of them kept as denied for a request of
--- this cost, as a result, or nil. Of several, the one that waits longest (RL.ALL's binding
+-- `cost`, as a result, or nil. Of several, the one that waits longest (RL.ALL's binding
 -- denial when Redis denied them together).
-local function cached(dict, layers)
+local function cached(dict, layers, cost)
     local found, reply
     for _, layer in ipairs(layers) do
-        local r = cache.get(dict, layer, cache.COST)
+        local r = cache.get(dict, layer, cost)
         if r and (not reply or r[4] > reply[4]) then
             found, reply = layer, r
         end
@@ -159,7 +159,13 @@ end
 
 -- decide(), and the name of the layer a request without a binding layer (unavailable, an
 -- error) is counted under: the first that applies, else the limiter's first.
-local function decided(self)
+local function decided(self, cost)
+    if cost == nil then
+        cost = 1
+    elseif type(cost) ~= "number" or cost ~= floor(cost) or cost < 0 or cost > facts.MAX_COUNT then
+        return nil, "the cost is an integer from 0 to " .. string.format("%.0f", facts.MAX_COUNT) .. ": "
+            .. tostring(cost), "error", self.layers[1].name
+    end
     local layers, err = self:applying()
     if not layers then
         return nil, err, "error", self.layers[1].name
@@ -167,8 +173,14 @@ local function decided(self)
     if #layers == 0 then
         return nil
     end
+    if cost ~= 1 then -- `COST n` after each layer's clause (1 is the commands' default)
+        local extra = { "COST", string.format("%.0f", cost) }
+        for _, layer in ipairs(layers) do
+            layer.cost, layer.extra = cost, extra
+        end
+    end
     if self.cache then
-        local hit = cached(self.cache, layers)
+        local hit = cached(self.cache, layers, cost)
         if hit then
             return hit
         end
@@ -211,37 +223,19 @@ local function decided(self)
              shadowed = shadowed }
 end
 
--- Decides the request: a result, or nil when no layer applies, or nil, the error's text and
--- "unavailable" (Redis out of reach) or "error" (anything else: a policy the server refuses,
--- a key holding another value, the library refused).
+-- Decides the request, spending `cost` units of each layer (1 if not given; 0 to 10^12): a
+-- result, or nil when no layer applies, or nil, the error's text and "unavailable" (Redis out
+-- of reach) or "error" (anything else: a policy the server refuses, a key holding another
+-- value, the library refused, a cost out of bounds).
 --   result.allowed   every layer admitted
 --   result.layer     the binding layer ({ name, key, policy }); result.reply its five integers
 --   result.replies   every layer's five integers, in order (nil for a cached denial)
 --   result.shadowed  the layer a SHADOW policy on the server denied, if one did
 --   result.cached    denied from the denial cache, without a call
 -- An admitted request's spending is kept in ngx.ctx, for `refund`.
-function _M.decide(self)
-    local result, err, kind = decided(self)
+function _M.decide(self, cost)
+    local result, err, kind = decided(self, cost)
     return result, err, kind
-end
-
--- `p` with `REFUND 1` after its words (kept with `p`, which is parsed once).
-local function refunding(p)
-    local r = p.refunding
-    if not r then
-        local args, clause = {}, {}
-        for i, word in ipairs(p.args) do
-            args[i] = word
-        end
-        for i, word in ipairs(p.clause) do
-            clause[i] = word
-        end
-        args[#args + 1], args[#args + 2] = "REFUND", "1"
-        clause[#clause + 1], clause[#clause + 2] = "REFUND", "1"
-        r = { command = p.command, fcall = p.fcall, args = args, clause = clause, named = p.named }
-        p.refunding = r
-    end
-    return r
 end
 
 -- Client text as a log line may hold it: control characters escaped (`\x0a`).
@@ -264,8 +258,8 @@ end
 -- The phases in which the Lua module cannot talk to the network: a refund waits for a timer.
 local NO_SOCKETS = { log = true, header_filter = true, body_filter = true }
 
--- Gives back the unit this request's `access()` (or `decide()`) spent on the layer named
--- `name` (every layer it spent on, without a name): `REFUND 1` (one RL.ALL for several), so
+-- Gives back the units this request's `access()` (or `decide()`) spent on the layer named
+-- `name` (every layer it spent on, without a name): `REFUND <cost>` (one RL.ALL for several), so
 -- that only some outcomes count, e.g. a login's failures: `log_by_lua_block { if ngx.status
 -- == 200 then limits:refund() end }`. Nothing goes to a layer whose units no longer count
 -- (its reply's reset time has passed since the call) or that spent nothing (a SHADOW policy's
@@ -286,7 +280,11 @@ function _M.refund(self, name)
     for i, layer in ipairs(mine.layers) do
         local r = mine.replies[i]
         if (name == nil or layer.name == name) and not looks_shadowed(layer, r) and elapsed_ms < r[5] then
-            layers[#layers + 1] = { name = layer.name, key = layer.key, policy = refunding(layer.policy) }
+            local units = layer.cost or 1
+            if units > 0 then
+                layers[#layers + 1] = { name = layer.name, key = layer.key, policy = layer.policy,
+                                        extra = { "REFUND", string.format("%.0f", units) } }
+            end
         end
     end
     if #layers == 0 then
@@ -345,12 +343,13 @@ local function answer(status, body, layer, reply)
     return ngx.exit(status)
 end
 
--- The access phase: decides the request and sets the binding layer's headers on the
+-- The access phase: decides the request (of `cost` units, 1 if not given: `limiter:access(5)`
+-- for a request that weighs 5) and sets the binding layer's headers on the
 -- response; a denial is answered 429 with them, `Retry-After` among them, and a JSON body
 -- naming the layer. Redis out of reach: 503 (`fail_open`: let through), logged either way.
 -- Any other error: 500, logged; never let through unchecked.
-function _M.access(self)
-    local result, err, kind, name = decided(self)
+function _M.access(self, cost)
+    local result, err, kind, name = decided(self, cost)
     local counters = self.counters
     if not result then
         if not err then

@@ -15,9 +15,6 @@ local ceil, floor, format, tonumber, concat = math.ceil, math.floor, string.form
 
 local _M = {}
 
--- Every request the package decides costs one unit (COST is not sent: the commands' default).
-_M.COST = 1
-
 local function clause_text(p)
     local text = p.clause_text
     if not text then
@@ -41,7 +38,7 @@ function _M.put(dict, layer, r, sent, max_ms)
     end
     local start = floor(sent * 1000)
     local value = format("%.0f %.0f %.0f %.0f %.0f %d %s", start + keep, start + wait, start + r[5], r[2], r[3],
-        _M.COST, clause_text(layer.policy))
+        layer.cost or 1, clause_text(layer.policy))
     local ok, err = dict:set(layer.key, value, keep / 1000)
     if not ok then
         ngx.log(ngx.WARN, "rl: the denial cache did not keep a denial: ", err)
@@ -51,7 +48,9 @@ end
 -- Layer `layer`'s cached denial of a request of cost `cost`, as Redis's five integers with the
 -- times counted down to now, or nil: none kept, one that has ended, one of another policy
 -- (the layer's policy read from a variable, or changed by a reload), or one for a cost above
--- `cost` (a smaller cost is asked of Redis, which may admit it).
+-- `cost` (a smaller cost is asked of Redis, which may admit it). A cost above the one denied
+-- is denied too (what a cost did not fit, a larger one does not), its wait the smaller one
+-- kept: when it ends, Redis is asked.
 function _M.get(dict, layer, cost)
     local value = dict:get(layer.key)
     if not value then
