@@ -75,8 +75,11 @@ TWO_LAYERS = ('{ name = "ip", by = "ip", policy = "FIXED 1000 1h" }, '
               '{ name = "user", by = "$http_x_user", policy = "FIXED 2 1h" }')
 
 
-@pytest.mark.parametrize("layers", [TWO_LAYERS, '{ name = "user", by = "$http_x_user", policy = "GCRA 2 2h BURST 2" }'],
-                         ids=["rl-all", "one-layer"])
+@pytest.mark.parametrize("layers", [
+    TWO_LAYERS,
+    '{ name = "user", by = "$http_x_user", policy = "GCRA 2 2h BURST 2" }',
+    '{ name = "user", by = "$http_x_user", policy = "GCRA 2 1m BURST 2 PENALTY 2h" }',  # R: the penalty's 2 hours
+], ids=["rl-all", "one-layer", "penalty"])
 def test_a_cached_denial_is_redis_s_answer_without_a_call(server, nginx_for, upstream, layers):
     cached = start(nginx_for, upstream, limiter_init(server.port, layers))
     plain = start(nginx_for, upstream, limiter_init(server.port, layers, options=""))
@@ -96,6 +99,8 @@ def test_a_cached_denial_is_redis_s_answer_without_a_call(server, nginx_for, ups
         assert headers["ratelimit"] == f'"user";r=0;t={headers["x-ratelimit-reset"]}'
         assert close_in_time(headers, first[1]), (headers, first[1])
     assert close_in_time(again[-1][1], asked[1]), (again[-1][1], asked[1])
+    if "PENALTY" in layers:
+        assert int(first[1]["retry-after"]) > 7000  # kept for the penalty, not the limiter's 30 s
     # Retry-After counts down: after a second and a bit, at least one less.
     time.sleep(1.1)
     later = cached.request("/a", alice)
