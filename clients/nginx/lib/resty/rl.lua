@@ -67,7 +67,7 @@ function _M.new(opts)
     states[where] = states[where] or { where = ngx.md5(where) }
     self.state = states[where]
     self.cache = self.denial_cache and ngx.shared[self.denial_cache]
-    self.counters = self.metrics and ngx.shared[self.metrics]
+    self.counters = self.metrics_dict and ngx.shared[self.metrics_dict]
     if self.counters then
         metrics.init(self.counters, self.layers)
     end

@@ -161,17 +161,20 @@ function _M.check(opts)
         fail_open = opts.fail_open == true,
         layers = {},
     }
-    for _, name in ipairs({ "shared_dict", "denial_cache", "metrics" }) do
+    -- Each dict's name, as the limiter keeps it (`metrics` is also rl.lua's function).
+    for _, names in ipairs({ { "shared_dict", "shared_dict" }, { "denial_cache", "denial_cache" },
+                             { "metrics", "metrics_dict" } }) do
+        local name, field = names[1], names[2]
         local dict = opts[name]
         if dict ~= nil then
             if type(dict) ~= "string" or not ngx.shared[dict] then
                 refuse("`" .. name .. "` names a lua_shared_dict the configuration declares "
                     .. "(`lua_shared_dict rl 1m;` in `http`): '" .. tostring(dict) .. "' is none")
             end
-            self[name] = dict
+            self[field] = dict
         end
     end
-    if self.denial_cache and (self.denial_cache == self.metrics or self.denial_cache == self.shared_dict) then
+    if self.denial_cache and (self.denial_cache == self.metrics_dict or self.denial_cache == self.shared_dict) then
         refuse("`denial_cache` is a lua_shared_dict of its own: a flood fills it, and its least recently "
             .. "used entries make room, whatever else it holds")
     end
