@@ -366,3 +366,23 @@ def test_the_counters_equal_the_requests_sent_and_pass_promtool(server, nginx_fo
     assert shutil.which("promtool"), "promtool (Debian's prometheus) checks the format: scripts/install-deps.sh"
     check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, timeout=30)
     assert check.returncode == 0 and check.stdout == b"" and check.stderr == b"", check
+
+
+def test_label_values_are_escaped_as_the_format_says(servers, nginx_for, upstream):
+    # Layer names hold nothing to escape; a dict written by hand shows the renderer's escaping.
+    server = servers("redis", True)
+    show = """
+        location = /hand { content_by_lua_block {
+            local d = ngx.shared.rl_metrics
+            d:flush_all()
+            d:set('a"b\\\\c\\nd' .. string.char(31) .. "denied", 7)
+            ngx.print(require("resty.rl.metrics").render(d))
+        } }
+"""
+    n = start(nginx_for, upstream, limiter_init(server.port, '{ name = "ip", by = "ip", policy = "FIXED 1 1h" }'),
+              server=show)
+    status, _, body = n.request("/hand")
+    assert status == 200
+    assert body.decode().split("\n")[2] == 'rl_requests_total{layer="a\\"b\\\\c\\nd",result="denied"} 7'
+    check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, timeout=30)
+    assert check.returncode == 0 and check.stdout == b"" and check.stderr == b"", check
