@@ -242,16 +242,19 @@ class Nginx:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def example_conf(redis_line: str, upstream: int, port: int, options: str = "") -> str:
-    """The example nginx.conf as the docs show it, with this checkout's package, these ports,
-    two workers, the error log at `info` (the package's log lines), `redis_line` in place of
-    its Redis connection (a cluster's, a port's) and `options` added to both limiters'."""
+def example_conf(redis_line: str, upstream: int, port: int, options: str = "",
+                 metrics_port: int | None = None) -> str:
+    """The example nginx.conf as the docs show it, with this checkout's package, these ports
+    (its metrics on `metrics_port`, a free port if not given), two workers, the error log at
+    `info` (the package's log lines), `redis_line` in place of its Redis connection (a
+    cluster's, a port's) and `options` added to both limiters'."""
     conf = EXAMPLE.read_text()
     swaps = [
         ('"/opt/rl-nginx-0.1.0/lib/?.lua;;"', f'"{LIB}/?.lua;;"'),
         ('local redis = { host = "127.0.0.1", port = 6379 }', redis_line),
         ("server 127.0.0.1:8080;", f"server 127.0.0.1:{upstream};"),
         ("listen 127.0.0.1:8000;", f"listen 127.0.0.1:{port};"),
+        ("listen 127.0.0.1:9145;", f"listen 127.0.0.1:{metrics_port or free_port()};"),
         ("worker_processes auto;", "worker_processes 2;"),
         ("error_log error.log notice;", "error_log error.log info;"),
     ]

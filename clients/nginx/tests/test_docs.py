@@ -1,10 +1,11 @@
 """docs/nginx.md's curl transcripts (`<!-- example: curl nginx -->`) run against the example
 nginx.conf, served as in test_example.py on Redis with the module in front of the upstream the
-page starts (its "terminal 2" line, on another port), and those of the login example (`<!--
-example: curl nginx login -->`) against examples/login.conf in front of the same upstream; each
-prints what the page shows: the `Date` and `Server` headers left out, a count of seconds until
-a window ends (`X-RateLimit-Reset`, `Retry-After`, the IETF `t`, shown as at most 60) accepted
-anywhere from 1 to 60, and a longer one (a penalty's end) up to 2 s less than shown."""
+page starts (its "terminal 2" line, on another port; the metrics' port 9145 is another too),
+and those of the login example (`<!-- example: curl nginx login -->`) against
+examples/login.conf in front of the same upstream; each prints what the page shows: the `Date`
+and `Server` headers left out, a count of seconds until a window ends (`X-RateLimit-Reset`,
+`Retry-After`, the IETF `t`, shown as at most 60) accepted anywhere from 1 to 60, and a longer
+one (a penalty's end) up to 2 s less than shown."""
 
 from __future__ import annotations
 
@@ -48,10 +49,13 @@ def test_the_page_has_its_transcripts():
     assert len(BLOCK.findall(text)) >= 1 and len(LOGIN_BLOCK.findall(text)) >= 1
 
 
-def run_transcripts(blocks: list[str], port: int) -> None:
+def run_transcripts(blocks: list[str], port: int, metrics_port: int | None = None) -> None:
     for body in blocks:
         for command, want in transcript(body):
-            out = subprocess.run(["bash", "-c", command.replace("localhost:8000", f"127.0.0.1:{port}")],
+            command = command.replace("localhost:8000", f"127.0.0.1:{port}")
+            if metrics_port:
+                command = command.replace("localhost:9145", f"127.0.0.1:{metrics_port}")
+            out = subprocess.run(["bash", "-c", command],
                                  capture_output=True, text=True, timeout=30)
             assert out.returncode == 0, (command, out.stderr)
             got = [line.rstrip() for line in out.stdout.replace("\r", "").split("\n")
@@ -85,9 +89,11 @@ def docs_upstream():
 def test_the_curl_transcripts_print_what_the_page_shows(servers, nginx_for, docs_upstream):
     server = servers("redis", True)
     server.client().flushall()
+    metrics_port = free_port()
     n = nginx_for(lambda port: example_conf(
-        f'local redis = {{ host = "127.0.0.1", port = {server.port} }}', docs_upstream, port))
-    run_transcripts(BLOCK.findall(DOC.read_text()), n.port)
+        f'local redis = {{ host = "127.0.0.1", port = {server.port} }}', docs_upstream, port,
+        metrics_port=metrics_port))
+    run_transcripts(BLOCK.findall(DOC.read_text()), n.port, metrics_port)
 
 
 def test_the_login_transcripts_print_what_the_page_shows(servers, nginx_for, docs_upstream):

@@ -4,7 +4,10 @@ Functions library, loaded by the package where missing)."""
 
 from __future__ import annotations
 
-from conftest import Server, burst, example_conf
+from collections import Counter
+from urllib.request import urlopen
+
+from conftest import Server, burst, example_conf, free_port
 
 FREE = {"X-API-Key": "free-key"}
 
@@ -70,11 +73,22 @@ def test_60_concurrent_clients_admit_exactly_the_limit(server, nginx_for, upstre
 def test_two_nginx_instances_sharing_one_redis_admit_the_limit_once(server, nginx_for, upstream):
     # NGINX's own limit_req counts in each instance's shared memory, so two instances behind a
     # load balancer admit twice its limit; here both count in the one Redis.
-    a = start_example(nginx_for, upstream, server)
-    b = start_example(nginx_for, upstream, server)
+    # With the example's denial cache on each: it never admits, so the limit holds exactly.
+    ports = [free_port(), free_port()]
+    a = start_example(nginx_for, upstream, server, metrics_port=ports[0])
+    b = start_example(nginx_for, upstream, server, metrics_port=ports[1])
     statuses = burst([a, b], "/export", FREE)
     assert sorted(statuses) == [200] * 10 + [429] * 50
     assert a.get("/export", FREE)[0] == 429 and b.get("/export", FREE)[0] == 429
+    # Their counters, on each one's metrics port, add up to the requests sent.
+    got = Counter()
+    for port in ports:
+        for line in urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode().splitlines():
+            if line.startswith('rl_requests_total{layer="export"'):
+                got[line.split('result="')[1].split('"')[0]] += int(line.split()[-1])
+    assert got["admitted"] == 10 and got["denied"] + got["denied_cache"] == 52, got
+    assert got["denied_cache"] >= 2, got  # the last two at least: their NGINX had a denial kept
+    assert sum(got.values()) == 62
 
 
 def test_redis_out_of_reach_fails_closed_then_decisions_resume(nginx_for, upstream, tmp_path):

@@ -187,10 +187,20 @@ def test_a_policy_variable_holding_no_policy_is_an_error(servers, nginx_for, ups
      "leak per period must be at most 1 per nanosecond"),
     (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'shared_dict = "nope",'),
      "`shared_dict` names a lua_shared_dict the configuration declares"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'denial_cache = "nope",'),
+     "`denial_cache` names a lua_shared_dict the configuration declares"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'metrics = "nope",'),
+     "`metrics` names a lua_shared_dict the configuration declares"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'denial_cache = "d", metrics = "d",'),
+     "`denial_cache` is a lua_shared_dict of its own"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'denial_cache = "d", denial_cache_max_ms = 0,'),
+     "`denial_cache_max_ms` is an integer from 1 to 315360000000: 0"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', "denial_cache_max_ms = 1000,"),
+     "`denial_cache_max_ms` bounds the denial cache: name its lua_shared_dict in `denial_cache`"),
 ])
 def test_nginx_refuses_to_start_with_a_configuration_the_package_cannot_run(tmp_path, upstream, init, message):
     conf = tmp_path / "nginx.conf"
-    conf.write_text(custom_conf(free_port(), upstream.port, init))
+    conf.write_text(custom_conf(free_port(), upstream.port, init, http="lua_shared_dict d 1m;"))
     # (`nginx -t` does not run init_by_lua: start it, and it must exit at once.)
     out = subprocess.run(["nginx", "-p", str(tmp_path), "-c", str(conf), "-g", "daemon off;"],
                          capture_output=True, text=True, timeout=30)

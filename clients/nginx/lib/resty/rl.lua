@@ -16,10 +16,12 @@
 -- without the module it calls the Functions library instead (backend.lua). See docs/nginx.md
 -- for every option.
 local backend = require "resty.rl.backend"
+local cache = require "resty.rl.cache"
 local facts = require "resty.rl.facts"
 local headers = require "resty.rl.headers"
 local identity = require "resty.rl.identity"
 local loader = require "resty.rl.loader"
+local metrics = require "resty.rl.metrics"
 local options = require "resty.rl.options"
 local policy = require "resty.rl.policy"
 local server = require "resty.rl.server"
@@ -64,6 +66,11 @@ function _M.new(opts)
     end
     states[where] = states[where] or { where = ngx.md5(where) }
     self.state = states[where]
+    self.cache = self.denial_cache and ngx.shared[self.denial_cache]
+    self.counters = self.metrics_dict and ngx.shared[self.metrics_dict]
+    if self.counters then
+        metrics.init(self.counters, self.layers)
+    end
     return setmetatable(self, mt)
 end
 
@@ -130,32 +137,65 @@ local function looks_shadowed(layer, r)
     return layer.policy.named and r[1] == 1 and r[3] == 0 and r[4] ~= 0
 end
 
-local function failed(err, kind)
-    return nil, err, kind == server.UNAVAILABLE and "unavailable" or "error"
+local function failed(err, kind, name)
+    return nil, err, kind == server.UNAVAILABLE and "unavailable" or "error", name
 end
 
--- Decides the request: a result, or nil when no layer applies, or nil, the error's text and
--- "unavailable" (Redis out of reach) or "error" (anything else: a policy the server refuses,
--- a key holding another value, the library refused).
---   result.allowed   every layer admitted
---   result.layer     the binding layer ({ name, key, policy }); result.reply its five integers
---   result.replies   every layer's five integers, in order
---   result.shadowed  the layer a SHADOW policy on the server denied, if one did
--- An admitted request's spending is kept in ngx.ctx, for `refund`.
-function _M.decide(self)
+-- The denial cache's answer for `layers`: the first of them kept as denied for a request of
+-- `cost`, as a result, or nil. Of several, the one that waits longest (RL.ALL's binding
+-- denial when Redis denied them together).
+local function cached(dict, layers, cost)
+    local found, reply
+    for _, layer in ipairs(layers) do
+        local r = cache.get(dict, layer, cost)
+        if r and (not reply or r[4] > reply[4]) then
+            found, reply = layer, r
+        end
+    end
+    if found then
+        return { allowed = false, layer = found, reply = reply, cached = true }
+    end
+end
+
+-- decide(), and the name of the layer a request without a binding layer (unavailable, an
+-- error) is counted under: the first that applies, else the limiter's first.
+local function decided(self, cost)
+    if cost == nil then
+        cost = 1
+    elseif type(cost) ~= "number" or cost ~= floor(cost) or cost < 0 or cost > facts.MAX_COUNT then
+        return nil, "the cost is an integer from 0 to " .. string.format("%.0f", facts.MAX_COUNT) .. ": "
+            .. tostring(cost), "error", self.layers[1].name
+    end
     local layers, err = self:applying()
     if not layers then
-        return nil, err, "error"
+        return nil, err, "error", self.layers[1].name
     end
     if #layers == 0 then
         return nil
     end
+    if cost ~= 1 then -- `COST n` after each layer's clause (1 is the commands' default)
+        local extra = { "COST", string.format("%.0f", cost) }
+        for _, layer in ipairs(layers) do
+            layer.cost, layer.extra = cost, extra
+        end
+    end
+    if self.cache then
+        local hit = cached(self.cache, layers, cost)
+        if hit then
+            return hit
+        end
+    end
     local sent = ngx.now()
     local res, e, kind = backend.decide(self.o, self.state, layers)
     if res == nil then
-        return failed(e, kind)
+        return failed(e, kind, layers[1].name)
     end
     local replies = res[6] or { res }
+    if self.cache and res[1] == 0 then
+        for i, r in ipairs(replies) do
+            cache.put(self.cache, layers[i], r, sent, self.denial_cache_max_ms)
+        end
+    end
     local index = 1
     for i, r in ipairs(replies) do
         if r[1] == res[1] and r[2] == res[2] and r[3] == res[3] and r[4] == res[4] and r[5] == res[5] then
@@ -183,23 +223,19 @@ function _M.decide(self)
              shadowed = shadowed }
 end
 
--- `p` with `REFUND 1` after its words (kept with `p`, which is parsed once).
-local function refunding(p)
-    local r = p.refunding
-    if not r then
-        local args, clause = {}, {}
-        for i, word in ipairs(p.args) do
-            args[i] = word
-        end
-        for i, word in ipairs(p.clause) do
-            clause[i] = word
-        end
-        args[#args + 1], args[#args + 2] = "REFUND", "1"
-        clause[#clause + 1], clause[#clause + 2] = "REFUND", "1"
-        r = { command = p.command, fcall = p.fcall, args = args, clause = clause, named = p.named }
-        p.refunding = r
-    end
-    return r
+-- Decides the request, spending `cost` units of each layer (1 if not given; 0 to 10^12): a
+-- result, or nil when no layer applies, or nil, the error's text and "unavailable" (Redis out
+-- of reach) or "error" (anything else: a policy the server refuses, a key holding another
+-- value, the library refused, a cost out of bounds).
+--   result.allowed   every layer admitted
+--   result.layer     the binding layer ({ name, key, policy }); result.reply its five integers
+--   result.replies   every layer's five integers, in order (nil for a cached denial)
+--   result.shadowed  the layer a SHADOW policy on the server denied, if one did
+--   result.cached    denied from the denial cache, without a call
+-- An admitted request's spending is kept in ngx.ctx, for `refund`.
+function _M.decide(self, cost)
+    local result, err, kind = decided(self, cost)
+    return result, err, kind
 end
 
 -- Client text as a log line may hold it: control characters escaped (`\x0a`).
@@ -222,8 +258,8 @@ end
 -- The phases in which the Lua module cannot talk to the network: a refund waits for a timer.
 local NO_SOCKETS = { log = true, header_filter = true, body_filter = true }
 
--- Gives back the unit this request's `access()` (or `decide()`) spent on the layer named
--- `name` (every layer it spent on, without a name): `REFUND 1` (one RL.ALL for several), so
+-- Gives back the units this request's `access()` (or `decide()`) spent on the layer named
+-- `name` (every layer it spent on, without a name): `REFUND <cost>` (one RL.ALL for several), so
 -- that only some outcomes count, e.g. a login's failures: `log_by_lua_block { if ngx.status
 -- == 200 then limits:refund() end }`. Nothing goes to a layer whose units no longer count
 -- (its reply's reset time has passed since the call) or that spent nothing (a SHADOW policy's
@@ -244,11 +280,20 @@ function _M.refund(self, name)
     for i, layer in ipairs(mine.layers) do
         local r = mine.replies[i]
         if (name == nil or layer.name == name) and not looks_shadowed(layer, r) and elapsed_ms < r[5] then
-            layers[#layers + 1] = { name = layer.name, key = layer.key, policy = refunding(layer.policy) }
+            local units = layer.cost or 1
+            if units > 0 then
+                layers[#layers + 1] = { name = layer.name, key = layer.key, policy = layer.policy,
+                                        extra = { "REFUND", string.format("%.0f", units) } }
+            end
         end
     end
     if #layers == 0 then
         return false
+    end
+    if self.cache then -- this node's cached denials of those keys no longer hold
+        for _, layer in ipairs(layers) do
+            cache.drop(self.cache, layer.key)
+        end
     end
     if NO_SOCKETS[ngx.get_phase()] then
         local ok, err = ngx.timer.at(0, refund_later, self.o, self.state, layers)
@@ -276,6 +321,9 @@ function _M.ban(self, key, ms)
     if type(ms) ~= "number" or ms ~= floor(ms) or ms < 0 or ms > facts.MAX_DURATION_MS then
         return nil, "ban: ms is an integer from 0 to " .. string.format("%.0f", facts.MAX_DURATION_MS), "error"
     end
+    if self.cache then -- a ban lifted or changed here is seen here at once
+        cache.drop(self.cache, key)
+    end
     local res, err, kind = backend.ban(self.o, self.state, key, string.format("%.0f", ms))
     if res == nil then
         return failed(err, kind)
@@ -295,17 +343,22 @@ local function answer(status, body, layer, reply)
     return ngx.exit(status)
 end
 
--- The access phase: decides the request and sets the binding layer's headers on the
+-- The access phase: decides the request (of `cost` units, 1 if not given: `limiter:access(5)`
+-- for a request that weighs 5) and sets the binding layer's headers on the
 -- response; a denial is answered 429 with them, `Retry-After` among them, and a JSON body
 -- naming the layer. Redis out of reach: 503 (`fail_open`: let through), logged either way.
 -- Any other error: 500, logged; never let through unchecked.
-function _M.access(self)
-    local result, err, kind = self:decide()
+function _M.access(self, cost)
+    local result, err, kind, name = decided(self, cost)
+    local counters = self.counters
     if not result then
         if not err then
             return -- no layer applies
         end
         if kind == "unavailable" then
+            if counters then
+                metrics.count(counters, name, self.fail_open and "unavailable_open" or "unavailable_closed")
+            end
             if self.fail_open then
                 ngx.log(ngx.ERR, "rl: Redis unavailable, request let through (fail_open): ", printable(err))
                 return
@@ -313,10 +366,22 @@ function _M.access(self)
             ngx.log(ngx.ERR, "rl: Redis unavailable, request refused with 503 (fail closed): ", printable(err))
             return answer(503, '{"error":"rate limiter unavailable"}\n')
         end
+        if counters then
+            metrics.count(counters, name, "error")
+        end
         ngx.log(ngx.ERR, "rl: request refused with 500: ", printable(err))
         return answer(500, '{"error":"rate limiter error"}\n')
     end
     local layer = result.layer
+    if counters then
+        local counted, what = layer, "admitted"
+        if not result.allowed then
+            what = self.shadow and "shadow" or result.cached and "denied_cache" or "denied"
+        elseif result.shadowed then
+            counted, what = result.shadowed, "shadow"
+        end
+        metrics.count(counters, counted.name, what)
+    end
     if not result.allowed and not self.shadow then
         return answer(429, '{"error":"rate limited","layer":"' .. layer.name .. '"}\n', layer, result.reply)
     end
@@ -332,5 +397,10 @@ function _M.access(self)
 end
 
 _M.ip_key = identity.ip_key
+
+-- Answers the request (from `content_by_lua_block`, on a location of the operator's choice)
+-- with the decisions counted in the lua_shared_dict named `dict_name` (the limiters' `metrics`
+-- option), in the Prometheus text exposition format.
+_M.metrics = metrics.serve
 
 return _M

@@ -51,14 +51,25 @@ local function send(o, state, key, args)
     return server.call(o, o.host, o.port, args)
 end
 
--- The module's call for `layers` (rl.lua's { key, policy }, in order): one layer by its own
--- command (`RL.GCRA key params`, `RL.LIMIT key name`), whose reply is its five integers;
+-- `args` with a layer's `extra` words after its own (`COST 3`, `REFUND 3`), if it has any.
+local function with_extra(args, layer)
+    local extra = layer.extra
+    if extra then
+        for _, word in ipairs(extra) do
+            args[#args + 1] = word
+        end
+    end
+    return args
+end
+
+-- The module's call for `layers` (rl.lua's { key, policy, extra }, in order): one layer by its
+-- own command (`RL.GCRA key params`, `RL.LIMIT key name`), whose reply is its five integers;
 -- several by `RL.ALL`, whose reply adds every layer's.
 local function module_call(layers)
     local n = #layers
     if n == 1 then
         local p = layers[1].policy
-        return { p.command, layers[1].key, unpack(p.args) }
+        return with_extra({ p.command, layers[1].key, unpack(p.args) }, layers[1])
     end
     local args = { "RL.ALL", n }
     for i = 1, n do
@@ -68,6 +79,7 @@ local function module_call(layers)
         for _, word in ipairs(l.policy.clause) do
             args[#args + 1] = word
         end
+        with_extra(args, l)
     end
     return args
 end
@@ -77,7 +89,7 @@ end
 local function library_call(layers)
     if #layers == 1 then
         local p = layers[1].policy
-        return { "FCALL", p.fcall, 1, layers[1].key, unpack(p.args) }
+        return with_extra({ "FCALL", p.fcall, 1, layers[1].key, unpack(p.args) }, layers[1])
     end
     local args = module_call(layers)
     args[1], args[2] = "FCALL", "rl_all"

@@ -12,7 +12,8 @@ local _M = {}
 local LAYER_NAME = "^[A-Za-z0-9_.-]+$"
 
 local OPTIONS = { redis = true, layers = true, prefix = true, tag = true, ipv6_bits = true,
-                  headers = true, shadow = true, fail_open = true, library = true, shared_dict = true }
+                  headers = true, shadow = true, fail_open = true, library = true, shared_dict = true,
+                  denial_cache = true, denial_cache_max_ms = true, metrics = true }
 local REDIS_FIELDS = { host = true, port = true, socket = true, cluster = true, password = true,
                        username = true, database = true, timeout_ms = true, pool_size = true,
                        idle_ms = true }
@@ -135,6 +136,10 @@ end
 --   library    the Functions library's file (default: the one this package ships)
 --   shared_dict the lua_shared_dict through which the workers load the library one at a time
 --              (default none: one load at a time per worker)
+--   denial_cache the lua_shared_dict in which the workers keep Redis's denials until their
+--              wait ends, and deny from it without a call (default none: every request asks)
+--   denial_cache_max_ms  at most this long a denial is kept (default none: all of its wait)
+--   metrics    the lua_shared_dict in which the workers count decisions (default none)
 function _M.check(opts)
     if type(opts) ~= "table" then
         refuse("new() takes a table of options")
@@ -156,12 +161,32 @@ function _M.check(opts)
         fail_open = opts.fail_open == true,
         layers = {},
     }
-    if opts.shared_dict ~= nil then
-        if type(opts.shared_dict) ~= "string" or not ngx.shared[opts.shared_dict] then
-            refuse("`shared_dict` names a lua_shared_dict the configuration declares "
-                .. "(`lua_shared_dict rl 1m;` in `http`): '" .. tostring(opts.shared_dict) .. "' is none")
+    -- Each dict's name, as the limiter keeps it (`metrics` is also rl.lua's function).
+    for _, names in ipairs({ { "shared_dict", "shared_dict" }, { "denial_cache", "denial_cache" },
+                             { "metrics", "metrics_dict" } }) do
+        local name, field = names[1], names[2]
+        local dict = opts[name]
+        if dict ~= nil then
+            if type(dict) ~= "string" or not ngx.shared[dict] then
+                refuse("`" .. name .. "` names a lua_shared_dict the configuration declares "
+                    .. "(`lua_shared_dict rl 1m;` in `http`): '" .. tostring(dict) .. "' is none")
+            end
+            self[field] = dict
         end
-        self.shared_dict = opts.shared_dict
+    end
+    if self.denial_cache and (self.denial_cache == self.metrics_dict or self.denial_cache == self.shared_dict) then
+        refuse("`denial_cache` is a lua_shared_dict of its own: a flood fills it, and its least recently "
+            .. "used entries make room, whatever else it holds")
+    end
+    if opts.denial_cache_max_ms ~= nil then
+        if not integer_in(opts.denial_cache_max_ms, 1, facts.MAX_DURATION_MS) then
+            refuse("`denial_cache_max_ms` is an integer from 1 to "
+                .. string.format("%.0f", facts.MAX_DURATION_MS) .. ": " .. tostring(opts.denial_cache_max_ms))
+        end
+        if not self.denial_cache then
+            refuse("`denial_cache_max_ms` bounds the denial cache: name its lua_shared_dict in `denial_cache`")
+        end
+        self.denial_cache_max_ms = opts.denial_cache_max_ms
     end
     if opts.library ~= nil and type(opts.library) ~= "string" then
         refuse("`library` is the path of the Functions library's file")

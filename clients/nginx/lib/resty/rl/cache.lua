@@ -1,0 +1,80 @@
+-- The denial cache (docs/nginx.md, "The denial cache"): once Redis denies a layer's key with a
+-- wait R > 0, the node's workers deny that key's requests under the same policy themselves,
+-- from a lua_shared_dict, until R has passed, with the answer Redis gave, its times counted
+-- down, without a call. An entry only ever denies: a key without one (never denied, expired,
+-- evicted by the dict's LRU when full, dropped by a refund or a ban made here) is asked of
+-- Redis, so the dict's size bounds the memory and never the exactness of admissions.
+--
+-- An entry, under the layer's key: "<deny_end> <retry_end> <reset_end> <limit> <remaining>
+-- <cost> <clause>", instants in milliseconds of ngx.now(). The instants count from the call's
+-- start, before Redis decided, so a cached denial ends no later than Redis's (a request Redis
+-- would admit is never denied from here, but for a REFUND, a raised policy or a lifted ban
+-- made elsewhere: seen when the entry ends, at most R later).
+local ngx = ngx
+local ceil, floor, format, tonumber, concat = math.ceil, math.floor, string.format, tonumber, table.concat
+
+local _M = {}
+
+local function clause_text(p)
+    local text = p.clause_text
+    if not text then
+        text = concat(p.clause, " ")
+        p.clause_text = text
+    end
+    return text
+end
+
+-- Records layer `layer`'s denial `r` (its five integers) of a request whose call started at
+-- `sent` (seconds, ngx.now()), when it says when the same request is admitted (R > 0), for at
+-- most `max_ms` when given.
+function _M.put(dict, layer, r, sent, max_ms)
+    local wait = r[4]
+    if r[1] ~= 0 or wait <= 0 then
+        return
+    end
+    local keep = wait
+    if max_ms and max_ms < keep then
+        keep = max_ms
+    end
+    local start = floor(sent * 1000)
+    local value = format("%.0f %.0f %.0f %.0f %.0f %d %s", start + keep, start + wait, start + r[5], r[2], r[3],
+        layer.cost or 1, clause_text(layer.policy))
+    local ok, err = dict:set(layer.key, value, keep / 1000)
+    if not ok then
+        ngx.log(ngx.WARN, "rl: the denial cache did not keep a denial: ", err)
+    end
+end
+
+-- Layer `layer`'s cached denial of a request of cost `cost`, as Redis's five integers with the
+-- times counted down to now, or nil: none kept, one that has ended, one of another policy
+-- (the layer's policy read from a variable, or changed by a reload), or one for a cost above
+-- `cost` (a smaller cost is asked of Redis, which may admit it). A cost above the one denied
+-- is denied too (what a cost did not fit, a larger one does not), its wait the smaller one
+-- kept: when it ends, Redis is asked.
+function _M.get(dict, layer, cost)
+    local value = dict:get(layer.key)
+    if not value then
+        return nil
+    end
+    local deny_end, retry_end, reset_end, limit, remaining, denied_cost, clause =
+        value:match("^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (.*)$")
+    if not clause or clause ~= clause_text(layer.policy) or cost < tonumber(denied_cost) then
+        return nil
+    end
+    ngx.update_time()
+    local now = ngx.now() * 1000
+    deny_end = tonumber(deny_end)
+    if now >= deny_end then
+        return nil
+    end
+    local retry = ceil(tonumber(retry_end) - now)
+    local reset = ceil(tonumber(reset_end) - now)
+    return { 0, tonumber(limit), tonumber(remaining), retry, reset > 0 and reset or 0 }
+end
+
+-- Forgets `key`'s cached denial (a refund or a ban made on this node).
+function _M.drop(dict, key)
+    dict:delete(key)
+end
+
+return _M
