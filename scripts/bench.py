@@ -24,11 +24,13 @@ RateLimiterRedis next to RateLimiterRl, on the same traffic
 per request summed over every command in INFO commandstats, and its CPU from INFO cpu
 (--stores runs that table alone). Then NGINX at the edge: requests per second and Redis time per
 request with no limit, NGINX's limit_req, a hand-written EVALSHA script and resty.rl
-(scripts/bench_nginx.py; --nginx-only runs that table alone).
+(scripts/bench_nginx.py; --nginx-only runs that table alone). Last, NGINX under a flood:
+limit_req, resty.rl asking Redis per request, and resty.rl with its denial cache, with a
+legitimate client alongside (scripts/bench_flood.py; --flood-only runs that table alone).
 
 Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--rounds N]
                        [--quick] [--valkey PATH] [--bounds-only] [--limits-only] [--stores]
-                       [--debit-only] [--nginx-only]
+                       [--debit-only] [--nginx-only] [--flood-only]
 """
 
 import argparse
@@ -42,6 +44,7 @@ import sys
 import tempfile
 import time
 
+import bench_flood
 import bench_limits
 import bench_nginx
 
@@ -791,6 +794,9 @@ def main():
     p.add_argument("--debit-only", action="store_true", help="only the DEBIT next to COST table")
     p.add_argument("--nginx-only", action="store_true",
                    help="only the NGINX table (limit_req, EVALSHA, resty.rl; scripts/bench_nginx.py)")
+    p.add_argument("--flood-only", action="store_true",
+                   help="only the NGINX flood table (limit_req, resty.rl with and without its "
+                        "denial cache; scripts/bench_flood.py)")
     a = p.parse_args()
     requests = a.requests or (100_000 if a.quick else 400_000)
     rounds = max(a.rounds or (3 if a.quick else 5), 1)
@@ -804,6 +810,9 @@ def main():
         return
     if a.nginx_only:
         bench_nginx.nginx_table(a.module, rounds, 2 if a.quick else 5)
+        return
+    if a.flood_only:
+        bench_flood.flood_table(a.module, 2 if a.quick else 5)
         return
     if a.stores:
         stores_table(a.module, a.requests or 20_000, rounds)
@@ -838,6 +847,7 @@ def main():
     bench_limits.limits_table(a.module, 5_000 if a.quick else 20_000)
     stores_table(a.module, 20_000, rounds)
     bench_nginx.nginx_table(a.module, rounds, 2 if a.quick else 5)
+    bench_flood.flood_table(a.module, 2 if a.quick else 5)
 
 
 if __name__ == "__main__":

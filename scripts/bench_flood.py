@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""NGINX under a flood: clients flood a limit of 1 request per second each (bursts of 5)
+while a legitimate client sends 100 requests a second alongside, on a location of its own
+with a limit it stays under (1,000 a second): what the flood costs everyone else. Rows: NGINX's own `limit_req`; resty.rl on the
+module asking Redis on every request (the denial cache off); resty.rl with its denial cache
+(a `lua_shared_dict`) on the module and on the Functions library; and the same with a penalty
+(`PENALTY 10s`), which makes a denial's wait long. Two floods: one identity, and 1,000
+identities (a wrk script draws one of 1,000 `X-Client` values per request), each over its
+limit.
+
+Each row reports the flood's requests per second (wrk, 64 connections), the Redis calls per
+denied request after the first denials (INFO commandstats; wrk counts the 429s), and the
+legitimate client's p50 and p99 latency in ms, next to its p50 and p99 with no flood. Every
+identity is `$http_x_client` (so that wrk, on one address, can be many clients).
+
+Usage: scripts/bench_flood.py [--module PATH] [--seconds N] [--quick]
+       (or bench.py --flood-only)
+Figures are as measured; nothing here is a test.
+"""
+
+import argparse
+import http.client
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from bench_nginx import (
+    LUA_LIB,
+    NGINX_MODULES,
+    answers,
+    free_port,
+    missing,
+    nginx_version,
+    redis_figures,
+    start,
+    start_redis,
+    stop,
+    wait_until,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODULE = os.path.join(ROOT, "target/release/librl.so")
+CONNECTIONS = 64
+LEGIT_RPS = 100
+LIMIT = "GCRA 1 1s BURST 5"
+PENALIZED = "GCRA 1 1s BURST 5 PENALTY 10s"
+LEGIT = "GCRA 1000 1s BURST 100"
+
+CONF = """load_module %(modules)s/ndk_http_module.so;
+load_module %(modules)s/ngx_http_lua_module.so;
+worker_processes 1;
+daemon off;
+pid nginx.pid;
+error_log error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path body; proxy_temp_path proxy; fastcgi_temp_path fastcgi;
+    uwsgi_temp_path uwsgi; scgi_temp_path scgi;
+    lua_package_path "%(lib)s/?.lua;;";
+    lua_shared_dict rl_denials 10m;
+%(http)s
+    upstream app { server 127.0.0.1:%(upstream)d; keepalive 32; }
+    server {  # the upstream
+        listen 127.0.0.1:%(upstream)d;
+        location / { content_by_lua_block { ngx.say("ok") } }
+    }
+    server {
+        listen 127.0.0.1:%(port)d;
+        location / {
+%(access)s            proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection "";
+        }
+        location /legit {
+%(legit)s            proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection "";
+        }
+    }
+}
+"""
+
+LIMIT_REQ = (("    limit_req_zone $http_x_client zone=flood:10m rate=1r/s;\n"
+              "    limit_req_zone $http_x_client zone=legit:1m rate=1000r/s;\n"
+              "    limit_req_status 429;\n"),
+             "            limit_req zone=flood burst=5 nodelay;\n",
+             "            limit_req zone=legit burst=100 nodelay;\n")
+
+
+def resty(policy, cache):
+    """resty.rl, one layer keyed by X-Client (the flood's policy, or the legitimate
+    client's on /legit), with or without the denial cache."""
+    option = ', denial_cache = "rl_denials"' if cache else ""
+
+    def limiter(name, p):
+        return (f"        {name} = require(\"resty.rl\").new({{ redis = {{ host = \"127.0.0.1\", "
+                f"port = %(port)d }}{option},\n"
+                f"            layers = {{ {{ name = \"{name}\", by = \"$http_x_client\", "
+                f"policy = \"{p}\" }} }} }})\n")
+    http = ("    init_by_lua_block {\n" + limiter("flood", policy) + limiter("legit", LEGIT)
+            + "    }\n")
+    return (http, "            access_by_lua_block { flood:access() }\n",
+            "            access_by_lua_block { legit:access() }\n")
+
+
+# (label, (http lines, location lines), which Redis: "module", "plain" or None, the commands
+# a request sends as INFO commandstats names them).
+ROWS = [
+    ("NGINX `limit_req` (rate=1r/s, burst=5, nodelay)", LIMIT_REQ, None, []),
+    (f"`resty.rl`, module, `{LIMIT}`, no cache (a Redis call per request)",
+     resty(LIMIT, False), "module", ["rl.gcra"]),
+    (f"`resty.rl`, module, `{LIMIT}`, denial cache", resty(LIMIT, True), "module", ["rl.gcra"]),
+    (f"`resty.rl`, library, `{LIMIT}`, denial cache", resty(LIMIT, True), "plain", ["fcall"]),
+    (f"`resty.rl`, module, `{PENALIZED}`, denial cache",
+     resty(PENALIZED, True), "module", ["rl.gcra"]),
+]
+
+# A wrk script: each request's X-Client is one of 1,000 flooding identities.
+MANY = """request = function()
+  return wrk.format(nil, nil, { ["X-Client"] = "flood-" .. math.random(1, 1000) })
+end
+"""
+
+
+def start_nginx(work, procs, row, redis_port):
+    label, (http, access, legit_access), _, _ = row
+    d, port = tempfile.mkdtemp(dir=work), free_port()
+    conf = CONF % {"modules": NGINX_MODULES, "lib": LUA_LIB, "upstream": free_port(),
+                   "port": port, "http": http % {"port": redis_port or 0}, "access": access,
+                   "legit": legit_access}
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write(conf)
+    log = os.path.join(d, "error.log")
+    proc = start(["nginx", "-p", d + "/", "-c", os.path.join(d, "nginx.conf"), "-e", log],
+                 os.path.join(d, "stdout.log"))
+    procs.append(proc)
+    get = b"GET / HTTP/1.0\r\nX-Client: probe\r\n\r\n"
+    wait_until(lambda: answers(port, get, b"HTTP/1.1 200"), proc, f"nginx for {label!r}", log)
+    return port
+
+
+def legit(port, seconds, out):
+    """The legitimate client: LEGIT_RPS requests a second on one kept-alive connection, its
+    latencies in ms appended to `out` (a denial counts as a latency too, and as `denied`)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    end = time.monotonic() + seconds
+    step = 1 / LEGIT_RPS
+    next_at = time.monotonic()
+    while next_at < end:
+        time.sleep(max(0.0, next_at - time.monotonic()))
+        t = time.perf_counter()
+        conn.request("GET", "/legit", headers={"X-Client": "legitimate"})
+        resp = conn.getresponse()
+        resp.read()
+        out["ms"].append((time.perf_counter() - t) * 1000)
+        out["denied"] += resp.status == 429
+        next_at += step
+    conn.close()
+
+
+def flood(port, seconds, work, many):
+    """One wrk flood: (requests, non-2xx replies, requests per second)."""
+    argv = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s"]
+    if many:
+        script = os.path.join(work, "many.lua")
+        with open(script, "w") as f:
+            f.write(MANY)
+        argv += ["-s", script]
+    else:
+        argv += ["-H", "X-Client: flood"]
+    out = subprocess.run([*argv, f"http://127.0.0.1:{port}/"], capture_output=True, text=True,
+                         check=True).stdout
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return (int(re.search(r"(\d+) requests in", out)[1]), int(non2xx[1]) if non2xx else 0,
+            float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1]))
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p / 100))]
+
+
+def measure(port, client, commands, seconds, work, many):
+    """The flood and the legitimate client together; Redis calls counted after a warm-up
+    second (the first denials fill the cache)."""
+    flood(port, 1, work, many)
+    before = redis_figures(client, commands)[0] if client else 0
+    seen = {"ms": [], "denied": 0}
+    side = threading.Thread(target=legit, args=(port, seconds, seen))
+    side.start()
+    requests, denied, rps = flood(port, seconds, work, many)
+    side.join()
+    calls = (redis_figures(client, commands)[0] - before) if client else None
+    return {"rps": rps, "denied": denied / max(requests, 1),
+            "calls": None if calls is None or not denied else calls / denied,
+            "p50": percentile(seen["ms"], 50), "p99": percentile(seen["ms"], 99),
+            "legit_denied": seen["denied"]}
+
+
+def quiet(port, seconds):
+    """The legitimate client alone: its p50 and p99."""
+    seen = {"ms": [], "denied": 0}
+    legit(port, seconds, seen)
+    return percentile(seen["ms"], 50), percentile(seen["ms"], 99)
+
+
+def flood_table(module=MODULE, seconds=5):
+    lack = missing()
+    if lack:
+        print(f"\n## NGINX under a flood\n\nNot measured: {lack}.")
+        return
+    work = tempfile.mkdtemp(prefix="rl-flood-")
+    procs = []
+    results = []
+    try:
+        servers = {"module": start_redis(work, procs, module), "plain": start_redis(work, procs, None)}
+        for row in ROWS:
+            label, _, which, commands = row
+            client, redis_port = servers[which] if which else (None, None)
+            port = start_nginx(work, procs, row, redis_port)
+            calm = quiet(port, 2)
+            for many in (False, True):
+                if client:
+                    client.flushall()
+                r = measure(port, client, commands, seconds, work, many)
+                results.append((label, many, calm, r))
+                print(f"bench_flood: {label} ({'1,000' if many else 'one'}): {r}", file=sys.stderr)
+            stop(procs.pop())
+    finally:
+        for p in procs:
+            stop(p)
+    print(f"\n## NGINX under a flood (nginx {nginx_version()}, worker_processes 1, wrk -c{CONNECTIONS}, "
+          f"{seconds} s per row; a legitimate client at {LEGIT_RPS} requests/s alongside)\n")
+    print("| row | flood | flood rps | denied | Redis calls per denial | legitimate p50 / p99 ms "
+          "| without flood p50 / p99 ms | legitimate denied |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for label, many, (q50, q99), r in results:
+        calls = "–" if r["calls"] is None else f"{r['calls']:.4f}"
+        print(f"| {label} | {'1,000 identities' if many else 'one identity'} | {r['rps']:,.0f} "
+              f"| {r['denied']:.1%} | {calls} | {r['p50']:.2f} / {r['p99']:.2f} "
+              f"| {q50:.2f} / {q99:.2f} | {r['legit_denied']} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--module", default=MODULE)
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="2 s per row")
+    a = ap.parse_args()
+    flood_table(a.module, 2 if a.quick else a.seconds)
+
+
+if __name__ == "__main__":
+    main()
