@@ -360,7 +360,7 @@ def test_the_counters_equal_the_requests_sent_and_pass_promtool(server, nginx_fo
     assert {k: v for k, v in got.items() if v} == want
     assert sum(got.values()) == len(sent)
     # Every layer's every result is listed, from 0.
-    assert len(got) == 6 * 7
+    assert len(got) == 6 * 9
     status, headers, body = n.request("/metrics")
     assert status == 200 and headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     assert shutil.which("promtool"), "promtool (Debian's prometheus) checks the format: scripts/install-deps.sh"

@@ -20,6 +20,7 @@ local cache = require "resty.rl.cache"
 local facts = require "resty.rl.facts"
 local headers = require "resty.rl.headers"
 local identity = require "resty.rl.identity"
+local insurance = require "resty.rl.insurance"
 local loader = require "resty.rl.loader"
 local metrics = require "resty.rl.metrics"
 local options = require "resty.rl.options"
@@ -68,6 +69,7 @@ function _M.new(opts)
     self.state = states[where]
     self.cache = self.denial_cache and ngx.shared[self.denial_cache]
     self.counters = self.metrics_dict and ngx.shared[self.metrics_dict]
+    self.insured = self.insurance and ngx.shared[self.insurance.dict]
     if self.counters then
         metrics.init(self.counters, self.layers)
     end
@@ -131,6 +133,13 @@ function _M.applying(self)
     return out
 end
 
+-- Client text as a log line may hold it: control characters escaped (`\x0a`).
+local function printable(text)
+    return (text:gsub("[%c\\]", function(c)
+        return string.format("\\x%02x", c:byte())
+    end))
+end
+
 -- A SHADOW policy's denial is answered as admitted, nothing remaining, a wait (a named LEAKY
 -- policy's admission to its queue's last place reads the same).
 local function looks_shadowed(layer, r)
@@ -187,6 +196,21 @@ local function decided(self, cost)
     end
     local sent = ngx.now()
     local res, e, kind = backend.decide(self.o, self.state, layers)
+    local insured = self.insured
+    if insured then
+        local down = res == nil and kind == server.UNAVAILABLE
+        if down then
+            local local_result = insurance.decide(insured, layers, cost, self.insurance.nodes)
+            if local_result then
+                insurance.switch(insured, self.state.where, true, printable(e), self.insurance.nodes)
+                local index = local_result.index
+                return { allowed = local_result.allowed, layer = layers[index], reply = local_result.replies[index],
+                         replies = local_result.allowed and local_result.replies or nil, insured = true }
+            end
+        else
+            insurance.switch(insured, self.state.where, false)
+        end
+    end
     if res == nil then
         return failed(e, kind, layers[1].name)
     end
@@ -232,17 +256,11 @@ end
 --   result.replies   every layer's five integers, in order (nil for a cached denial)
 --   result.shadowed  the layer a SHADOW policy on the server denied, if one did
 --   result.cached    denied from the denial cache, without a call
+--   result.insured   decided by this node alone, Redis unavailable (`insurance`)
 -- An admitted request's spending is kept in ngx.ctx, for `refund`.
 function _M.decide(self, cost)
     local result, err, kind = decided(self, cost)
     return result, err, kind
-end
-
--- Client text as a log line may hold it: control characters escaped (`\x0a`).
-local function printable(text)
-    return (text:gsub("[%c\\]", function(c)
-        return string.format("\\x%02x", c:byte())
-    end))
 end
 
 local function refund_later(premature, o, state, layers)
@@ -376,7 +394,10 @@ function _M.access(self, cost)
     if counters then
         local counted, what = layer, "admitted"
         if not result.allowed then
-            what = self.shadow and "shadow" or result.cached and "denied_cache" or "denied"
+            what = self.shadow and "shadow" or result.cached and "denied_cache"
+                or result.insured and "insured_denied" or "denied"
+        elseif result.insured then
+            what = "insured_admitted"
         elseif result.shadowed then
             counted, what = result.shadowed, "shadow"
         end

@@ -14,6 +14,8 @@ _M.RESULTS = {
     "shadow",             -- let through although denied: a SHADOW policy, or `shadow = true`
     "unavailable_open",   -- Redis could not decide, let through (fail_open)
     "unavailable_closed", -- Redis could not decide, 503
+    "insured_admitted",   -- Redis could not decide, let through by this node's insurance
+    "insured_denied",     -- Redis could not decide, 429 from this node's insurance
     "error",              -- 500: a configuration to fix
 }
 

@@ -13,11 +13,14 @@ local LAYER_NAME = "^[A-Za-z0-9_.-]+$"
 
 local OPTIONS = { redis = true, layers = true, prefix = true, tag = true, ipv6_bits = true,
                   headers = true, shadow = true, fail_open = true, library = true, shared_dict = true,
-                  denial_cache = true, denial_cache_max_ms = true, metrics = true }
+                  denial_cache = true, denial_cache_max_ms = true, metrics = true, insurance = true }
 local REDIS_FIELDS = { host = true, port = true, socket = true, cluster = true, password = true,
                        username = true, database = true, timeout_ms = true, pool_size = true,
                        idle_ms = true }
 local LAYER_FIELDS = { name = true, by = true, policy = true }
+local INSURANCE_FIELDS = { dict = true, nodes = true }
+-- The most nodes insurance divides a policy by.
+local MAX_NODES = 1000000
 
 local function refuse(message)
     error("resty.rl: " .. message, 0)
@@ -140,6 +143,8 @@ end
 --              wait ends, and deny from it without a call (default none: every request asks)
 --   denial_cache_max_ms  at most this long a denial is kept (default none: all of its wait)
 --   metrics    the lua_shared_dict in which the workers count decisions (default none)
+--   insurance  { dict, nodes }: while Redis cannot decide, this node decides alone in the
+--              lua_shared_dict `dict`, each policy divided by `nodes` (default none: off)
 function _M.check(opts)
     if type(opts) ~= "table" then
         refuse("new() takes a table of options")
@@ -177,6 +182,26 @@ function _M.check(opts)
     if self.denial_cache and (self.denial_cache == self.metrics_dict or self.denial_cache == self.shared_dict) then
         refuse("`denial_cache` is a lua_shared_dict of its own: a flood fills it, and its least recently "
             .. "used entries make room, whatever else it holds")
+    end
+    if opts.insurance ~= nil then
+        local ins = opts.insurance
+        if type(ins) ~= "table" then
+            refuse("`insurance` is a table: { dict = \"<lua_shared_dict>\", nodes = <the nodes sharing Redis> }")
+        end
+        known(ins, INSURANCE_FIELDS, "a field of `insurance`")
+        if type(ins.dict) ~= "string" or not ngx.shared[ins.dict] then
+            refuse("insurance.dict names a lua_shared_dict the configuration declares "
+                .. "(`lua_shared_dict rl_insurance 1m;` in `http`): '" .. tostring(ins.dict) .. "' is none")
+        end
+        if ins.dict == self.denial_cache or ins.dict == self.metrics_dict or ins.dict == self.shared_dict then
+            refuse("insurance.dict is a lua_shared_dict of its own: its windows and the other's entries "
+                .. "would make room for each other")
+        end
+        if not integer_in(ins.nodes, 1, MAX_NODES) then
+            refuse("insurance.nodes is the number of NGINX nodes sharing the Redis, an integer from 1 to "
+                .. MAX_NODES .. ": " .. tostring(ins.nodes))
+        end
+        self.insurance = { dict = ins.dict, nodes = ins.nodes }
     end
     if opts.denial_cache_max_ms ~= nil then
         if not integer_in(opts.denial_cache_max_ms, 1, facts.MAX_DURATION_MS) then

@@ -47,10 +47,10 @@ local function words(text)
 end
 
 -- `text` as a policy, or nil and why: { clause (its words in RL.ALL), named, quota, window_s,
--- fields, command, fcall, args (alone: `<command> key <args>`, `FCALL <fcall> 1 key <args>`) }.
+-- window_ms, fields, command, fcall, args (alone: `<command> key <args>`, `FCALL <fcall> 1 key <args>`) }.
 -- A spelled-out policy's `quota` is its count before the duration (GCRA's limit, the token
 -- bucket's refill, the leaky bucket's leak, a window's limit) and `window_s` the duration in
--- whole seconds, rounded up; a named one has neither (the server holds its parameters).
+-- whole seconds, rounded up (`window_ms` in milliseconds); a named one has neither (the server holds its parameters).
 function _M.parse(text)
     if type(text) ~= "string" then
         return nil, "a policy is a string: " .. tostring(text)
@@ -149,6 +149,7 @@ function _M.parse(text)
         named = false,
         quota = count,
         window_s = ceil(ms / 1000),
+        window_ms = ms,
         fields = {}, -- its RateLimit-Policy field per layer name (headers.lua)
         command = kind.command,
         fcall = kind.fcall,
