@@ -9,7 +9,8 @@
 #                          .tools/venv with tests/python/requirements.txt, and node-redis from
 #                          the npm registry into .tools/node (the docs' node-redis snippets),
 #                          and Debian's nginx, libnginx-mod-http-lua, lua-nginx-redis and
-#                          lua-check (clients/nginx's tests and its luacheck).
+#                          lua-check (clients/nginx's tests and its luacheck), and
+#                          Debian's prometheus for its promtool (the packages' metrics text).
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +53,8 @@ if [ "$purpose" = test ]; then
   [ -f /usr/share/lua/5.1/nginx/redis.lua ] || missing+=(lua-nginx-redis)
   command -v luacheck >/dev/null || missing+=(lua-check)
   command -v wrk >/dev/null || missing+=(wrk) # drives NGINX in make bench (bench_nginx.py)
+  # promtool checks the packages' Prometheus text (their tests parse it without it too).
+  command -v promtool >/dev/null || missing+=(prometheus)
 fi
 
 apt_updated=""

@@ -62,7 +62,7 @@ def as_list(d: redis_rl.Decision) -> list[int]:
 
 @pytest.fixture
 def limiter(client):
-    return redis_rl.Limiter(client)
+    return redis_rl.Limiter(client, denial_cache=False)  # the server's clock is moved
 
 
 # --- the commands sent --------------------------------------------------------------------------
