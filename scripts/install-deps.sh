@@ -10,7 +10,7 @@
 #                          the npm registry into .tools/node (the docs' node-redis snippets),
 #                          and Debian's nginx, libnginx-mod-http-lua, lua-nginx-redis,
 #                          lua-check and prometheus (clients/nginx's tests, its luacheck, and
-#                          promtool, which checks its metrics endpoint's text).
+#                          promtool, which checks the packages' and the NGINX metrics text).
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +52,7 @@ if [ "$purpose" = test ]; then
   [ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || missing+=(libnginx-mod-http-lua)
   [ -f /usr/share/lua/5.1/nginx/redis.lua ] || missing+=(lua-nginx-redis)
   command -v luacheck >/dev/null || missing+=(lua-check)
-  command -v promtool >/dev/null || missing+=(prometheus) # promtool check metrics (clients/nginx)
+  command -v promtool >/dev/null || missing+=(prometheus) # promtool check metrics (the packages)
   command -v wrk >/dev/null || missing+=(wrk) # drives NGINX in make bench (bench_nginx.py)
 fi
 

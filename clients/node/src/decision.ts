@@ -42,6 +42,9 @@ export class Decision {
     policy?: PolicyOrName,
     /** Whether it is a shadowed denial, where known besides the reply (see `shadowed`). */
     knownShadowed?: boolean,
+    /** A denial given by the limiter's denial cache (cache.ts), without a call: the server's
+     * denial as it stands now. */
+    readonly cached = false,
   ) {
     if (typeof policy === "string") this.policyName = policy;
     else this.policy = policy;
@@ -56,7 +59,7 @@ export class Decision {
   /** This decision, known to be a shadowed denial or not. */
   knownAs(shadowed: boolean): Decision {
     return new Decision(this.allowed, this.limit, this.remaining, this.retryAfterMs, this.resetAfterMs, this.backend,
-      this.policy ?? this.policyName, shadowed);
+      this.policy ?? this.policyName, shadowed, this.cached);
   }
 
   /** A server `SHADOW` policy's denial, answered as admitted: allowed, nothing remaining, and
@@ -123,7 +126,11 @@ export function looksShadowed(d: Decision): boolean {
 export interface AllDecision {
   readonly allowed: boolean;
   readonly binding: Decision;
-  readonly layers: readonly Decision[];
+  /** Every layer's decision. A denial from the denial cache knows only its cached layers: the
+   * others are undefined (no call was made). */
+  readonly layers: readonly (Decision | undefined)[];
   /** The binding layer's position in `layers` (the first whose reply is the binding one). */
   readonly index: number;
+  /** Denied by the denial cache, without a call. */
+  readonly cached?: boolean;
 }

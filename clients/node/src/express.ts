@@ -23,6 +23,11 @@
  * policy is `SHADOW` lets it through by itself (its decision is `shadowed`). Either is
  * reported, once per request, to `onShadowDenied` (default: one `console.warn` line).
  *
+ * The limiter's denial cache (on by default: `new Limiter(client, { denialCache })`) answers a
+ * request one of whose layers is cached denied with the same 429, body and headers as the
+ * server's denial, without a call. Each request is counted once in `limiter.metrics`, under
+ * the layer that decided it (metrics.ts).
+ *
  * On Redis Cluster, `tag` names the layer whose identity (escaped) is every key's hash tag,
  * so the keys of one request share a slot; `clientIp` keys an IPv6 client by its /56.
  */
@@ -240,7 +245,7 @@ export function rateLimitLayers(o: LayersOptions) {
   if (!o.layers?.length) throw refused(RangeError, "rateLimitLayers needs at least one layer");
   const names = o.layers.map((l) => l.name);
   if (new Set(names).size !== names.length) throw refused(RangeError, `layer names must be distinct: ${names.join(", ")}`);
-  if (typeof o.limiter?.all !== "function") throw refused(TypeError, "rateLimitLayers takes a redis-rl Limiter");
+  if (typeof o.limiter?.decideAll !== "function") throw refused(TypeError, "rateLimitLayers takes a redis-rl Limiter");
   const prefix = o.prefix ?? "rl";
   if (typeof prefix !== "string") throw refused(TypeError, `rateLimitLayers: prefix must be a string: ${String(prefix)}`);
   let at = -1; // the tagged layer's index
@@ -294,20 +299,24 @@ export function rateLimitLayers(o: LayersOptions) {
     return { clauses, names };
   };
 
+  const metrics = o.limiter.metrics;
   return (req: RequestLike, res: ResponseLike, next: (err?: unknown) => void): void => {
     const { clauses, names } = applying(req);
     if (clauses.length === 0) return next();
-    o.limiter.all(clauses).then(({ binding, layers, index }) => {
+    o.limiter.decideAll(clauses).then(({ binding, layers, index }) => {
       const passes = binding.allowed || shadow;
+      const shadowAt = binding.allowed ? layers.findIndex((d) => d?.shadowed) : index;
+      if (!passes) metrics?.add(names[index], binding.cached ? "over_limit_with_local_cache" : "over_limit");
+      else metrics?.add(names[shadowAt >= 0 ? shadowAt : index], shadowAt >= 0 ? "shadow_mode" : "within_limit");
       if (!passes || !outerBindsMore(res, binding.remaining)) {
         for (const [name, value] of Object.entries(binding.allHeaders())) {
           if (!(passes && name === "Retry-After")) res.setHeader(name, value);
         }
       }
       if (passes) {
-        const at = binding.allowed ? layers.findIndex((d) => d.shadowed) : index;
+        const at = shadowAt;
         try {
-          if (at >= 0) report({ layer: names[at], key: clauses[at][0], decision: layers[at] }, req);
+          if (at >= 0) report({ layer: names[at], key: clauses[at][0], decision: layers[at] ?? binding }, req);
         } catch (err) {
           return next(err); // the report's own failure fails the request, as any error here
         }
@@ -317,7 +326,11 @@ export function rateLimitLayers(o: LayersOptions) {
       res.statusCode = 429;
       res.setHeader("Content-Type", "application/json");
       res.end(body);
-    }, (err) => failed(err, res, next));
+    }, (err) => {
+      const result = err instanceof ServerUnavailableError ? (failOpen ? "unavailable_fail_open" : "unavailable") : "error";
+      metrics?.add(names.join("+"), result);
+      failed(err, res, next);
+    });
   };
 }
 

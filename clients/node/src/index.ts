@@ -16,7 +16,9 @@
  * ServerUnavailableError, LibraryUnavailableError, ForeignKeyError,
  * ReservationSettledError, the driver's error kept as its `cause`.
  */
-export { Limiter } from "./limiter.js";
+export { Limiter, type LimiterOptions } from "./limiter.js";
+export { DenialCache, type DenialCacheOptions } from "./cache.js";
+export { Metrics, RESULTS, type Result } from "./metrics.js";
 export {
   ConfigurationError, ForeignKeyError, LibraryUnavailableError, ReservationSettledError, RlError,
   ServerUnavailableError, type ErrorCode, type Holds,

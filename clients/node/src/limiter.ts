@@ -30,13 +30,15 @@
  */
 import * as commands from "./commands.js";
 import type { Command, DecideOptions, Layer } from "./commands.js";
+import { DenialCache } from "./cache.js";
 import type { AllDecision, Backend, Decision } from "./decision.js";
+import { Metrics, type Result } from "./metrics.js";
 import { LIBRARY_SOURCE } from "./library.js";
 import * as policy from "./policy.js";
-import { countArg } from "./policy.js";
+import { countArg, policyOrName } from "./policy.js";
 import type { Duration, PolicyOrName } from "./policy.js";
 import { functionMissing, isReplyError, libraryUnavailable, unknownCommand } from "./classify.js";
-import { NOT_LOADED, NO_FUNCTIONS, refused } from "./errors.js";
+import { NOT_LOADED, NO_FUNCTIONS, ServerUnavailableError, refused } from "./errors.js";
 import { LoadGate } from "./loading.js";
 import { Reservation, type Reserved } from "./reservation.js";
 import { readShadowed } from "./reserving.js";
@@ -52,17 +54,109 @@ function text(value: unknown, what: string): string {
   return value;
 }
 
+/** A call's `layer` label: its policy's name, `default` for a policy object without one. */
+export const policyLabel = (p: PolicyOrName): string => (typeof p === "string" ? p : p.name || "default");
+
+/** The counter a decision (or the error instead) adds to. */
+export function resultOf(d: { allowed: boolean; cached?: boolean; shadowed?: boolean } | undefined, err?: unknown): Result {
+  if (d === undefined) return err instanceof ServerUnavailableError ? "unavailable" : "error";
+  if (d.cached) return "over_limit_with_local_cache";
+  if (!d.allowed) return "over_limit";
+  return d.shadowed ? "shadow_mode" : "within_limit";
+}
+
+export interface LimiterOptions {
+  /** The denial cache (cache.ts): true (the default) for a `new DenialCache()` of its own
+   * (10,000 entries), a `new DenialCache({ maxEntries })` of your choosing, or false for none. */
+  denialCache?: boolean | DenialCache;
+}
+
 export class Limiter {
   /** undefined until the first call, then "module" or "library". */
   backend: Backend | undefined;
+  /** The denial cache, or undefined when off. */
+  readonly cache: DenialCache | undefined;
+  /** This limiter's counters (metrics.ts); `rateLimitLayers` counts its requests here too. */
+  readonly metrics: Metrics;
   private readonly transport: Transport;
   /** The gate of a transport given without one. */
   private ownGate: LoadGate | undefined;
 
   /** `client`: node-redis or ioredis (a client or a cluster), or a `sendCommand(args)`
    * function resolving with the reply. */
-  constructor(client: unknown) {
+  constructor(client: unknown, o: LimiterOptions = {}) {
     this.transport = transportOf(client);
+    const c = o.denialCache ?? true;
+    if (c instanceof DenialCache) this.cache = c;
+    else if (c === true) this.cache = new DenialCache();
+    else if (c === false) this.cache = undefined;
+    else throw refused(TypeError, `denialCache is true, false or a DenialCache, not ${String(c)}`);
+    this.metrics = new Metrics(this.cache);
+  }
+
+  /** `cmd`, unless `probe()` answers it (a cached denial); `record(result, sent)` with its
+   * result and the moment it was sent, `count(result, error)` either way. */
+  private async through<T>(cmd: Command<T>, probe?: () => T | undefined, record?: (r: T, sent: number) => void,
+    count?: (r: T | undefined, err?: unknown) => void): Promise<T> {
+    const hit = probe?.();
+    if (hit !== undefined) {
+      count?.(hit);
+      return hit;
+    }
+    const sent = this.cache?.clock() ?? 0;
+    let result: T;
+    try {
+      result = await this.run(cmd);
+    } catch (err) {
+      count?.(undefined, err);
+      throw err;
+    }
+    record?.(result, sent);
+    count?.(result);
+    return result;
+  }
+
+  /** One (key, policy) through the denial cache (unless `cached` is false), counted under
+   * the policy's name when `counted`. */
+  private one(cmd: Command<Decision>, key: string, p: PolicyOrName, cost: number, counted: boolean, cached = true): Promise<Decision> {
+    const cache = cached ? this.cache : undefined;
+    return this.through(cmd,
+      cache && (() => cache.get(key, p, cost)),
+      cache && ((d, sent) => cache.put(key, p, cost, d, sent)),
+      counted ? (d, err) => this.metrics.add(policyLabel(p), resultOf(d, err)) : undefined);
+  }
+
+  /** `RL.ALL` through the denial cache: a request one of whose layers is cached denied is
+   * denied here (the server would deny it too: all or nothing), reporting that layer (the one
+   * denied longest, as the server's binding layer). A peek is always sent (it asks for every
+   * layer's state); its denials are cached. Not counted here: `all` and the middleware do. */
+  allDecided(layers: readonly Layer[], peek: boolean): { cmd: Command<AllDecision>; probe?: () => AllDecision | undefined;
+    record?: (r: AllDecision, sent: number) => void; policies: PolicyOrName[] } {
+    const cmd = commands.allOf(layers, peek);
+    const given = layers.map(([key, p, cost]) => [key, policyOrName(p), cost ?? 1] as const);
+    const policies = given.map((g) => g[1]);
+    const cache = this.cache;
+    if (cache === undefined) return { cmd, policies };
+    const record = (r: AllDecision, sent: number): void => {
+      r.layers.forEach((d, i) => d && cache.put(given[i][0], given[i][1], given[i][2], d, sent));
+    };
+    if (peek) return { cmd, record, policies };
+    const probe = (): AllDecision | undefined => {
+      const hits = given.map(([key, p, cost]) => cache.get(key, p, cost));
+      let index = -1;
+      hits.forEach((d, i) => {
+        if (d !== undefined && (index < 0 || d.retryAfterMs > (hits[index] as Decision).retryAfterMs)) index = i;
+      });
+      if (index < 0) return undefined;
+      return { allowed: false, binding: hits[index] as Decision, layers: hits, index, cached: true };
+    };
+    return { cmd, probe, record, policies };
+  }
+
+  /** `RL.ALL` as the middleware sends it: through the denial cache, not counted. */
+  decideAll(layers: readonly Layer[]): Promise<AllDecision> {
+    const { cmd, probe, record } = this.allDecided(layers, false);
+    return this.through(cmd, probe, record);
   }
 
   private async run<T>(cmd: Command<T>): Promise<T> {
@@ -108,9 +202,13 @@ export class Limiter {
   }
 
   /** `RL.<ALGO> key params [COST n] [PEEK] [BLOCK ms]` for any policy; for a server
-   * policy's name, `RL.LIMIT key name [COST n] [PEEK] [BLOCK ms]`. */
+   * policy's name, `RL.LIMIT key name [COST n] [PEEK] [BLOCK ms]`. Through the denial cache
+   * (docs/node.md, "The denial cache"): a cached denial of (key, policy) for this cost or
+   * less answers without a call, and the server's denial is cached; a `blockMs` call neither
+   * reads nor writes it. Counted in `metrics`, unless `peek`. */
   async decide(key: string, p: PolicyOrName, o: DecideOptions = {}): Promise<Decision> {
-    return this.run(commands.decide(text(key, "key"), p, o));
+    const cmd = commands.decide(text(key, "key"), p, o);
+    return this.one(cmd, key, policyOrName(p), o.cost ?? 1, !o.peek, o.blockMs === undefined);
   }
 
   /** `RL.LIMIT key name [COST n] [PEEK] [BLOCK ms]`: decides by the policy the server holds
@@ -153,7 +251,9 @@ export class Limiter {
   /** `RL.<ALGO> key params REFUND n` (`RL.LIMIT key name REFUND n`): give `n` units back
    * (always admitted). */
   async refund(key: string, p: PolicyOrName, n: number): Promise<Decision> {
-    return this.run(commands.decide(text(key, "key"), p, { refund: n }));
+    const cmd = commands.decide(text(key, "key"), p, { refund: n });
+    this.cache?.drop(key, policyOrName(p)); // seen at once here
+    return this.run(cmd);
   }
 
   /** `RL.<ALGO> key params DEBIT n` (`RL.LIMIT key name DEBIT n`): charge `n` units after
@@ -197,7 +297,7 @@ export class Limiter {
     const sentAt = performance.now();
     const replied = await this.run(commands.allCharged(layers.map(([key, pol, cost]) => [key, pol, { cost: cost ?? estimate }])));
     if (!replied.allowed) return { decision: replied, reservation: null };
-    const per = await readShadowed((cmd) => this.run(cmd), layers.map((l) => l[0]), replied.layers, spent);
+    const per = await readShadowed((cmd) => this.run(cmd), layers.map((l) => l[0]), replied.layers as readonly Decision[], spent);
     const decision: AllDecision = { ...replied, binding: per[replied.index], layers: per };
     const held = spent.filter((i) => !per[i].shadowed);
     const reservation = new Reservation<AllDecision>(estimate, sentAt, held.map((i) => per[i].resetAfterMs),
@@ -206,18 +306,34 @@ export class Limiter {
   }
 
   /** `RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): what the call
-   * would decide, writing nothing. */
+   * would decide, writing nothing. A cached denial answers it without a call, and its denial
+   * is cached (the server's denial as much as a call's); it is not counted. */
   async peek(key: string, p: PolicyOrName, o: { cost?: number } = {}): Promise<Decision> {
-    return this.run(commands.peek(text(key, "key"), p, o.cost));
+    const cmd = commands.peek(text(key, "key"), p, o.cost);
+    return this.one(cmd, key, policyOrName(p), o.cost ?? 1, false);
   }
 
   /** `RL.ALL`: every [key, policy, cost?] layer admits, and is spent, or none is. A layer's
    * policy may be a server policy's name (a `POLICY name` clause); a `SHADOW` one denies
-   * nothing, and its would-be denial is its decision's `shadowed`. */
+   * nothing, and its would-be denial is its decision's `shadowed`. Through the denial cache:
+   * a layer cached denied denies the call without one (its other layers are then undefined in
+   * `layers`); each denied layer of the server's reply is cached; with `peek` it is always
+   * sent. Counted in `metrics` (under the binding layer's policy name), unless `peek`. */
   async all(layers: readonly Layer[], o: { peek?: boolean } = {}): Promise<AllDecision> {
     if (!Array.isArray(layers)) throw refused(TypeError, "all() takes an array of [key, policy, cost?] layers");
     layers.forEach((l, i) => text(l?.[0], `layer ${i}'s key`));
-    return this.run(commands.allOf(layers, o.peek ?? false));
+    const peek = o.peek ?? false;
+    const { cmd, probe, record, policies } = this.allDecided(layers, peek);
+    const count = peek ? undefined : (r: AllDecision | undefined, err?: unknown): void => {
+      if (r === undefined) {
+        this.metrics.add(policies.map(policyLabel).join("+"), resultOf(undefined, err));
+        return;
+      }
+      const shadowAt = r.layers.findIndex((d) => d?.shadowed);
+      const at = !r.allowed || shadowAt < 0 ? r.index : shadowAt;
+      this.metrics.add(policyLabel(policies[at]), allResult(r));
+    };
+    return this.through(cmd, probe, record, count);
   }
 
   /** `RL.ACQUIRE key limit timeout lease_id`: take (or renew) one of `limit` leases. */
@@ -229,13 +345,23 @@ export class Limiter {
   /** `RL.BAN key ms`: `key` denied for `ms` milliseconds from now (an integer, 0 to 3650 days)
    * whatever its limiter and its rate, replacing any penalty (a later penalty escalates from
    * it); `ms` 0 lifts a ban or a penalty. The key may hold any limiter's state, or nothing (it
-   * then holds the ban alone, until it ends). Resolves true if the key existed. */
+   * then holds the ban alone, until it ends). Resolves true if the key existed. Drops the
+   * key's entries from the denial cache. */
   async ban(key: string, ms: number): Promise<boolean> {
-    return this.run(commands.ban(text(key, "key"), ms));
+    const cmd = commands.ban(text(key, "key"), ms);
+    this.cache?.drop(key); // the key's entries: seen at once here
+    return this.run(cmd);
   }
 
   /** `RL.RELEASE key lease_id`: true if the lease was held. */
   async release(key: string, leaseId: string): Promise<boolean> {
     return this.run(commands.release(text(key, "key"), text(leaseId, "leaseId")));
   }
+}
+
+/** An `RL.ALL` decision's counter. */
+export function allResult(r: AllDecision): Result {
+  if (r.cached) return "over_limit_with_local_cache";
+  if (!r.allowed) return "over_limit";
+  return r.layers.some((d) => d?.shadowed) ? "shadow_mode" : "within_limit";
 }

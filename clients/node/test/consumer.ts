@@ -41,7 +41,7 @@ export async function byName(limiter: Limiter): Promise<boolean> {
   await limiter.limit("k", 42);
   // @ts-expect-error shadowed is read, not written
   d.shadowed = true;
-  return d.shadowed && peeked.allowed && all.layers[0].shadowed && name !== undefined;
+  return d.shadowed && peeked.allowed && all.layers[0]?.shadowed === true && name !== undefined;
 }
 
 const report = (denial: ShadowDenial, req: { path?: string }) => console.log(denial.layer, denial.key, denial.decision.retryAfterMs, req.path);

@@ -96,6 +96,45 @@ for (const server of servers) {
       assert.equal(codes.filter((s) => s === 200).length, 5);
       assert.equal(codes.filter((s) => s === 429).length, 35);
     });
+
+    test("a denied client is answered from the denial cache, and /metrics counts it", async () => {
+      // /search (10 a minute per key) has no route: 404, but the layers decide it first, and
+      // no other test uses it.
+      await insideOneMinute(10);
+      const counters = async () => {
+        const text = await (await app.get("/metrics")).text();
+        return new Map([...text.matchAll(/^rl_decisions_total\{layer="([^"]+)",result="([^"]+)"\} (\d+)$/gm)]
+          .map((m) => [`${m[1]} ${m[2]}`, Number(m[3])]));
+      };
+      const c = await createClient({ url: server.url }).connect();
+      const calls = async () => [...String(await c.sendCommand(["INFO", "commandstats"]))
+        .matchAll(/^cmdstat_(?:rl\.[a-z]+|fcall(?:_ro)?):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+      try {
+        const before = await counters();
+        for (let i = 0; i < 10; i++) assert.equal((await app.get("/search")).status, 404);
+        const asked = performance.now();
+        const first = await app.get("/search");
+        const n = await calls();
+        const second = await app.get("/search");
+        const took = Math.ceil((performance.now() - asked) / 1000); // seconds the countdown may have run
+        assert.equal(await calls(), n, "the cached denial reached the server");
+        assert.deepEqual([first.status, second.status], [429, 429]);
+        assert.deepEqual(await second.json(), await first.json());
+        for (const h of ["x-ratelimit-limit", "x-ratelimit-remaining", "ratelimit-policy"]) {
+          assert.equal(second.headers.get(h), first.headers.get(h));
+        }
+        const drop = Number(first.headers.get("retry-after")) - Number(second.headers.get("retry-after"));
+        assert.ok(drop >= 0 && drop <= 1 + took, `Retry-After ${drop} s less`);
+        const after = await counters();
+        const grew = (k) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
+        assert.equal(grew("endpoint over_limit"), 1);
+        assert.equal(grew("endpoint over_limit_with_local_cache"), 1);
+        // The 10 admitted, each under its binding layer, and the /metrics call before `after`.
+        assert.equal(["ip", "plan", "endpoint"].reduce((t, l) => t + grew(`${l} within_limit`), 0), 11);
+      } finally {
+        await c.close();
+      }
+    });
   });
 }
 

@@ -3,6 +3,7 @@ service (examples/fastapi_app.py) on every backend."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -80,6 +81,51 @@ def test_every_answer_carries_the_binding_layers_headers(service):
     assert r.headers["RateLimit-Policy"] == '"ip";q=100;w=1'
     assert r.headers["RateLimit"].startswith('"ip";r=19;t=')
     assert "Retry-After" not in r.headers
+
+
+def rl_calls(redis_url: str) -> int:
+    """The rate-limit calls the server has run (the module's commands, or FCALL)."""
+    c = redis.Redis.from_url(redis_url)
+    stats = c.info("commandstats")
+    c.close()
+    return sum(v["calls"] for k, v in stats.items()
+               if k.startswith(("cmdstat_rl.", "cmdstat_fcall")))
+
+
+def counters(service: Service) -> dict[tuple[str, str], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = service.get("/metrics").text
+    family = next(f for f in text_string_to_metric_families(text) if f.name == "rl_decisions")
+    return {(s.labels["layer"], s.labels["result"]): s.value for s in family.samples}
+
+
+def test_a_denied_client_is_answered_from_the_cache_and_counted(service, one_window):
+    """The example's denial cache: once the server denies /search (10 a minute for the key),
+    the next denial is the same answer without a call; /metrics counts both. /search has no
+    route (404), but the layers decide it first: no other test uses it."""
+    before = counters(service)
+    assert [service.get("/search").status_code for _ in range(10)] == [404] * 10
+    asked = time.monotonic()
+    first = service.get("/search")
+    calls = rl_calls(service.redis_url)
+    second = service.get("/search")
+    took = math.ceil(time.monotonic() - asked)  # seconds the countdown may have run
+    assert rl_calls(service.redis_url) == calls
+    assert first.status_code == second.status_code == 429
+    assert first.json() == second.json() == {"error": "rate limited", "layer": "endpoint"}
+    for h in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "RateLimit-Policy"):
+        assert first.headers[h] == second.headers[h]
+    assert 0 <= int(first.headers["Retry-After"]) - int(second.headers["Retry-After"]) <= 1 + took
+    after = counters(service)
+
+    def grew(layer, result):
+        return after.get((layer, result), 0) - before.get((layer, result), 0)
+
+    assert grew("endpoint", "over_limit") == 1
+    assert grew("endpoint", "over_limit_with_local_cache") == 1
+    # The 10 admitted (each under its binding layer) and the /metrics call before `after`.
+    assert sum(grew(layer, "within_limit") for layer in ("ip", "plan", "endpoint")) == 11
 
 
 def test_an_endpoint_layer_denies_with_429_and_spends_nothing_elsewhere(service, one_window):

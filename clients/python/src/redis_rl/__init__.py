@@ -19,6 +19,7 @@ defined, so the import is what registers them.
 """
 
 from .aio import AsyncLimiter
+from .cache import DenialCache
 from .decision import LIBRARY, MODULE, AllDecision, Decision
 from .errors import (
     ConfigurationError,
@@ -29,6 +30,7 @@ from .errors import (
     ServerUnavailableError,
 )
 from .limiter import Limiter
+from .metrics import Metrics
 from .policy import Policy, fixed, gcra, leaky, sliding, sliding_log, token_bucket
 from .reservation import AsyncReservation, Reservation
 
@@ -42,7 +44,8 @@ except ModuleNotFoundError as err:  # no limits: the package is the limiters alo
 
 __all__ = [
     "LIBRARY", "MODULE", "AllDecision", "AsyncLimiter", "AsyncReservation",
-    "ConfigurationError", "Decision", "ForeignKeyError", "LibraryUnavailableError", "Limiter",
-    "Policy", "RateLimitError", "Reservation", "ReservationSettledError",
+    "ConfigurationError", "Decision", "DenialCache", "ForeignKeyError",
+    "LibraryUnavailableError", "Limiter", "Metrics", "Policy", "RateLimitError", "Reservation",
+    "ReservationSettledError",
     "ServerUnavailableError", "fixed", "gcra", "leaky", "sliding", "sliding_log", "token_bucket",
 ]

@@ -13,6 +13,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from .api import Api
 from .backend import CLUSTER_ATTEMPTS, CLUSTER_RETRY, is_cluster, library_source, routed_by_us
+from .cache import DenialCache
 from .classify import classify, function_missing, library_unavailable, reraise, unknown_command
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
@@ -28,14 +29,16 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
     """Rate limits over an asyncio `client`:
     `(await limiter.gcra("user:42", 10, "1s", burst=5)).allowed`.
 
-    `backend` is None until the first call, then MODULE or LIBRARY."""
+    `backend` is None until the first call, then MODULE or LIBRARY. `denial_cache`: as
+    `Limiter`'s."""
 
     _reservation = AsyncReservation
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, denial_cache: bool | DenialCache = True) -> None:
         self.client = client
         self.backend: str | None = None
         self._cluster = is_cluster(client)
+        self._setup(denial_cache)
 
     async def _send(self, args: tuple[Any, ...], key: str) -> Any:
         if not (self._cluster and routed_by_us(args)):
@@ -58,6 +61,28 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
             return await self._call(cmd)
         except RedisError as err:
             reraise(classify(err), err)
+
+    async def _through(  # type: ignore[override]
+        self, cmd: Command, probe: Any, record: Any, count: Any,
+    ) -> Any:
+        if probe is not None:
+            hit = probe()
+            if hit is not None:
+                if count is not None:
+                    count(hit, None)
+                return hit
+        sent = self._sent()
+        try:
+            result = await self._run(cmd)
+        except Exception as err:
+            if count is not None:
+                count(None, err)
+            raise
+        if record is not None:
+            record(result, sent)
+        if count is not None:
+            count(result, None)
+        return result
 
     async def _drive(self, steps: Steps) -> Any:  # type: ignore[override]
         try:

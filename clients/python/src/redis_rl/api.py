@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, Callable, Generic, TypeVar, Union
 
 from . import commands, policy
+from .cache import DenialCache
 from .commands import Command
-from .errors import refused
-from .policy import Duration, PolicyOrName, count_arg, policy_arg
+from .decision import AllDecision, Decision
+from .errors import ServerUnavailableError, refused
+from .metrics import ERROR, OVER, OVER_CACHED, SHADOW, UNAVAILABLE, WITHIN, Metrics
+from .policy import Duration, Policy, PolicyOrName, count_arg, policy_arg
 from .reservation import BaseReservation
 from .reserving import Steps, reserving
 
@@ -41,16 +44,106 @@ class Api(Generic[D, A, B, R, S]):
     #: The class of the reservations `reserve` and `reserve_all` return.
     _reservation: type[BaseReservation] = BaseReservation
 
+    #: The denial cache (cache.py), or None when off.
+    cache: DenialCache | None
+    #: This limiter's counters (metrics.py); the middlewares count theirs here too.
+    metrics: Metrics
+
+    def _setup(self, denial_cache: bool | DenialCache | None) -> None:
+        if isinstance(denial_cache, DenialCache):
+            self.cache = denial_cache
+        elif denial_cache is True:
+            self.cache = DenialCache()
+        elif denial_cache is False or denial_cache is None:
+            self.cache = None
+        else:
+            raise refused(f"denial_cache is a bool or a redis_rl.DenialCache: {denial_cache!r}",
+                          wrong_type=True)
+        self.metrics = Metrics(self.cache)
+
     def _run(self, cmd: Command) -> Any:
         raise NotImplementedError
+
+    def _through(self, cmd: Command, probe: Callable[[], Any] | None,
+                 record: Callable[[Any, float], None] | None,
+                 count: Callable[[Any, BaseException | None], None] | None) -> Any:
+        """`cmd` run by `_run`, unless `probe()` answers it (a cached denial); `record(result,
+        sent)` with its result and the moment it was sent, `count(result, error)` either
+        way. Implemented by each limiter (awaited by the asyncio one)."""
+        raise NotImplementedError
+
+    def _sent(self) -> float:
+        return self.cache.clock() if self.cache is not None else 0.0
+
+    def _one(self, cmd: Command, key: str, policy: PolicyOrName, cost: int, counted: bool,
+             cached: bool = True) -> Any:
+        """A call on one (key, policy) through the denial cache (when `cached` and on), counted
+        under the policy's name when `counted`."""
+        cache = self.cache if cached else None
+        probe = record = count = None
+        if cache is not None:
+            def probe() -> Decision | None:
+                return cache.get(key, policy, cost)
+
+            def record(decision: Decision, sent: float) -> None:
+                cache.put(key, policy, cost, decision, sent)
+        if counted:
+            def count(decision: Decision | None, error: BaseException | None) -> None:
+                label = policy_label(policy)
+                self.metrics.add(label, result_of(decision, error))
+        return self._through(cmd, probe, record, count)
+
+    def _all(self, layers: Sequence[Layer], peek: bool, counted: bool) -> Any:
+        """`RL.ALL` through the denial cache: a request one of whose layers is cached denied
+        is denied here (the server would deny it too: all or nothing), reporting that layer
+        (the one denied longest, as the server's binding layer)."""
+        cmd = commands.all_of(layers, peek)
+        given = [(layer[0], policy_arg(layer[1]), layer[2] if len(layer) > 2 else 1)
+                 for layer in layers]  # type: ignore[misc]
+        cache = self.cache
+        probe = record = count = None
+        if cache is not None and not peek:
+            def probe() -> AllDecision | None:
+                hits = [cache.get(k, p, c) for k, p, c in given]
+                found = [(i, d) for i, d in enumerate(hits) if d is not None]
+                if not found:
+                    return None
+                index, binding = max(found, key=lambda f: (f[1].retry_after_ms, -f[0]))
+                return AllDecision(binding, tuple(hits), index)
+
+            def record(result: AllDecision, sent: float) -> None:
+                for (k, p, c), d in zip(given, result.layers):
+                    if d is not None:
+                        cache.put(k, p, c, d, sent)
+        elif cache is not None:  # a peek asks for every layer's state: it only writes
+            def record(result: AllDecision, sent: float) -> None:
+                for (k, p, c), d in zip(given, result.layers):
+                    if d is not None:
+                        cache.put(k, p, c, d, sent)
+        if counted:
+            def count(result: AllDecision | None, error: BaseException | None) -> None:
+                if result is None:
+                    label = "+".join(policy_label(p) for _, p, _ in given)
+                    self.metrics.add(label, result_of(None, error))
+                    return
+                at = result.index if not result.allowed else next(iter(result.shadowed),
+                                                                 result.index)
+                self.metrics.add(policy_label(given[at][1]), all_result(result))
+        return self._through(cmd, probe, record, count)
 
     def decide(
         self, key: str, policy: PolicyOrName, *, cost: int = 1, peek: bool = False,
         block_ms: int | None = None,
     ) -> D:
         """`RL.<ALGO> key params [COST n] [PEEK] [BLOCK ms]` for any policy, or `RL.LIMIT key
-        name [COST n] [PEEK] [BLOCK ms]` for a policy's name."""
-        return self._run(commands.decide(key, policy, cost, None, peek, block_ms))
+        name [COST n] [PEEK] [BLOCK ms]` for a policy's name.
+
+        Through the denial cache (docs/python.md, "The denial cache"): a cached denial of
+        (key, policy) for this cost or less answers without a call, and the server's denial
+        is cached. A `block_ms` call neither reads nor writes it (it waits in the server).
+        Counted in `metrics`, unless `peek`."""
+        cmd = commands.decide(key, policy, cost, None, peek, block_ms)
+        return self._one(cmd, key, policy_arg(policy), cost, not peek, block_ms is None)
 
     def limit(
         self, key: str, policy: PolicyOrName, *, cost: int = 1, peek: bool = False,
@@ -123,8 +216,11 @@ class Api(Generic[D, A, B, R, S]):
 
     def refund(self, key: str, policy: PolicyOrName, n: int) -> D:
         """`RL.<ALGO> key params REFUND n` (`RL.LIMIT key name REFUND n`): give `n` units back
-        (always admitted)."""
-        return self._run(commands.decide(key, policy, 1, n, False, None))
+        (always admitted). Drops (key, policy) from the denial cache."""
+        cmd = commands.decide(key, policy, 1, n, False, None)
+        if self.cache is not None:
+            self.cache.drop(key, policy_arg(policy))
+        return self._run(cmd)
 
     def debit(self, key: str, policy: PolicyOrName, n: int) -> D:
         """`RL.<ALGO> key params DEBIT n` (`RL.LIMIT key name DEBIT n`): charge `n` units
@@ -168,13 +264,20 @@ class Api(Generic[D, A, B, R, S]):
     def peek(self, key: str, policy: PolicyOrName, *, cost: int = 1) -> D:
         """`RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): what the
         call would decide, writing nothing (a read-only command: it runs on replicas and for
-        read-only ACL users)."""
-        return self._run(commands.peek(key, policy, cost))
+        read-only ACL users). A cached denial answers it without a call, and its denial is
+        cached (the server's denial as much as a call's: nothing is spent either way); it is
+        not counted."""
+        cmd = commands.peek(key, policy, cost)
+        return self._one(cmd, key, policy_arg(policy), cost, False)
 
     def all(self, layers: Sequence[Layer], *, peek: bool = False) -> A:
         """`RL.ALL`: every (key, policy[, cost]) layer admits, and is spent, or none is. A
-        layer whose policy is a `SHADOW` one on the server denies nothing."""
-        return self._run(commands.all_of(layers, peek))
+        layer whose policy is a `SHADOW` one on the server denies nothing. Through the
+        denial cache: a layer cached denied denies the call without one (its other layers
+        are then None in `layers`), and each denied layer of the server's reply is cached;
+        with `peek` (every layer's state asked for) it is sent whatever the cache holds.
+        Counted in `metrics` (under the binding layer's policy name), unless `peek`."""
+        return self._all(layers, peek, not peek)
 
     def acquire(
         self, key: str, limit: int, timeout: Duration, lease_id: str | bytes, *,
@@ -187,9 +290,39 @@ class Api(Generic[D, A, B, R, S]):
         """`RL.BAN key ms`: `key` denied for `ms` milliseconds from now (an int, 0 to 3650 days)
         whatever its limiter and its rate, replacing any penalty (a later penalty escalates
         from it); `ms=0` lifts a ban or a penalty. The key may hold any limiter's state, or
-        nothing (it then holds the ban alone, until it ends). True if the key existed."""
-        return self._run(commands.ban(key, ms))
+        nothing (it then holds the ban alone, until it ends). True if the key existed.
+        Drops the key's entries from the denial cache."""
+        cmd = commands.ban(key, ms)
+        if self.cache is not None:
+            self.cache.drop(key)
+        return self._run(cmd)
 
     def release(self, key: str, lease_id: str | bytes) -> B:
         """`RL.RELEASE key lease_id`: True if the lease was held."""
         return self._run(commands.release(key, lease_id))
+
+
+def policy_label(policy: PolicyOrName) -> str:
+    """A call's `layer` label: its policy's name, `default` for a Policy without one."""
+    if isinstance(policy, Policy):
+        return policy.name or "default"
+    return policy
+
+
+def result_of(decision: Decision | None, error: BaseException | None) -> str:
+    """The counter a decision (or the error raised instead) adds to."""
+    if decision is None:
+        return UNAVAILABLE if isinstance(error, ServerUnavailableError) else ERROR
+    if decision.cached:
+        return OVER_CACHED
+    if not decision.allowed:
+        return OVER
+    return SHADOW if decision.shadowed else WITHIN
+
+
+def all_result(result: AllDecision) -> str:
+    if result.cached:
+        return OVER_CACHED
+    if not result.allowed:
+        return OVER
+    return SHADOW if result.shadowed else WITHIN

@@ -34,6 +34,7 @@ from typing import Any, Callable, Union
 from .aio import AsyncLimiter
 from .decision import Decision
 from .errors import ServerUnavailableError, refused
+from .metrics import ERROR, OVER, OVER_CACHED, SHADOW, UNAVAILABLE, UNAVAILABLE_OPEN, WITHIN
 from .policy import Policy, PolicyOrName, policy_arg
 
 __all__ = ["ASGIApp", "Identify", "Layer", "RateLimitMiddleware", "client_ip", "client_subnet",
@@ -153,7 +154,12 @@ class RateLimitMiddleware:
 
     When the server cannot decide (a ServerUnavailableError) the request is answered 503,
     or with `fail_open=True` let through; both are logged. Every other error is raised (a
-    500), whatever `fail_open` says."""
+    500), whatever `fail_open` says.
+
+    The limiter's denial cache (on by default: `AsyncLimiter(client, denial_cache=...)`)
+    answers a request one of whose layers is cached denied with the same 429, body and
+    headers as the server's denial, without a call. Each request is counted once in
+    `limiter.metrics`, under the layer that decided it (metrics.py)."""
 
     def __init__(self, app: ASGIApp, limiter: AsyncLimiter, layers: list[Layer],
                  prefix: str = "rl", tag: str | None = None, shadow: bool = False,
@@ -209,24 +215,35 @@ class RateLimitMiddleware:
         if not layers:
             await self.app(scope, receive, send)
             return
+        metrics = self.limiter.metrics
         try:
-            result = await self.limiter.all([(key, p) for _, key, p in layers])
+            result = await self.limiter._all([(key, p) for _, key, p in layers], False, False)
         except ServerUnavailableError as err:  # any other error is raised: a 500
             _log_unavailable(scope, err, self.fail_open)
+            metrics.add("+".join(name for name, _, _ in layers),
+                        UNAVAILABLE_OPEN if self.fail_open else UNAVAILABLE)
             if self.fail_open:
                 await self.app(scope, receive, send)
             else:
                 await _unavailable(send)
             return
+        except Exception:
+            metrics.add("+".join(name for name, _, _ in layers), ERROR)
+            raise
         decision = result.binding
         if not decision.allowed and not self.shadow:
+            metrics.add(layers[result.index][0], OVER_CACHED if decision.cached else OVER)
             await _too_many(send, _encoded(decision.all_headers()),
                             _label(decision, layers[result.index][0]))
             return
         refused_by = result.index if not decision.allowed else next(iter(result.shadowed), None)
         if refused_by is not None:
             name, key, _ = layers[refused_by]
-            _log_would_deny(scope, result.layers[refused_by], name, key)
+            metrics.add(name, SHADOW)
+            shadowed = result.layers[refused_by]
+            _log_would_deny(scope, shadowed if shadowed is not None else decision, name, key)
+        else:
+            metrics.add(layers[result.index][0], WITHIN)
         headers = _encoded({k: v for k, v in decision.all_headers().items()
                             if k != "Retry-After"})
 

@@ -50,6 +50,9 @@ class Decision:
     #: DEBIT's or a REFUND's (never denied), a reservation's as read from its policy's
     #: definition; None: read from the reply (`shadowed`).
     known_shadowed: bool | None = field(default=None, repr=False, compare=False)
+    #: A denial given by the limiter's denial cache (cache.py), without a call: the server's
+    #: denial as it stands now.
+    cached: bool = field(default=False, compare=False)
 
     @classmethod
     def from_reply(cls, reply: Sequence[int], backend: str, policy: PolicyOrName | None,
@@ -134,9 +137,16 @@ class AllDecision:
     """`RL.ALL`'s reply: the binding layer's decision, and every layer's in key order."""
 
     binding: Decision
-    layers: tuple[Decision, ...]
+    #: Every layer's decision. A denial from the denial cache knows only its cached layers:
+    #: the others are None (no call was made).
+    layers: tuple[Decision | None, ...]
     #: The binding layer's position in `layers` (the first whose reply is the binding one).
     index: int
+
+    @property
+    def cached(self) -> bool:
+        """Denied by the denial cache, without a call."""
+        return self.binding.cached
 
     @property
     def allowed(self) -> bool:
@@ -146,4 +156,5 @@ class AllDecision:
     def shadowed(self) -> tuple[int, ...]:
         """The positions in `layers` of the layers whose `SHADOW` policy denied (each layer's
         `shadowed`): empty when none did. The call was decided by the other layers."""
-        return tuple(i for i, layer in enumerate(self.layers) if layer.shadowed)
+        return tuple(i for i, layer in enumerate(self.layers)
+                     if layer is not None and layer.shadowed)

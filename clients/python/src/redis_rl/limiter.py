@@ -10,6 +10,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from .api import Api
 from .backend import CLUSTER_ATTEMPTS, CLUSTER_RETRY, is_cluster, library_source, routed_by_us
+from .cache import DenialCache
 from .classify import classify, function_missing, library_unavailable, reraise, unknown_command
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
@@ -24,14 +25,19 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
     """Rate limits over `client`. `limiter.gcra("user:42", 10, "1s", burst=5).allowed`.
 
     `backend` is None until the first call, then MODULE or LIBRARY: the module's commands
-    where the server has them, else the Functions library, loaded when missing."""
+    where the server has them, else the Functions library, loaded when missing.
+
+    `denial_cache`: True (the default) for a `DenialCache()` of its own (10,000 entries), a
+    `DenialCache(max_entries=...)` of your choosing, or False for none (cache.py).
+    `metrics` counts its decisions (metrics.py)."""
 
     _reservation = Reservation
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, denial_cache: bool | DenialCache = True) -> None:
         self.client = client
         self.backend: str | None = None
         self._cluster = is_cluster(client)
+        self._setup(denial_cache)
 
     def _send(self, args: tuple[Any, ...], key: str) -> Any:
         if not (self._cluster and routed_by_us(args)):
@@ -51,6 +57,26 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
             return self._call(cmd)
         except RedisError as err:
             reraise(classify(err), err)
+
+    def _through(self, cmd: Command, probe: Any, record: Any, count: Any) -> Any:
+        if probe is not None:
+            hit = probe()
+            if hit is not None:
+                if count is not None:
+                    count(hit, None)
+                return hit
+        sent = self._sent()
+        try:
+            result = self._run(cmd)
+        except Exception as err:
+            if count is not None:
+                count(None, err)
+            raise
+        if record is not None:
+            record(result, sent)
+        if count is not None:
+            count(result, None)
+        return result
 
     def _drive(self, steps: Steps) -> Any:
         try:

@@ -131,7 +131,7 @@ class RlAsyncRedisStorage(_RlAsyncCommands, RedisStorage):
         super().__init__(common.strip_scheme(uri, "async+"), wrap_exceptions=wrap_exceptions,
                          implementation=_implementation(options), key_prefix=key_prefix,
                          **options)
-        self.limiter = AsyncLimiter(self.bridge.get_connection())
+        self.limiter = AsyncLimiter(self.bridge.get_connection(), denial_cache=False)
 
 
 class RlAsyncRedisClusterStorage(_RlAsyncCommands, RedisClusterStorage):
@@ -146,4 +146,4 @@ class RlAsyncRedisClusterStorage(_RlAsyncCommands, RedisClusterStorage):
         super().__init__(common.strip_scheme(uri, "async+"), wrap_exceptions=wrap_exceptions,
                          implementation=_implementation(options), key_prefix=key_prefix,
                          **options)
-        self.limiter = AsyncLimiter(self.bridge.get_connection())
+        self.limiter = AsyncLimiter(self.bridge.get_connection(), denial_cache=False)

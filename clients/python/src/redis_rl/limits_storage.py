@@ -130,7 +130,7 @@ class RlRedisStorage(_RlCommands, RedisStorage):
                  wrap_exceptions: bool = False, **options: Any) -> None:
         super().__init__(common.strip_scheme(uri), connection_pool=connection_pool,
                          key_prefix=key_prefix, wrap_exceptions=wrap_exceptions, **options)
-        self.limiter = Limiter(self.get_connection())
+        self.limiter = Limiter(self.get_connection(), denial_cache=False)
 
 
 class RlRedisClusterStorage(_RlCommands, RedisClusterStorage):
@@ -144,4 +144,4 @@ class RlRedisClusterStorage(_RlCommands, RedisClusterStorage):
                  **options: Any) -> None:
         super().__init__(common.strip_scheme(uri), key_prefix=key_prefix,
                          wrap_exceptions=wrap_exceptions, **options)
-        self.limiter = Limiter(self.get_connection())
+        self.limiter = Limiter(self.get_connection(), denial_cache=False)
