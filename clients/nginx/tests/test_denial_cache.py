@@ -55,7 +55,7 @@ def counters(n) -> dict[tuple[str, str], int]:
     """The metrics endpoint's counters: {(layer, result): count}."""
     out = {}
     for line in n.text("/metrics").split("\n"):
-        m = re.match(r'^rl_requests_total\{layer="([^"]*)",result="([^"]*)"\} (\d+)$', line)
+        m = re.match(r'^rl_decisions_total\{layer="([^"]*)",result="([^"]*)"\} (\d+)$', line)
         if m:
             out[(m[1], m[2])] = int(m[3])
     return out
@@ -106,7 +106,7 @@ def test_a_cached_denial_is_redis_s_answer_without_a_call(server, nginx_for, ups
     later = cached.request("/a", alice)
     assert later[0] == 429 and decisions(server) == before + 1
     assert int(later[1]["retry-after"]) <= int(first[1]["retry-after"]) - 1
-    assert counters(cached)[("user", "denied_cache")] == 6
+    assert counters(cached)[("user", "over_limit_with_local_cache")] == 6
     # Another identity is not denied by alice's entry.
     assert cached.request("/a", {"X-User": "bob"})[0] == 200
 
@@ -127,9 +127,9 @@ def test_a_cached_denial_ends_with_its_wait_then_redis_decides(server, nginx_for
     # Each request was answered once: by the cache until the wait ended, then by Redis (which
     # may deny the few that arrive in the milliseconds between the cache's end, counted from
     # before Redis decided, and Redis's).
-    assert got[("user", "admitted")] == 2
-    assert got[("user", "denied")] + got[("user", "denied_cache")] == len(statuses)
-    assert got[("user", "denied_cache")] >= 1 and got[("user", "denied")] <= 4, got
+    assert got[("user", "within_limit")] == 2
+    assert got[("user", "over_limit")] + got[("user", "over_limit_with_local_cache")] == len(statuses)
+    assert got[("user", "over_limit_with_local_cache")] >= 1 and got[("user", "over_limit")] <= 4, got
 
 
 def test_a_shadow_policy_s_would_be_denial_is_not_cached(server, nginx_for, upstream, tmp_path):
@@ -139,7 +139,8 @@ def test_a_shadow_policy_s_would_be_denial_is_not_cached(server, nginx_for, upst
     assert [n.request("/a")[0] for _ in range(4)] == [200] * 4
     assert decisions(server) == before + 4  # each asked Redis
     got = counters(n)
-    assert got[("try", "admitted")] == 1 and got[("try", "shadow")] == 3 and got[("try", "denied_cache")] == 0
+    assert got[("try", "within_limit")] == 1 and got[("try", "shadow_mode")] == 3
+    assert got[("try", "over_limit_with_local_cache")] == 0
 
 
 def test_a_smaller_cost_is_asked_of_redis_and_a_larger_one_denied_from_the_cache(server, nginx_for, upstream):
@@ -169,7 +170,8 @@ def test_a_smaller_cost_is_asked_of_redis_and_a_larger_one_denied_from_the_cache
     assert step("/w1") == (429, 1)  # denied by Redis, kept for cost 1
     assert [step(p) for p in ("/w1", "/w3")] == [(429, 0), (429, 0)]
     got = counters(n)
-    assert (got[("user", "admitted")], got[("user", "denied")], got[("user", "denied_cache")]) == (1 + 3, 2, 4)
+    user = [got[("user", r)] for r in ("within_limit", "over_limit", "over_limit_with_local_cache")]
+    assert user == [1 + 3, 2, 4]
 
 
 def test_a_cost_is_spent_on_every_layer_and_refunded_whole(server, nginx_for, upstream):
@@ -193,7 +195,7 @@ def test_a_denial_under_one_policy_does_not_deny_under_another(server, nginx_for
                                                              'policy = "$http_x_plan" }'))
     small = {"X-User": "alice", "X-Plan": "FIXED 1 1h"}
     assert [n.request("/a", small)[0] for _ in range(3)] == [200, 429, 429]
-    assert counters(n)[("user", "denied_cache")] == 1
+    assert counters(n)[("user", "over_limit_with_local_cache")] == 1
     assert n.request("/a", {"X-User": "alice", "X-Plan": "FIXED 5 1h"})[0] == 200
 
 
@@ -318,7 +320,8 @@ def test_100000_flooding_identities_stay_within_the_dict_and_none_is_admitted(
     assert "no memory" not in n.log() and "did not keep" not in n.log()
     got = counters(n)
     # Every request wrk counted was counted here (and those in flight when it stopped).
-    assert got[("id", "admitted")] == 1 and got[("id", "denied")] + got[("id", "denied_cache")] >= int(m[1])
+    assert got[("id", "within_limit")] == 1
+    assert got[("id", "over_limit")] + got[("id", "over_limit_with_local_cache")] >= int(m[1])
     # Identities evicted long ago are asked of Redis, which still denies them (the first few
     # came round again in the requests in flight when the threads stopped); kept again, they
     # are then denied without a call.
@@ -354,9 +357,9 @@ def test_the_counters_equal_the_requests_sent_and_pass_promtool(server, nginx_fo
     sent += [n.request("/bad", {"X-Policy": "NOT A POLICY"})[0] for _ in range(2)]
     assert sent == [200, 200] + [429] * 5 + [200] * 3 + [200] * 3 + [200] * 2 + [503] * 2 + [500] * 2
     got = counters(n)
-    want = {("user", "admitted"): 2, ("user", "denied"): 1, ("user", "denied_cache"): 4, ("ip", "admitted"): 3,
-            ("dry", "admitted"): 1, ("dry", "shadow"): 2, ("down_open", "unavailable_open"): 2,
-            ("down_closed", "unavailable_closed"): 2, ("bad", "error"): 2}
+    want = {("user", "within_limit"): 2, ("user", "over_limit"): 1, ("user", "over_limit_with_local_cache"): 4,
+            ("ip", "within_limit"): 3, ("dry", "within_limit"): 1, ("dry", "shadow_mode"): 2,
+            ("down_open", "unavailable_fail_open"): 2, ("down_closed", "unavailable"): 2, ("bad", "error"): 2}
     assert {k: v for k, v in got.items() if v} == want
     assert sum(got.values()) == len(sent)
     # Every layer's every result is listed, from 0.
@@ -375,7 +378,7 @@ def test_label_values_are_escaped_as_the_format_says(servers, nginx_for, upstrea
         location = /hand { content_by_lua_block {
             local d = ngx.shared.rl_metrics
             d:flush_all()
-            d:set('a"b\\\\c\\nd' .. string.char(31) .. "denied", 7)
+            d:set('a"b\\\\c\\nd' .. string.char(31) .. "over_limit", 7)
             ngx.print(require("resty.rl.metrics").render(d))
         } }
 """
@@ -383,6 +386,6 @@ def test_label_values_are_escaped_as_the_format_says(servers, nginx_for, upstrea
               server=show)
     status, _, body = n.request("/hand")
     assert status == 200
-    assert body.decode().split("\n")[2] == 'rl_requests_total{layer="a\\"b\\\\c\\nd",result="denied"} 7'
+    assert body.decode().split("\n")[2] == 'rl_decisions_total{layer="a\\"b\\\\c\\nd",result="over_limit"} 7'
     check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, timeout=30)
     assert check.returncode == 0 and check.stdout == b"" and check.stderr == b"", check

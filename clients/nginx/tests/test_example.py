@@ -84,10 +84,10 @@ def test_two_nginx_instances_sharing_one_redis_admit_the_limit_once(server, ngin
     got = Counter()
     for port in ports:
         for line in urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode().splitlines():
-            if line.startswith('rl_requests_total{layer="export"'):
+            if line.startswith('rl_decisions_total{layer="export"'):
                 got[line.split('result="')[1].split('"')[0]] += int(line.split()[-1])
-    assert got["admitted"] == 10 and got["denied"] + got["denied_cache"] == 52, got
-    assert got["denied_cache"] >= 2, got  # the last two at least: their NGINX had a denial kept
+    assert got["within_limit"] == 10 and got["over_limit"] + got["over_limit_with_local_cache"] == 52, got
+    assert got["over_limit_with_local_cache"] >= 2, got  # the last two at least: their NGINX had a denial kept
     assert sum(got.values()) == 62
 
 

@@ -2,7 +2,7 @@
 requests are in flight, a limiter with `insurance` decides on the node alone, each layer's
 policy divided by `nodes`, in a lua_shared_dict its two workers share (a burst over both admits
 the node's share, no more), answers a local denial as a 429 with the usual headers, counts its
-decisions (`insured_admitted`, `insured_denied`), logs the switch once, and hands back to Redis
+decisions (`insured_within_limit`, `insured_over_limit`), logs the switch once, and hands back to Redis
 (logged once) when Redis is started again on its port. A limiter without it fails closed or
 open as before, and so does one whose layer names a server policy."""
 
@@ -110,8 +110,8 @@ def test_redis_killed_under_load_the_node_decides_its_share_then_hands_back(ngin
         statuses = burst([n], "/a", {"X-User": "carol"})
         assert sorted(statuses) == [200] * 5 + [429] * 55
         after = counters(n)
-        assert after[("user", "insured_admitted")] - before[("user", "insured_admitted")] == 10
-        assert after[("user", "insured_denied")] - before[("user", "insured_denied")] == 58
+        assert after[("user", "insured_within_limit")] - before[("user", "insured_within_limit")] == 10
+        assert after[("user", "insured_over_limit")] - before[("user", "insured_over_limit")] == 58
         assert sum(after.values()) - sum(before.values()) == 68
         # Without insurance, as before: 503, or let through; a server policy's name: as before.
         assert n.get("/closed")[0] == 503
@@ -130,7 +130,7 @@ def test_redis_killed_under_load_the_node_decides_its_share_then_hands_back(ngin
             assert status == 200 and headers["x-ratelimit-limit"] == "10", (status, headers)
         assert count(n, OFF) == 1, n.log()
         assert count(n, ON) == 1
-        assert counters(n)[("user", "admitted")] == before[("user", "admitted")] + 3
+        assert counters(n)[("user", "within_limit")] == before[("user", "within_limit")] + 3
         assert server.client().exists("rl:user:bob")
     finally:
         server.close()

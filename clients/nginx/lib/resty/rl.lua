@@ -375,7 +375,7 @@ function _M.access(self, cost)
         end
         if kind == "unavailable" then
             if counters then
-                metrics.count(counters, name, self.fail_open and "unavailable_open" or "unavailable_closed")
+                metrics.count(counters, name, self.fail_open and "unavailable_fail_open" or "unavailable")
             end
             if self.fail_open then
                 ngx.log(ngx.ERR, "rl: Redis unavailable, request let through (fail_open): ", printable(err))
@@ -392,14 +392,14 @@ function _M.access(self, cost)
     end
     local layer = result.layer
     if counters then
-        local counted, what = layer, "admitted"
+        local counted, what = layer, "within_limit"
         if not result.allowed then
-            what = self.shadow and "shadow" or result.cached and "denied_cache"
-                or result.insured and "insured_denied" or "denied"
+            what = self.shadow and "shadow_mode" or result.cached and "over_limit_with_local_cache"
+                or result.insured and "insured_over_limit" or "over_limit"
         elseif result.insured then
-            what = "insured_admitted"
+            what = "insured_within_limit"
         elseif result.shadowed then
-            counted, what = result.shadowed, "shadow"
+            counted, what = result.shadowed, "shadow_mode"
         end
         metrics.count(counters, counted.name, what)
     end

@@ -1,6 +1,6 @@
 -- Decisions counted per layer in a lua_shared_dict (docs/nginx.md, "Metrics"), so that every
 -- worker adds to the same counters, and rendered in the Prometheus text exposition format
--- (version 0.0.4): one counter family, rl_requests_total{layer,result}.
+-- (version 0.0.4): one counter family, rl_decisions_total{layer,result}.
 local ngx = ngx
 local ipairs, sort, concat, tostring = ipairs, table.sort, table.concat, tostring
 
@@ -8,15 +8,15 @@ local _M = {}
 
 -- What a request's decision was, each counted once per request under one layer.
 _M.RESULTS = {
-    "admitted",           -- let through, every layer admitted
-    "denied",             -- 429, Redis denied
-    "denied_cache",       -- 429 from the denial cache, without a call
-    "shadow",             -- let through although denied: a SHADOW policy, or `shadow = true`
-    "unavailable_open",   -- Redis could not decide, let through (fail_open)
-    "unavailable_closed", -- Redis could not decide, 503
-    "insured_admitted",   -- Redis could not decide, let through by this node's insurance
-    "insured_denied",     -- Redis could not decide, 429 from this node's insurance
-    "error",              -- 500: a configuration to fix
+    "within_limit",                -- let through, every layer admitted
+    "over_limit",                  -- 429, Redis denied
+    "over_limit_with_local_cache", -- 429 from the denial cache, without a call
+    "shadow_mode",                 -- let through although denied: a SHADOW policy, or `shadow = true`
+    "unavailable_fail_open",       -- Redis could not decide, let through (fail_open)
+    "unavailable",                 -- Redis could not decide, 503
+    "insured_within_limit",        -- Redis could not decide, let through by this node's insurance
+    "insured_over_limit",          -- Redis could not decide, 429 from this node's insurance
+    "error",                       -- 500: a configuration to fix
 }
 
 local SEP = "\31" -- between a counter's layer and result in its dict key
@@ -61,11 +61,11 @@ function _M.render(dict)
         return a[2] < b[2]
     end)
     local out = {
-        "# HELP rl_requests_total Requests decided by resty.rl, per layer and result.",
-        "# TYPE rl_requests_total counter",
+        "# HELP rl_decisions_total Requests decided by resty.rl, per layer and result (envoy ratelimit's names).",
+        "# TYPE rl_decisions_total counter",
     }
     for _, row in ipairs(rows) do
-        out[#out + 1] = 'rl_requests_total{layer="' .. label(row[1]) .. '",result="' .. label(row[2]) .. '"} '
+        out[#out + 1] = 'rl_decisions_total{layer="' .. label(row[1]) .. '",result="' .. label(row[2]) .. '"} '
             .. string.format("%.0f", row[3])
     end
     return concat(out, "\n") .. "\n"
