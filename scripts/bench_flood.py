@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 
+import bench_nginx
 from bench_nginx import (
     LUA_LIB,
     NGINX_MODULES,
@@ -50,36 +51,16 @@ LIMIT = "GCRA 1 1s BURST 5"
 PENALIZED = "GCRA 1 1s BURST 5 PENALTY 10s"
 LEGIT = "GCRA 1000 1s BURST 100"
 
-CONF = """load_module %(modules)s/ndk_http_module.so;
-load_module %(modules)s/ngx_http_lua_module.so;
-worker_processes 1;
-daemon off;
-pid nginx.pid;
-error_log error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path body; proxy_temp_path proxy; fastcgi_temp_path fastcgi;
-    uwsgi_temp_path uwsgi; scgi_temp_path scgi;
-    lua_package_path "%(lib)s/?.lua;;";
-    lua_shared_dict rl_denials 10m;
-%(http)s
-    upstream app { server 127.0.0.1:%(upstream)d; keepalive 32; }
-    server {  # the upstream
-        listen 127.0.0.1:%(upstream)d;
-        location / { content_by_lua_block { ngx.say("ok") } }
-    }
-    server {
-        listen 127.0.0.1:%(port)d;
-        location / {
-%(access)s            proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection "";
-        }
-        location /legit {
+# bench_nginx's conf, with the denial cache's dict and the legitimate client's location.
+LEGIT_LOCATION = """        location /legit {
 %(legit)s            proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection "";
         }
-    }
-}
 """
+_TAIL = "        }\n    }\n}\n"
+_LUA_PATH = '    lua_package_path "%(lib)s/?.lua;;";\n'
+assert bench_nginx.CONF.endswith(_TAIL) and _LUA_PATH in bench_nginx.CONF
+CONF = (bench_nginx.CONF[:-len(_TAIL)] + "        }\n" + LEGIT_LOCATION + "    }\n}\n").replace(
+    _LUA_PATH, _LUA_PATH + "    lua_shared_dict rl_denials 10m;\n")
 
 LIMIT_REQ = (("    limit_req_zone $http_x_client zone=flood:10m rate=1r/s;\n"
               "    limit_req_zone $http_x_client zone=legit:1m rate=1000r/s;\n"
