@@ -16,8 +16,10 @@ and flood nothing.
   to express-rate-limit 8 with rate-limit-redis (node-redis), `limit` 1 a minute on /, 1000
   a second on /legit.
 
-Each row reports the flood's requests per second, the share denied, the Redis calls per
-denied request after a warm-up that fills the cache (every command in INFO commandstats but
+A row with no limiter at all gives each framework's own ceiling on this machine. Each row
+reports the flood's requests per second, the share denied, the Redis calls per
+denied request after a warm-up that fills the cache (1 s; for 1,000 identities 3 s of each
+drawn in turn) (every command in INFO commandstats but
 the connections' own, less the legitimate client's, measured alone, over wrk's 429s), and the
 legitimate client's p50 and p99 in ms,
 next to its p50 and p99 with no flood. The Node package is built from this checkout
@@ -76,7 +78,9 @@ PY_APP = textwrap.dedent('''\
         return None
 
 
-    if ROW == "limits":
+    if ROW == "none":
+        pass
+    elif ROW == "limits":
         from limits import parse
         from limits.aio.storage import RedisStorage
         from limits.aio.strategies import FixedWindowRateLimiter
@@ -129,7 +133,9 @@ NODE_APP = textwrap.dedent('''\
     (async () => {
       await client.connect();
       const app = express();
-      if (row === "express-rate-limit") {
+      if (row === "none") {
+        // no limiter: the framework's own ceiling
+      } else if (row === "express-rate-limit") {
         const { rateLimit } = from("express-rate-limit");
         const { RedisStore } = from("rate-limit-redis");
         const limited = (windowMs, limit, prefix) => rateLimit({
@@ -157,12 +163,14 @@ NODE_APP = textwrap.dedent('''\
 
 # (package, label, row, which Redis: "module" or "plain")
 ROWS = [
+    ("python", "no limiter (FastAPI under uvicorn alone)", "none", "plain"),
     ("python", "`limits` `RedisStorage` (async, redis-py), fixed window 1/min: slowapi's store",
      "limits", "plain"),
     ("python", ("`RateLimitMiddleware`, module, `GCRA 1 1m`, no cache (a Redis call "
                 "per request)"), "rl-nocache", "module"),
     ("python", "`RateLimitMiddleware`, module, `GCRA 1 1m`, denial cache", "rl", "module"),
     ("python", "`RateLimitMiddleware`, library, `GCRA 1 1m`, denial cache", "rl", "plain"),
+    ("node", "no limiter (Express alone)", "none", "plain"),
     ("node", "express-rate-limit + rate-limit-redis (node-redis), 1 a minute",
      "express-rate-limit", "plain"),
     ("node", "`rateLimitLayers`, module, `GCRA 1 1m`, no cache (a Redis call per request)",
@@ -240,11 +248,34 @@ def legit_calls(port, client):
     return percentile(seen["ms"], 50), percentile(seen["ms"], 99), calls
 
 
+# The warm-up of the 1,000 identities' flood: each wrk connection draws them in turn, so that
+# in 3 s at the rates one process serves every identity has been admitted and denied once.
+CYCLE = """local n = 0
+request = function()
+  n = n + 1
+  return wrk.format(nil, nil, { ["X-Client"] = "flood-" .. (n % 1000 + 1) })
+end
+"""
+
+
+def warm(port, work, many):
+    """The first admissions and denials, which only Redis can decide: 1 s of one identity's
+    flood, 3 s of 1,000 identities drawn in turn."""
+    if not many:
+        flood(port, 1, work, False)
+        return
+    script = os.path.join(work, "cycle.lua")
+    with open(script, "w") as f:
+        f.write(CYCLE)
+    subprocess.run(["wrk", "-t1", f"-c{CONNECTIONS}", "-d3s", "-s", script,
+                    f"http://127.0.0.1:{port}/"], capture_output=True, check=True)
+
+
 def measure(port, client, seconds, work, many, per_legit):
     """The flood and the legitimate client together; Redis calls counted after a warm-up
-    (1 s, 2 s for 1,000 identities: the first denials fill the cache), less the legitimate
-    client's (`per_legit` each)."""
-    flood(port, 2 if many else 1, work, many)
+    (`warm`: the first denials fill the cache), less the legitimate client's (`per_legit`
+    each)."""
+    warm(port, work, many)
     before = decision_calls(client)
     seen = {"ms": [], "denied": 0}
     side = threading.Thread(target=legit, args=(port, seconds, seen))
@@ -253,7 +284,7 @@ def measure(port, client, seconds, work, many, per_legit):
     side.join()
     calls = max(0.0, decision_calls(client) - before - per_legit * len(seen["ms"]))
     return {"rps": rps, "denied": denied / max(requests, 1),
-            "calls": calls / denied if denied else None,
+            "calls": calls / denied if denied else None,  # (none denied: no limiter)
             "p50": percentile(seen["ms"], 50), "p99": percentile(seen["ms"], 99),
             "legit_denied": seen["denied"]}
 
