@@ -27,7 +27,7 @@ import { type PolicyOrName, durationMs } from "./policy.js";
 /** Windows kept by default. */
 export const DEFAULT_MAX_WINDOWS = 10_000;
 /** The most nodes a policy is divided by (as the NGINX package's). */
-export const MAX_NODES = 100_000;
+export const MAX_NODES = 1_000_000;
 
 /** Where the switches are logged: `console` by default. */
 export interface InsuranceLogger {
@@ -36,7 +36,7 @@ export interface InsuranceLogger {
 }
 
 export interface InsuranceOptions {
-  /** The processes sharing the server, 1 to 100,000: each policy is divided by it. */
+  /** The processes sharing the server, 1 to 1,000,000: each policy is divided by it. */
   nodes: number;
   /** The most windows held at once (default 10,000), the least recently used dropped first. */
   maxWindows?: number;

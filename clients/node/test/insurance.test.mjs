@@ -208,7 +208,7 @@ test("the windows are bounded, the option checked, and insurance off by default"
   for (let i = 0; i < 1000; i++) assert.ok((await limiter.fixed(`k${i}`, 10, "1h")).insured);
   assert.equal(insurance.size, 100);
   assert.equal(insurance.highWater, 100);
-  for (const bad of [0, -1, 100_001, 1.5, "4", true]) {
+  for (const bad of [0, -1, 1_000_001, 1.5, "4", true]) {
     assert.throws(() => new Limiter(async () => 1, { insurance: { nodes: bad } }), ConfigurationError);
   }
   assert.equal(new Limiter(async () => 1).insurance, undefined);

@@ -226,7 +226,7 @@ def test_the_windows_are_bounded_and_the_option_checked():
     for i in range(1000):
         assert limiter.fixed(f"k{i}", 10, "1h").insured
     assert len(insurance) == 100 and insurance.high_water == 100
-    for bad in (0, -1, 100_001, True, 1.5, "4"):
+    for bad in (0, -1, 1_000_001, True, 1.5, "4"):
         with pytest.raises(redis_rl.ConfigurationError):
             redis_rl.Insurance(nodes=bad)
     with pytest.raises(TypeError):

@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 #: Windows kept by default.
 DEFAULT_MAX_WINDOWS = 10_000
 #: The most nodes a policy is divided by (as the NGINX package's).
-MAX_NODES = 100_000
+MAX_NODES = 1_000_000
 
 
 def _now_ms() -> float:
@@ -58,7 +58,7 @@ class _Window:
 class Insurance:
     """`Limiter(client, insurance=Insurance(nodes=4))`: while the server cannot decide, this
     process decides alone, each policy divided by `nodes` (the processes sharing the server,
-    1 to 100,000), in at most `max_windows` windows (LRU). Thread-safe. `clock` returns
+    1 to 1,000,000), in at most `max_windows` windows (LRU). Thread-safe. `clock` returns
     milliseconds (monotonic)."""
 
     def __init__(self, nodes: int, max_windows: int = DEFAULT_MAX_WINDOWS,
