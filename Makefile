@@ -64,8 +64,10 @@ memcheck: deps build
 # every row measured once per round; then limits' stock Redis storage next to rl+redis:// per
 # strategy (scripts/bench_limits.py; `bench.py --limits-only` runs that alone); last, NGINX
 # at the edge: requests per second and Redis time per request with limit_req, a hand-written
-# EVALSHA script and resty.rl, driven by wrk (scripts/bench_nginx.py; `--nginx-only`). Runs
-# under .tools/venv, which has redis-py and limits. Not a test: figures are as measured.
+# EVALSHA script and resty.rl, driven by wrk (scripts/bench_nginx.py; `--nginx-only`); NGINX
+# and the Python and Node middlewares under a flood (scripts/bench_flood.py, `--flood-only`;
+# scripts/bench_flood_pkg.py, `--flood-pkg-only`). Runs under .tools/venv, which has redis-py,
+# limits, FastAPI and uvicorn. Not a test: figures are as measured.
 bench: deps build
 	.tools/venv/bin/python scripts/bench.py --module $(MODULE)
 

@@ -26,11 +26,14 @@ per request summed over every command in INFO commandstats, and its CPU from INF
 request with no limit, NGINX's limit_req, a hand-written EVALSHA script and resty.rl
 (scripts/bench_nginx.py; --nginx-only runs that table alone). Last, NGINX under a flood:
 limit_req, resty.rl asking Redis per request, and resty.rl with its denial cache, with a
-legitimate client alongside (scripts/bench_flood.py; --flood-only runs that table alone).
+legitimate client alongside (scripts/bench_flood.py; --flood-only runs that table alone); and
+the Python and Node middlewares under the same flood, each in its own server (uvicorn,
+Express), next to a stock store (scripts/bench_flood_pkg.py; --flood-pkg-only runs that table
+alone).
 
 Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--rounds N]
                        [--quick] [--valkey PATH] [--bounds-only] [--limits-only] [--stores]
-                       [--debit-only] [--nginx-only] [--flood-only]
+                       [--debit-only] [--nginx-only] [--flood-only] [--flood-pkg-only]
 """
 
 import argparse
@@ -45,6 +48,7 @@ import tempfile
 import time
 
 import bench_flood
+import bench_flood_pkg
 import bench_limits
 import bench_nginx
 
@@ -797,6 +801,9 @@ def main():
     p.add_argument("--flood-only", action="store_true",
                    help="only the NGINX flood table (limit_req, resty.rl with and without its "
                         "denial cache; scripts/bench_flood.py)")
+    p.add_argument("--flood-pkg-only", action="store_true",
+                   help="only the Python and Node middlewares' flood table (uvicorn, Express; "
+                        "scripts/bench_flood_pkg.py)")
     a = p.parse_args()
     requests = a.requests or (100_000 if a.quick else 400_000)
     rounds = max(a.rounds or (3 if a.quick else 5), 1)
@@ -813,6 +820,9 @@ def main():
         return
     if a.flood_only:
         bench_flood.flood_table(a.module, 2 if a.quick else 5)
+        return
+    if a.flood_pkg_only:
+        bench_flood_pkg.flood_pkg_table(a.module, 2 if a.quick else 3)
         return
     if a.stores:
         stores_table(a.module, a.requests or 20_000, rounds)
@@ -848,6 +858,7 @@ def main():
     stores_table(a.module, 20_000, rounds)
     bench_nginx.nginx_table(a.module, rounds, 2 if a.quick else 5)
     bench_flood.flood_table(a.module, 2 if a.quick else 5)
+    bench_flood_pkg.flood_pkg_table(a.module, 2 if a.quick else 3)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@
 #                          the npm registry into .tools/node (the docs' node-redis snippets),
 #                          and Debian's nginx, libnginx-mod-http-lua, lua-nginx-redis,
 #                          lua-check and prometheus (clients/nginx's tests, its luacheck, and
-#                          promtool, which checks the packages' and the NGINX metrics text).
+#                          promtool, which checks the packages' and the NGINX metrics text),
+#                          and clients/node's dev dependencies (`npm ci`: Express,
+#                          express-rate-limit, rate-limit-redis, for make bench's flood table).
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -126,4 +128,10 @@ if [ ! -f "$node/node_modules/redis/package.json" ]; then
   echo "install-deps: installing node-redis from the npm registry into $node"
   mkdir -p "$node"
   npm install --silent --no-audit --no-fund --prefix "$node" redis@5 >/dev/null
+fi
+# clients/node's dev dependencies, for make bench's middlewares under a flood
+# (scripts/bench_flood_pkg.py: Express, express-rate-limit with rate-limit-redis, node-redis).
+if [ ! -d clients/node/node_modules/express-rate-limit ]; then
+  echo "install-deps: installing clients/node's dev dependencies (npm ci)"
+  (cd clients/node && npm ci --silent --no-audit --no-fund >/dev/null)
 fi

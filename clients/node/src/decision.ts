@@ -45,6 +45,9 @@ export class Decision {
     /** A denial given by the limiter's denial cache (cache.ts), without a call: the server's
      * denial as it stands now. */
     readonly cached = false,
+    /** Decided by the limiter's insurance (insurance.ts), the server unavailable: this
+     * process's share of the policy, in its own memory, nothing spent on the server. */
+    readonly insured = false,
   ) {
     if (typeof policy === "string") this.policyName = policy;
     else this.policy = policy;
@@ -59,7 +62,7 @@ export class Decision {
   /** This decision, known to be a shadowed denial or not. */
   knownAs(shadowed: boolean): Decision {
     return new Decision(this.allowed, this.limit, this.remaining, this.retryAfterMs, this.resetAfterMs, this.backend,
-      this.policy ?? this.policyName, shadowed, this.cached);
+      this.policy ?? this.policyName, shadowed, this.cached, this.insured);
   }
 
   /** A server `SHADOW` policy's denial, answered as admitted: allowed, nothing remaining, and
@@ -133,4 +136,7 @@ export interface AllDecision {
   readonly index: number;
   /** Denied by the denial cache, without a call. */
   readonly cached?: boolean;
+  /** Decided by the limiter's insurance, the server unavailable (a denial knows only its
+   * denying layer: the others are undefined). */
+  readonly insured?: boolean;
 }

@@ -28,6 +28,12 @@
  * server's denial, without a call. Each request is counted once in `limiter.metrics`, under
  * the layer that decided it (metrics.ts).
  *
+ * The limiter's insurance (off by default: `new Limiter(client, { insurance: { nodes: 4 } })`,
+ * insurance.ts) decides a request the server cannot decide by this process's share of each
+ * layer's policy, answered as the server's decision would be (a 429 with the same body and
+ * headers); a request it cannot insure (a layer by a server policy's name) is answered 503, or
+ * let through with `failOpen`, as without it.
+ *
  * On Redis Cluster, `tag` names the layer whose identity (escaped) is every key's hash tag,
  * so the keys of one request share a slot; `clientIp` keys an IPv6 client by its /56.
  */
@@ -306,8 +312,12 @@ export function rateLimitLayers(o: LayersOptions) {
     o.limiter.decideAll(clauses).then(({ binding, layers, index }) => {
       const passes = binding.allowed || shadow;
       const shadowAt = binding.allowed ? layers.findIndex((d) => d?.shadowed) : index;
-      if (!passes) metrics?.add(names[index], binding.cached ? "over_limit_with_local_cache" : "over_limit");
-      else metrics?.add(names[shadowAt >= 0 ? shadowAt : index], shadowAt >= 0 ? "shadow_mode" : "within_limit");
+      if (!passes) {
+        metrics?.add(names[index], binding.cached ? "over_limit_with_local_cache" : binding.insured ? "insured_over_limit" : "over_limit");
+      } else {
+        metrics?.add(names[shadowAt >= 0 ? shadowAt : index],
+          shadowAt >= 0 ? "shadow_mode" : binding.insured ? "insured_within_limit" : "within_limit");
+      }
       if (!passes || !outerBindsMore(res, binding.remaining)) {
         for (const [name, value] of Object.entries(binding.allHeaders())) {
           if (!(passes && name === "Retry-After")) res.setHeader(name, value);

@@ -18,6 +18,7 @@
  */
 export { Limiter, type LimiterOptions } from "./limiter.js";
 export { DenialCache, type DenialCacheOptions } from "./cache.js";
+export { Insurance, type InsuranceLogger, type InsuranceOptions } from "./insurance.js";
 export { Metrics, RESULTS, type Result } from "./metrics.js";
 export {
   ConfigurationError, ForeignKeyError, LibraryUnavailableError, ReservationSettledError, RlError,

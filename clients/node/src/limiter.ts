@@ -31,6 +31,7 @@
 import * as commands from "./commands.js";
 import type { Command, DecideOptions, Layer } from "./commands.js";
 import { DenialCache } from "./cache.js";
+import { Insurance, type InsuranceOptions } from "./insurance.js";
 import type { AllDecision, Backend, Decision } from "./decision.js";
 import { Metrics, type Result } from "./metrics.js";
 import { LIBRARY_SOURCE } from "./library.js";
@@ -58,9 +59,11 @@ function text(value: unknown, what: string): string {
 export const policyLabel = (p: PolicyOrName): string => (typeof p === "string" ? p : p.name || "default");
 
 /** The counter a decision (or the error instead) adds to. */
-export function resultOf(d: { allowed: boolean; cached?: boolean; shadowed?: boolean } | undefined, err?: unknown): Result {
+export function resultOf(d: { allowed: boolean; cached?: boolean; shadowed?: boolean; insured?: boolean } | undefined,
+  err?: unknown): Result {
   if (d === undefined) return err instanceof ServerUnavailableError ? "unavailable" : "error";
   if (d.cached) return "over_limit_with_local_cache";
+  if (d.insured) return d.allowed ? "insured_within_limit" : "insured_over_limit";
   if (!d.allowed) return "over_limit";
   return d.shadowed ? "shadow_mode" : "within_limit";
 }
@@ -69,6 +72,10 @@ export interface LimiterOptions {
   /** The denial cache (cache.ts): true (the default) for a `new DenialCache()` of its own
    * (10,000 entries), a `new DenialCache({ maxEntries })` of your choosing, or false for none. */
   denialCache?: boolean | DenialCache;
+  /** Insurance (insurance.ts), off by default: `{ nodes }` (the processes sharing the server)
+   * or a `new Insurance({ nodes, maxWindows, logger })`. While the server cannot decide, this
+   * process decides alone, each policy divided by `nodes`. */
+  insurance?: InsuranceOptions | Insurance;
 }
 
 export class Limiter {
@@ -78,6 +85,8 @@ export class Limiter {
   readonly cache: DenialCache | undefined;
   /** This limiter's counters (metrics.ts); `rateLimitLayers` counts its requests here too. */
   readonly metrics: Metrics;
+  /** The insurance, or undefined when off (the default). */
+  readonly insurance: Insurance | undefined;
   private readonly transport: Transport;
   /** The gate of a transport given without one. */
   private ownGate: LoadGate | undefined;
@@ -92,12 +101,17 @@ export class Limiter {
     else if (c === false) this.cache = undefined;
     else throw refused(TypeError, `denialCache is true, false or a DenialCache, not ${String(c)}`);
     this.metrics = new Metrics(this.cache);
+    const i = o.insurance;
+    if (i === undefined || i === null) this.insurance = undefined;
+    else this.insurance = i instanceof Insurance ? i : new Insurance(i);
   }
 
   /** `cmd`, unless `probe()` answers it (a cached denial); `record(result, sent)` with its
-   * result and the moment it was sent, `count(result, error)` either way. */
+   * result and the moment it was sent, `count(result, error)` either way; when the server
+   * cannot decide, `insure(error)`'s decision if it gives one. Any other answer (an error
+   * included) is the server's: the insurance, if on, switches off. */
   private async through<T>(cmd: Command<T>, probe?: () => T | undefined, record?: (r: T, sent: number) => void,
-    count?: (r: T | undefined, err?: unknown) => void): Promise<T> {
+    count?: (r: T | undefined, err?: unknown) => void, insure?: (err: unknown) => T | undefined): Promise<T> {
     const hit = probe?.();
     if (hit !== undefined) {
       count?.(hit);
@@ -108,22 +122,47 @@ export class Limiter {
     try {
       result = await this.run(cmd);
     } catch (err) {
+      if (err instanceof ServerUnavailableError) {
+        const insured = insure?.(err);
+        if (insured !== undefined) {
+          count?.(insured);
+          return insured;
+        }
+      } else if (this.insurance?.on) {
+        this.insurance.switch(false);
+      }
       count?.(undefined, err);
       throw err;
     }
+    if (this.insurance?.on) this.insurance.switch(false);
     record?.(result, sent);
     count?.(result);
     return result;
   }
 
   /** One (key, policy) through the denial cache (unless `cached` is false), counted under
-   * the policy's name when `counted`. */
+   * the policy's name when `counted`; insured when both (a decision that spends). */
   private one(cmd: Command<Decision>, key: string, p: PolicyOrName, cost: number, counted: boolean, cached = true): Promise<Decision> {
     const cache = cached ? this.cache : undefined;
+    const insure = cached && counted ? this.insure([[key, p, cost]]) : undefined;
     return this.through(cmd,
       cache && (() => cache.get(key, p, cost)),
       cache && ((d, sent) => cache.put(key, p, cost, d, sent)),
-      counted ? (d, err) => this.metrics.add(policyLabel(p), resultOf(d, err)) : undefined);
+      counted ? (d, err) => this.metrics.add(policyLabel(p), resultOf(d, err)) : undefined,
+      insure && ((err) => insure(err)?.binding));
+  }
+
+  /** The insurance's decision of `given` ([key, policy, cost] each) as an `RL.ALL`'s, when on
+   * and every layer can be insured (the switch then on, logged once). */
+  private insure(given: readonly (readonly [string, PolicyOrName, number])[]): ((err: unknown) => AllDecision | undefined) | undefined {
+    const insurance = this.insurance;
+    if (insurance === undefined) return undefined;
+    return (err) => {
+      const got = insurance.decide(given, this.backend ?? "module");
+      if (got === undefined) return undefined;
+      insurance.switch(true, err);
+      return { allowed: got.allowed, binding: got.layers[got.index] as Decision, layers: got.layers, index: got.index, insured: true };
+    };
   }
 
   /** `RL.ALL` through the denial cache: a request one of whose layers is cached denied is
@@ -131,12 +170,13 @@ export class Limiter {
    * denied longest, as the server's binding layer). A peek is always sent (it asks for every
    * layer's state); its denials are cached. Not counted here: `all` and the middleware do. */
   allDecided(layers: readonly Layer[], peek: boolean): { cmd: Command<AllDecision>; probe?: () => AllDecision | undefined;
-    record?: (r: AllDecision, sent: number) => void; policies: PolicyOrName[] } {
+    record?: (r: AllDecision, sent: number) => void; policies: PolicyOrName[]; insure?: (err: unknown) => AllDecision | undefined } {
     const cmd = commands.allOf(layers, peek);
     const given = layers.map(([key, p, cost]) => [key, policyOrName(p), cost ?? 1] as const);
     const policies = given.map((g) => g[1]);
     const cache = this.cache;
-    if (cache === undefined) return { cmd, policies };
+    const insure = peek ? undefined : this.insure(given);
+    if (cache === undefined) return { cmd, policies, insure };
     const record = (r: AllDecision, sent: number): void => {
       r.layers.forEach((d, i) => d && cache.put(given[i][0], given[i][1], given[i][2], d, sent));
     };
@@ -150,13 +190,14 @@ export class Limiter {
       if (index < 0) return undefined;
       return { allowed: false, binding: hits[index] as Decision, layers: hits, index, cached: true };
     };
-    return { cmd, probe, record, policies };
+    return { cmd, probe, record, policies, insure };
   }
 
-  /** `RL.ALL` as the middleware sends it: through the denial cache, not counted. */
+  /** `RL.ALL` as the middleware sends it: through the denial cache and the insurance, not
+   * counted. */
   decideAll(layers: readonly Layer[]): Promise<AllDecision> {
-    const { cmd, probe, record } = this.allDecided(layers, false);
-    return this.through(cmd, probe, record);
+    const { cmd, probe, record, insure } = this.allDecided(layers, false);
+    return this.through(cmd, probe, record, undefined, insure);
   }
 
   private async run<T>(cmd: Command<T>): Promise<T> {
@@ -323,7 +364,7 @@ export class Limiter {
     if (!Array.isArray(layers)) throw refused(TypeError, "all() takes an array of [key, policy, cost?] layers");
     layers.forEach((l, i) => text(l?.[0], `layer ${i}'s key`));
     const peek = o.peek ?? false;
-    const { cmd, probe, record, policies } = this.allDecided(layers, peek);
+    const { cmd, probe, record, policies, insure } = this.allDecided(layers, peek);
     const count = peek ? undefined : (r: AllDecision | undefined, err?: unknown): void => {
       if (r === undefined) {
         this.metrics.add(policies.map(policyLabel).join("+"), resultOf(undefined, err));
@@ -333,7 +374,7 @@ export class Limiter {
       const at = !r.allowed || shadowAt < 0 ? r.index : shadowAt;
       this.metrics.add(policyLabel(policies[at]), allResult(r));
     };
-    return this.through(cmd, probe, record, count);
+    return this.through(cmd, probe, record, count, insure);
   }
 
   /** `RL.ACQUIRE key limit timeout lease_id`: take (or renew) one of `limit` leases. */
@@ -362,6 +403,7 @@ export class Limiter {
 /** An `RL.ALL` decision's counter. */
 export function allResult(r: AllDecision): Result {
   if (r.cached) return "over_limit_with_local_cache";
+  if (r.insured) return r.allowed ? "insured_within_limit" : "insured_over_limit";
   if (!r.allowed) return "over_limit";
   return r.layers.some((d) => d?.shadowed) ? "shadow_mode" : "within_limit";
 }

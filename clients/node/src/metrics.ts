@@ -11,7 +11,9 @@
  * the denial cache, without a call), `shadow_mode` (would have been denied, let through: a
  * `SHADOW` policy's denial, or a middleware's `shadow: true`), `unavailable` (the server
  * could not decide: rejected, or answered 503), `unavailable_fail_open` (the same, let
- * through by `failOpen`), `error` (any other error, rejected).
+ * through by `failOpen`), `insured_within_limit` and `insured_over_limit` (the server could
+ * not decide: admitted or denied by the limiter's insurance, insurance.ts), `error` (any other
+ * error, rejected).
  *
  * A limiter's calls are labelled by their policy's name (`default` for a policy object
  * without one), an `RL.ALL` by its binding layer's; a middleware labels its requests by its
@@ -20,7 +22,7 @@
 import type { DenialCache } from "./cache.js";
 
 export const RESULTS = ["within_limit", "over_limit", "over_limit_with_local_cache", "shadow_mode", "unavailable",
-  "unavailable_fail_open", "error"] as const;
+  "unavailable_fail_open", "insured_within_limit", "insured_over_limit", "error"] as const;
 export type Result = (typeof RESULTS)[number];
 
 const label = (v: string): string => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');

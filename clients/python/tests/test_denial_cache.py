@@ -101,7 +101,8 @@ def test_a_cached_denial_is_the_servers_without_a_call(server):
         assert retries == sorted(retries, reverse=True)
         assert limiter.metrics.snapshot()["user"] == {
             "within_limit": 2, "over_limit": 1, "over_limit_with_local_cache": 20,
-            "shadow_mode": 0, "unavailable": 0, "unavailable_fail_open": 0, "error": 0}
+            "shadow_mode": 0, "unavailable": 0, "unavailable_fail_open": 0,
+            "insured_within_limit": 0, "insured_over_limit": 0, "error": 0}
         # Another identity is not denied by it.
         assert get(cached, "bob").status_code == 200
     sync.close()
@@ -154,7 +155,8 @@ def test_a_smaller_cost_is_never_denied_from_the_cache(server):
     assert limiter.decide("k", bucket, cost=1).cached
     assert limiter.metrics.snapshot()["default"] == {
         "within_limit": 2, "over_limit": 2, "over_limit_with_local_cache": 3,
-        "shadow_mode": 0, "unavailable": 0, "unavailable_fail_open": 0, "error": 0}
+        "shadow_mode": 0, "unavailable": 0, "unavailable_fail_open": 0,
+            "insured_within_limit": 0, "insured_over_limit": 0, "error": 0}
     # This limiter's own REFUND drops the entry: the next call is the server's.
     limiter.refund("k", bucket, 5)
     assert limiter.decide("k", bucket, cost=3).allowed

@@ -29,6 +29,7 @@ from .errors import (
     ReservationSettledError,
     ServerUnavailableError,
 )
+from .insurance import Insurance
 from .limiter import Limiter
 from .metrics import Metrics
 from .policy import Policy, fixed, gcra, leaky, sliding, sliding_log, token_bucket
@@ -44,7 +45,7 @@ except ModuleNotFoundError as err:  # no limits: the package is the limiters alo
 
 __all__ = [
     "LIBRARY", "MODULE", "AllDecision", "AsyncLimiter", "AsyncReservation",
-    "ConfigurationError", "Decision", "DenialCache", "ForeignKeyError",
+    "ConfigurationError", "Decision", "DenialCache", "ForeignKeyError", "Insurance",
     "LibraryUnavailableError", "Limiter", "Metrics", "Policy", "RateLimitError", "Reservation",
     "ReservationSettledError",
     "ServerUnavailableError", "fixed", "gcra", "leaky", "sliding", "sliding_log", "token_bucket",

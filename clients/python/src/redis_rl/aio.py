@@ -18,6 +18,7 @@ from .classify import classify, function_missing, library_unavailable, reraise, 
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
+from .insurance import Insurance
 from .loading import gate_for, raise_failed
 from .reservation import AsyncReservation
 from .reserving import Steps
@@ -34,11 +35,12 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
 
     _reservation = AsyncReservation
 
-    def __init__(self, client: Any, *, denial_cache: bool | DenialCache = True) -> None:
+    def __init__(self, client: Any, *, denial_cache: bool | DenialCache = True,
+                 insurance: Insurance | None = None) -> None:
         self.client = client
         self.backend: str | None = None
         self._cluster = is_cluster(client)
-        self._setup(denial_cache)
+        self._setup(denial_cache, insurance)
 
     async def _send(self, args: tuple[Any, ...], key: str) -> Any:
         if not (self._cluster and routed_by_us(args)):
@@ -63,7 +65,7 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
             reraise(classify(err), err)
 
     async def _through(  # type: ignore[override]
-        self, cmd: Command, probe: Any, record: Any, count: Any,
+        self, cmd: Command, probe: Any, record: Any, count: Any, insure: Any = None,
     ) -> Any:
         if probe is not None:
             hit = probe()
@@ -75,9 +77,15 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
         try:
             result = await self._run(cmd)
         except Exception as err:
+            insured = self._unanswered(err, insure)
+            if insured is not None:
+                if count is not None:
+                    count(insured, None)
+                return insured
             if count is not None:
                 count(None, err)
             raise
+        self._answered()
         if record is not None:
             record(result, sent)
         if count is not None:

@@ -9,9 +9,20 @@ from typing import Any, Callable, Generic, TypeVar, Union
 from . import commands, policy
 from .cache import DenialCache
 from .commands import Command
-from .decision import AllDecision, Decision
+from .decision import MODULE, AllDecision, Decision
 from .errors import ServerUnavailableError, refused
-from .metrics import ERROR, OVER, OVER_CACHED, SHADOW, UNAVAILABLE, WITHIN, Metrics
+from .insurance import Insurance
+from .metrics import (
+    ERROR,
+    INSURED_OVER,
+    INSURED_WITHIN,
+    OVER,
+    OVER_CACHED,
+    SHADOW,
+    UNAVAILABLE,
+    WITHIN,
+    Metrics,
+)
 from .policy import Duration, Policy, PolicyOrName, count_arg, policy_arg
 from .reservation import BaseReservation
 from .reserving import Steps, reserving
@@ -48,8 +59,16 @@ class Api(Generic[D, A, B, R, S]):
     cache: DenialCache | None
     #: This limiter's counters (metrics.py); the middlewares count theirs here too.
     metrics: Metrics
+    #: The insurance (insurance.py), or None when off (the default).
+    insurance: Insurance | None
+    backend: str | None
 
-    def _setup(self, denial_cache: bool | DenialCache | None) -> None:
+    def _setup(self, denial_cache: bool | DenialCache | None,
+               insurance: Insurance | None = None) -> None:
+        if insurance is not None and not isinstance(insurance, Insurance):
+            raise refused(f"insurance is None or a redis_rl.Insurance: {insurance!r}",
+                          wrong_type=True)
+        self.insurance = insurance
         if isinstance(denial_cache, DenialCache):
             self.cache = denial_cache
         elif denial_cache is True:
@@ -66,11 +85,58 @@ class Api(Generic[D, A, B, R, S]):
 
     def _through(self, cmd: Command, probe: Callable[[], Any] | None,
                  record: Callable[[Any, float], None] | None,
-                 count: Callable[[Any, BaseException | None], None] | None) -> Any:
+                 count: Callable[[Any, BaseException | None], None] | None,
+                 insure: Callable[[BaseException], Any] | None = None) -> Any:
         """`cmd` run by `_run`, unless `probe()` answers it (a cached denial); `record(result,
         sent)` with its result and the moment it was sent, `count(result, error)` either
-        way. Implemented by each limiter (awaited by the asyncio one)."""
+        way; when the server cannot decide, `insure(error)`'s decision if it gives one
+        (`_unanswered`). Implemented by each limiter (awaited by the asyncio one)."""
         raise NotImplementedError
+
+    def _unanswered(self, err: BaseException,
+                    insure: Callable[[BaseException], Any] | None) -> Any:
+        """The insurance's decision of a call that failed with `err`, or None (then `err` is
+        raised). Any error but an unavailable one is the server's answer: insurance off."""
+        if not isinstance(err, ServerUnavailableError):
+            self._answered()
+            return None
+        return insure(err) if insure is not None else None
+
+    def _answered(self) -> None:
+        """The server answered: the insurance, if on, switches off (logged once)."""
+        if self.insurance is not None and self.insurance.on:
+            self.insurance.switch(False)
+
+    def _insure_one(self, key: str, policy: PolicyOrName, cost: int
+                    ) -> Callable[[BaseException], Decision | None] | None:
+        insurance = self.insurance
+        if insurance is None:
+            return None
+
+        def insure(err: BaseException) -> Decision | None:
+            got = insurance.decide([(key, policy, cost)], self.backend or MODULE)
+            if got is None:
+                return None
+            insurance.switch(True, err)
+            return got[2][0]
+
+        return insure
+
+    def _insure_all(self, given: list[tuple[str, PolicyOrName, int]]
+                    ) -> Callable[[BaseException], AllDecision | None] | None:
+        insurance = self.insurance
+        if insurance is None:
+            return None
+
+        def insure(err: BaseException) -> AllDecision | None:
+            got = insurance.decide(given, self.backend or MODULE)
+            if got is None:
+                return None
+            insurance.switch(True, err)
+            _, index, layers = got
+            return AllDecision(layers[index], tuple(layers), index)  # type: ignore[arg-type]
+
+        return insure
 
     def _sent(self) -> float:
         return self.cache.clock() if self.cache is not None else 0.0
@@ -78,8 +144,9 @@ class Api(Generic[D, A, B, R, S]):
     def _one(self, cmd: Command, key: str, policy: PolicyOrName, cost: int, counted: bool,
              cached: bool = True) -> Any:
         """A call on one (key, policy) through the denial cache (when `cached` and on), counted
-        under the policy's name when `counted`."""
+        under the policy's name when `counted`; insured when both (a decision that spends)."""
         cache = self.cache if cached else None
+        insure = self._insure_one(key, policy, cost) if cached and counted else None
         probe = record = count = None
         if cache is not None:
             def probe() -> Decision | None:
@@ -91,7 +158,7 @@ class Api(Generic[D, A, B, R, S]):
             def count(decision: Decision | None, error: BaseException | None) -> None:
                 label = policy_label(policy)
                 self.metrics.add(label, result_of(decision, error))
-        return self._through(cmd, probe, record, count)
+        return self._through(cmd, probe, record, count, insure)
 
     def _all(self, layers: Sequence[Layer], peek: bool, counted: bool) -> Any:
         """`RL.ALL` through the denial cache: a request one of whose layers is cached denied
@@ -129,7 +196,7 @@ class Api(Generic[D, A, B, R, S]):
                 at = result.index if not result.allowed else next(iter(result.shadowed),
                                                                  result.index)
                 self.metrics.add(policy_label(given[at][1]), all_result(result))
-        return self._through(cmd, probe, record, count)
+        return self._through(cmd, probe, record, count, None if peek else self._insure_all(given))
 
     def decide(
         self, key: str, policy: PolicyOrName, *, cost: int = 1, peek: bool = False,
@@ -315,6 +382,8 @@ def result_of(decision: Decision | None, error: BaseException | None) -> str:
         return UNAVAILABLE if isinstance(error, ServerUnavailableError) else ERROR
     if decision.cached:
         return OVER_CACHED
+    if decision.insured:
+        return INSURED_WITHIN if decision.allowed else INSURED_OVER
     if not decision.allowed:
         return OVER
     return SHADOW if decision.shadowed else WITHIN
@@ -323,6 +392,8 @@ def result_of(decision: Decision | None, error: BaseException | None) -> str:
 def all_result(result: AllDecision) -> str:
     if result.cached:
         return OVER_CACHED
+    if result.insured:
+        return INSURED_WITHIN if result.allowed else INSURED_OVER
     if not result.allowed:
         return OVER
     return SHADOW if result.shadowed else WITHIN

@@ -34,7 +34,17 @@ from typing import Any, Callable, Union
 from .aio import AsyncLimiter
 from .decision import Decision
 from .errors import ServerUnavailableError, refused
-from .metrics import ERROR, OVER, OVER_CACHED, SHADOW, UNAVAILABLE, UNAVAILABLE_OPEN, WITHIN
+from .metrics import (
+    ERROR,
+    INSURED_OVER,
+    INSURED_WITHIN,
+    OVER,
+    OVER_CACHED,
+    SHADOW,
+    UNAVAILABLE,
+    UNAVAILABLE_OPEN,
+    WITHIN,
+)
 from .policy import Policy, PolicyOrName, policy_arg
 
 __all__ = ["ASGIApp", "Identify", "Layer", "RateLimitMiddleware", "client_ip", "client_subnet",
@@ -159,7 +169,13 @@ class RateLimitMiddleware:
     The limiter's denial cache (on by default: `AsyncLimiter(client, denial_cache=...)`)
     answers a request one of whose layers is cached denied with the same 429, body and
     headers as the server's denial, without a call. Each request is counted once in
-    `limiter.metrics`, under the layer that decided it (metrics.py)."""
+    `limiter.metrics`, under the layer that decided it (metrics.py).
+
+    The limiter's insurance (off by default: `AsyncLimiter(client,
+    insurance=Insurance(nodes=4))`, insurance.py) decides a request the server cannot decide
+    by this process's share of each layer's policy, answered as the server's decision would
+    be (a 429 with the same body and headers); a request it cannot insure (a layer by a
+    server policy's name) is answered 503, or let through with `fail_open`, as without it."""
 
     def __init__(self, app: ASGIApp, limiter: AsyncLimiter, layers: list[Layer],
                  prefix: str = "rl", tag: str | None = None, shadow: bool = False,
@@ -232,7 +248,8 @@ class RateLimitMiddleware:
             raise
         decision = result.binding
         if not decision.allowed and not self.shadow:
-            metrics.add(layers[result.index][0], OVER_CACHED if decision.cached else OVER)
+            metrics.add(layers[result.index][0], OVER_CACHED if decision.cached
+                        else INSURED_OVER if decision.insured else OVER)
             await _too_many(send, _encoded(decision.all_headers()),
                             _label(decision, layers[result.index][0]))
             return
@@ -243,7 +260,7 @@ class RateLimitMiddleware:
             shadowed = result.layers[refused_by]
             _log_would_deny(scope, shadowed if shadowed is not None else decision, name, key)
         else:
-            metrics.add(layers[result.index][0], WITHIN)
+            metrics.add(layers[result.index][0], INSURED_WITHIN if decision.insured else WITHIN)
         headers = _encoded({k: v for k, v in decision.all_headers().items()
                             if k != "Retry-After"})
 

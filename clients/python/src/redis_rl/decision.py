@@ -53,6 +53,9 @@ class Decision:
     #: A denial given by the limiter's denial cache (cache.py), without a call: the server's
     #: denial as it stands now.
     cached: bool = field(default=False, compare=False)
+    #: Decided by the limiter's insurance (insurance.py), the server unavailable: this
+    #: process's share of the policy, in its own memory, nothing spent on the server.
+    insured: bool = field(default=False, compare=False)
 
     @classmethod
     def from_reply(cls, reply: Sequence[int], backend: str, policy: PolicyOrName | None,
@@ -147,6 +150,12 @@ class AllDecision:
     def cached(self) -> bool:
         """Denied by the denial cache, without a call."""
         return self.binding.cached
+
+    @property
+    def insured(self) -> bool:
+        """Decided by the limiter's insurance, the server unavailable (a denial knows only
+        its denying layer: the others are None)."""
+        return self.binding.insured
 
     @property
     def allowed(self) -> bool:

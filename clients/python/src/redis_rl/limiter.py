@@ -15,6 +15,7 @@ from .classify import classify, function_missing, library_unavailable, reraise, 
 from .commands import Command
 from .decision import LIBRARY, MODULE, AllDecision, Decision
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
+from .insurance import Insurance
 from .loading import gate_for, raise_failed
 from .reservation import Reservation
 from .reserving import Steps
@@ -33,11 +34,12 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
 
     _reservation = Reservation
 
-    def __init__(self, client: Any, *, denial_cache: bool | DenialCache = True) -> None:
+    def __init__(self, client: Any, *, denial_cache: bool | DenialCache = True,
+                 insurance: Insurance | None = None) -> None:
         self.client = client
         self.backend: str | None = None
         self._cluster = is_cluster(client)
-        self._setup(denial_cache)
+        self._setup(denial_cache, insurance)
 
     def _send(self, args: tuple[Any, ...], key: str) -> Any:
         if not (self._cluster and routed_by_us(args)):
@@ -58,7 +60,8 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
         except RedisError as err:
             reraise(classify(err), err)
 
-    def _through(self, cmd: Command, probe: Any, record: Any, count: Any) -> Any:
+    def _through(self, cmd: Command, probe: Any, record: Any, count: Any,
+                 insure: Any = None) -> Any:
         if probe is not None:
             hit = probe()
             if hit is not None:
@@ -69,9 +72,15 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
         try:
             result = self._run(cmd)
         except Exception as err:
+            insured = self._unanswered(err, insure)
+            if insured is not None:
+                if count is not None:
+                    count(insured, None)
+                return insured
             if count is not None:
                 count(None, err)
             raise
+        self._answered()
         if record is not None:
             record(result, sent)
         if count is not None:

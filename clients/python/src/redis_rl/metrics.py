@@ -15,6 +15,9 @@ The results, named as envoy's ratelimit service names its stats:
 - `unavailable`: the server could not decide (a ServerUnavailableError): raised, or answered
   503 by a middleware.
 - `unavailable_fail_open`: the same, let through by a middleware's `fail_open=True`.
+- `insured_within_limit`: the server could not decide, admitted by the limiter's insurance
+  (insurance.py).
+- `insured_over_limit`: the same, denied by the insurance.
 - `error`: any other error from the server (a configuration's), raised.
 
 A limiter's calls are labelled by their policy's name (a Policy's `name`, a server-side
@@ -38,8 +41,11 @@ OVER_CACHED = "over_limit_with_local_cache"
 SHADOW = "shadow_mode"
 UNAVAILABLE = "unavailable"
 UNAVAILABLE_OPEN = "unavailable_fail_open"
+INSURED_WITHIN = "insured_within_limit"
+INSURED_OVER = "insured_over_limit"
 ERROR = "error"
-RESULTS = (WITHIN, OVER, OVER_CACHED, SHADOW, UNAVAILABLE, UNAVAILABLE_OPEN, ERROR)
+RESULTS = (WITHIN, OVER, OVER_CACHED, SHADOW, UNAVAILABLE, UNAVAILABLE_OPEN, INSURED_WITHIN,
+           INSURED_OVER, ERROR)
 
 
 def _label(value: str) -> str:
