@@ -52,7 +52,7 @@ for (const server of servers) {
     test("a cached denial is the server's answer, without a call", async () => {
       server.reset();
       const c = await createClient({ url: server.url }).connect();
-      const p = policy.fixed(2, "1h");
+      const p = policy.slidingLog(2, "1h");
       const layers = [{ name: "user", identify: header("x-user"), policy: p }];
       const limiter = new Limiter(c);
       const cached = await serve(rateLimitLayers({ limiter, layers }));
@@ -163,8 +163,8 @@ for (const server of servers) {
       const c = await createClient({ url: server.url }).connect();
       try {
         const limiter = new Limiter(c);
-        const tight = policy.fixed(1, "1h", { name: "tight" });
-        const loose = policy.fixed(100, "1h", { name: "loose" });
+        const tight = policy.slidingLog(1, "1h", { name: "tight" });
+        const loose = policy.slidingLog(100, "1h", { name: "loose" });
         assert.ok((await limiter.all([["t", tight], ["l", loose]])).allowed);
         const first = await limiter.all([["t", tight], ["l", loose]]);
         assert.ok(!first.allowed && first.index === 0 && !first.cached);
@@ -194,8 +194,8 @@ for (const server of servers) {
       const c = await createClient({ url: server.url }).connect();
       const limiter = new Limiter(c);
       const layers = [
-        { name: "user", identify: header("x-user"), policy: policy.fixed(3, "1h") },
-        { name: "key", identify: header("x-key"), policy: policy.fixed(5, "1h") },
+        { name: "user", identify: header("x-user"), policy: policy.slidingLog(3, "1h") },
+        { name: "key", identify: header("x-key"), policy: policy.slidingLog(5, "1h") },
       ];
       const app = await serve(rateLimitLayers({ limiter, layers }));
       const codes = [];
@@ -227,7 +227,7 @@ test("a SHADOW policy's denial is not cached", async () => {
     server.reset();
     const c = await createClient({ url: server.url }).connect();
     try {
-      await c.sendCommand(["RL.POLICY", "SET", "rehearse", "FIXED", "1", "1h", "SHADOW"]);
+      await c.sendCommand(["RL.POLICY", "SET", "rehearse", "SLIDINGLOG", "1", "1h", "SHADOW"]);
       const limiter = new Limiter(c);
       assert.ok((await limiter.limit("s", "rehearse")).allowed);
       const d = await limiter.limit("s", "rehearse");
@@ -245,8 +245,8 @@ test("a SHADOW policy's denial is not cached", async () => {
 });
 
 test("an unavailable server is counted, answered 503 or let through", async () => {
-  const layers = [{ name: "user", identify: header("x-user"), policy: policy.fixed(3, "1h") },
-    { name: "key", identify: header("x-key"), policy: policy.fixed(5, "1h") }];
+  const layers = [{ name: "user", identify: header("x-user"), policy: policy.slidingLog(3, "1h") },
+    { name: "key", identify: header("x-key"), policy: policy.slidingLog(5, "1h") }];
   for (const [failOpen, status, result] of [[false, 503, "unavailable"], [true, 200, "unavailable_fail_open"]]) {
     // A sendCommand function that cannot reach its server: node-redis's own error.
     const limiter = new Limiter(async () => { throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }); });

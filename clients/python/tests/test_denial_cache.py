@@ -68,7 +68,7 @@ def test_a_cached_denial_is_the_servers_without_a_call(server):
     sync = redis.Redis(port=server.port)
     a = redis.asyncio.Redis(port=server.port)
     b = redis.asyncio.Redis(port=server.port)
-    p = policy.fixed(2, "1h")
+    p = policy.sliding_log(2, "1h")
     cached_app, limiter = app_on(a, user_layer(p))
     plain_app, _ = app_on(b, user_layer(p),
                           limiter=redis_rl.AsyncLimiter(b, denial_cache=False))
@@ -166,7 +166,7 @@ def test_a_smaller_cost_is_never_denied_from_the_cache(server):
 def test_rl_all_is_denied_by_a_cached_layer_and_peeks_read_it(server):
     sync = redis.Redis(port=server.port)
     limiter = redis_rl.Limiter(sync)
-    tight, loose = policy.fixed(1, "1h", "tight"), policy.fixed(100, "1h", "loose")
+    tight, loose = policy.sliding_log(1, "1h", "tight"), policy.sliding_log(100, "1h", "loose")
     assert limiter.all([("t", tight), ("l", loose)]).allowed
     first = limiter.all([("t", tight), ("l", loose)])
     assert not first.allowed and first.index == 0 and not first.cached
@@ -194,7 +194,7 @@ def test_rl_all_is_denied_by_a_cached_layer_and_peeks_read_it(server):
 
 def test_a_shadow_policys_denial_is_not_cached(policy_server, define):
     sync = redis.Redis(port=policy_server.port)
-    name = define("FIXED 1 1h SHADOW")
+    name = define("SLIDINGLOG 1 1h SHADOW")
     limiter = redis_rl.Limiter(sync)
     assert limiter.limit("s", name).allowed
     d = limiter.limit("s", name)
@@ -210,7 +210,7 @@ def test_a_shadow_policys_denial_is_not_cached(policy_server, define):
 def test_the_cache_can_be_switched_off(server):
     sync = redis.Redis(port=server.port)
     limiter = redis_rl.Limiter(sync, denial_cache=False)
-    p = policy.fixed(1, "1h")
+    p = policy.sliding_log(1, "1h")
     assert limiter.decide("k", p).allowed
     assert not any(limiter.decide("k", p).cached for _ in range(3))
     assert limiter.cache is None
@@ -232,7 +232,7 @@ def test_the_bound_holds_under_100000_distinct_identities(servers, module):
     client.flushall()
     bound, n = 1000, 100_000
     limiter = redis_rl.Limiter(client, denial_cache=redis_rl.DenialCache(bound))
-    p = policy.fixed(1, "1h", "flood")
+    p = policy.sliding_log(1, "1h", "flood")
     limiter.decide("warm", p, peek=True)  # the backend known, the library loaded
     cache = limiter.cache
     for start in range(0, n, 10_000):
@@ -268,8 +268,8 @@ def test_counters_equal_the_requests_and_their_text_parses(server, tmp_path):
     the cache, an unavailable server let through and not); the text parses, by
     prometheus_client's parser and by promtool where installed."""
     a = redis.asyncio.Redis(port=server.port)
-    layers = [Layer("user", header("x-user"), policy.fixed(3, "1h")),
-              Layer("key", header("x-key"), policy.fixed(5, "1h"))]
+    layers = [Layer("user", header("x-user"), policy.sliding_log(3, "1h")),
+              Layer("key", header("x-key"), policy.sliding_log(5, "1h"))]
     app, limiter = app_on(a, layers)
     sent = {"within_limit": 0, "over_limit": 0, "over_limit_with_local_cache": 0}
     statuses = []
