@@ -21,7 +21,7 @@
 //! nanosecond's microsecond (see `algorithm::sliding_log`).
 
 use crate::algorithm::penalty::Penalty;
-use crate::decimal::{parse_decimal, parse_u64, StackBytes};
+use crate::decimal::{parse_leading, parse_u64, StackBytes};
 use crate::error::RlError;
 use crate::facts::{PENALTY_SEPARATOR, PENALTY_TAG};
 use crate::grammar::Kind;
@@ -151,8 +151,25 @@ pub fn with_penalty(state: Option<&[u8]>, p: &Penalty) -> Penalized {
     text
 }
 
-/// Decodes a value that `kind` must have written into its `N` fields.
+/// Decodes a value that `kind` must have written into its `N` fields (and
+/// nothing after them).
+#[cfg(test)]
 pub fn decode<const N: usize>(kind: Kind, bytes: &[u8]) -> Result<[u128; N], RlError> {
+    match decode_head::<N>(kind, bytes)? {
+        (fields, []) => Ok(fields),
+        _ => Err(RlError::ForeignValue(kind.label())),
+    }
+}
+
+/// Decodes the `N` fields a stored value starts with, and returns what
+/// follows them: nothing, or a penalty's separator and the penalty (see
+/// [`after_state`]). One pass over the fields' digits: the separator is found
+/// where the last field's digits end, not searched for.
+#[inline]
+pub fn decode_head<const N: usize>(
+    kind: Kind,
+    bytes: &[u8],
+) -> Result<([u128; N], &[u8]), RlError> {
     let foreign = || RlError::ForeignValue(kind.label());
     let Some(mut rest) = bytes
         .strip_prefix(kind.tag().as_bytes())
@@ -162,15 +179,26 @@ pub fn decode<const N: usize>(kind: Kind, bytes: &[u8]) -> Result<[u128; N], RlE
     };
     let mut fields = [0u128; N];
     for (i, slot) in fields.iter_mut().enumerate() {
-        // The last field runs to the end: a further `:` is not a digit.
-        let end = match i + 1 == N {
-            true => rest.len(),
-            false => rest.iter().position(|&b| b == b':').ok_or_else(foreign)?,
-        };
-        *slot = parse_decimal(&rest[..end]).ok_or_else(foreign)?;
-        rest = rest.get(end + 1..).unwrap_or_default();
+        let (value, len) = parse_leading(rest).ok_or_else(foreign)?;
+        *slot = value;
+        rest = &rest[len..];
+        if i + 1 < N {
+            rest = rest.strip_prefix(b":").ok_or_else(foreign)?;
+        }
     }
-    Ok(fields)
+    Ok((fields, rest))
+}
+
+/// The penalty that follows a state's fields (`rest` from [`decode_head`]):
+/// `None` after a state alone, `Err` if what follows is not `|` and a penalty.
+pub fn after_state(rest: &[u8]) -> Result<Option<Penalty>, ()> {
+    match rest.split_first() {
+        None => Ok(None),
+        Some((&sep, penalty)) if sep == PENALTY_SEPARATOR.as_bytes()[0] => {
+            penalty_only(penalty).map(Some).ok_or(())
+        }
+        Some(_) => Err(()),
+    }
 }
 
 /// Why a value not starting with `<kind's tag>:` cannot be decoded: another
