@@ -171,11 +171,18 @@ pub fn decode_head<const N: usize>(
     bytes: &[u8],
 ) -> Result<([u128; N], &[u8]), RlError> {
     let foreign = || RlError::ForeignValue(kind.label());
-    let Some(mut rest) = bytes
-        .strip_prefix(kind.tag().as_bytes())
-        .and_then(|rest| rest.strip_prefix(b":"))
-    else {
-        return Err(misfiled(kind, bytes));
+    let (word, mask) = kind.tag_word();
+    let mut rest = match bytes.first_chunk::<8>() {
+        // A key's value is longer than a word (`store::SHORT_STRING`): its
+        // tag and `:` are told in one step.
+        Some(&head) if mask != 0 => match u64::from_le_bytes(head) & mask == word {
+            true => &bytes[(mask.count_ones() / 8) as usize..],
+            false => return Err(misfiled(kind, bytes)),
+        },
+        _ => bytes
+            .strip_prefix(kind.tag().as_bytes())
+            .and_then(|rest| rest.strip_prefix(b":"))
+            .ok_or_else(|| misfiled(kind, bytes))?,
     };
     let mut fields = [0u128; N];
     for (i, slot) in fields.iter_mut().enumerate() {
@@ -202,9 +209,15 @@ pub fn after_state(rest: &[u8]) -> Result<Option<Penalty>, ()> {
 }
 
 /// Why a value not starting with `<kind's tag>:` cannot be decoded: another
-/// algorithm's state, or not a state at all.
+/// algorithm's state (with or without a penalty after it), or not a state at
+/// all (a `|` not followed by a penalty included).
+#[cold]
 fn misfiled(kind: Kind, bytes: &[u8]) -> RlError {
-    let tag = bytes.split(|&b| b == b':').next().unwrap_or_default();
+    let Ok(split) = split_penalty(bytes) else {
+        return RlError::ForeignValue(kind.label());
+    };
+    let state = split.state.unwrap_or_default();
+    let tag = state.split(|&b| b == b':').next().unwrap_or_default();
     match Kind::ALL.iter().find(|k| k.tag().as_bytes() == tag) {
         Some(&found) if found != kind => RlError::OtherAlgorithm {
             found: found.label(),

@@ -308,6 +308,11 @@ pub fn decide_log(
             }
             .ok_or_else(|| RlError::ForeignValue(kind.label()))?,
         ),
+        // A string's text is not a log's, unless it is a `|` and no penalty
+        // after it (what every string limiter reads first).
+        Held::String(bytes) if split_penalty(bytes).is_err() => {
+            return Err(RlError::ForeignValue(kind.label()))
+        }
         Held::String(_) | Held::ShortString | Held::Other => return Err(RlError::WrongType),
     };
     let view: &dyn LogView = match &log {
