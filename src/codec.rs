@@ -21,7 +21,7 @@
 //! nanosecond's microsecond (see `algorithm::sliding_log`).
 
 use crate::algorithm::penalty::Penalty;
-use crate::decimal::{parse_decimal, parse_u64, StackBytes};
+use crate::decimal::{parse_leading, parse_u64, StackBytes};
 use crate::error::RlError;
 use crate::facts::{PENALTY_SEPARATOR, PENALTY_TAG};
 use crate::grammar::Kind;
@@ -151,32 +151,73 @@ pub fn with_penalty(state: Option<&[u8]>, p: &Penalty) -> Penalized {
     text
 }
 
-/// Decodes a value that `kind` must have written into its `N` fields.
+/// Decodes a value that `kind` must have written into its `N` fields (and
+/// nothing after them).
+#[cfg(test)]
 pub fn decode<const N: usize>(kind: Kind, bytes: &[u8]) -> Result<[u128; N], RlError> {
+    match decode_head::<N>(kind, bytes)? {
+        (fields, []) => Ok(fields),
+        _ => Err(RlError::ForeignValue(kind.label())),
+    }
+}
+
+/// Decodes the `N` fields a stored value starts with, and returns what
+/// follows them: nothing, or a penalty's separator and the penalty (see
+/// [`after_state`]). One pass over the fields' digits: the separator is found
+/// where the last field's digits end, not searched for.
+#[inline]
+pub fn decode_head<const N: usize>(
+    kind: Kind,
+    bytes: &[u8],
+) -> Result<([u128; N], &[u8]), RlError> {
     let foreign = || RlError::ForeignValue(kind.label());
-    let Some(mut rest) = bytes
-        .strip_prefix(kind.tag().as_bytes())
-        .and_then(|rest| rest.strip_prefix(b":"))
-    else {
-        return Err(misfiled(kind, bytes));
+    let (word, mask) = kind.tag_word();
+    let mut rest = match bytes.first_chunk::<8>() {
+        // A key's value is longer than a word (`store::SHORT_STRING`): its
+        // tag and `:` are told in one step.
+        Some(&head) if mask != 0 => match u64::from_le_bytes(head) & mask == word {
+            true => &bytes[(mask.count_ones() / 8) as usize..],
+            false => return Err(misfiled(kind, bytes)),
+        },
+        _ => bytes
+            .strip_prefix(kind.tag().as_bytes())
+            .and_then(|rest| rest.strip_prefix(b":"))
+            .ok_or_else(|| misfiled(kind, bytes))?,
     };
     let mut fields = [0u128; N];
     for (i, slot) in fields.iter_mut().enumerate() {
-        // The last field runs to the end: a further `:` is not a digit.
-        let end = match i + 1 == N {
-            true => rest.len(),
-            false => rest.iter().position(|&b| b == b':').ok_or_else(foreign)?,
-        };
-        *slot = parse_decimal(&rest[..end]).ok_or_else(foreign)?;
-        rest = rest.get(end + 1..).unwrap_or_default();
+        let (value, len) = parse_leading(rest).ok_or_else(foreign)?;
+        *slot = value;
+        rest = &rest[len..];
+        if i + 1 < N {
+            rest = rest.strip_prefix(b":").ok_or_else(foreign)?;
+        }
     }
-    Ok(fields)
+    Ok((fields, rest))
+}
+
+/// The penalty that follows a state's fields (`rest` from [`decode_head`]):
+/// `None` after a state alone, `Err` if what follows is not `|` and a penalty.
+pub fn after_state(rest: &[u8]) -> Result<Option<Penalty>, ()> {
+    match rest.split_first() {
+        None => Ok(None),
+        Some((&sep, penalty)) if sep == PENALTY_SEPARATOR.as_bytes()[0] => {
+            penalty_only(penalty).map(Some).ok_or(())
+        }
+        Some(_) => Err(()),
+    }
 }
 
 /// Why a value not starting with `<kind's tag>:` cannot be decoded: another
-/// algorithm's state, or not a state at all.
+/// algorithm's state (with or without a penalty after it), or not a state at
+/// all (a `|` not followed by a penalty included).
+#[cold]
 fn misfiled(kind: Kind, bytes: &[u8]) -> RlError {
-    let tag = bytes.split(|&b| b == b':').next().unwrap_or_default();
+    let Ok(split) = split_penalty(bytes) else {
+        return RlError::ForeignValue(kind.label());
+    };
+    let state = split.state.unwrap_or_default();
+    let tag = state.split(|&b| b == b':').next().unwrap_or_default();
     match Kind::ALL.iter().find(|k| k.tag().as_bytes() == tag) {
         Some(&found) if found != kind => RlError::OtherAlgorithm {
             found: found.label(),

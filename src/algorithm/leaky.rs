@@ -54,6 +54,7 @@ impl InstantLimiter for Leaky {
     }
 
     /// `drained_at` is the stored instant the queue is empty (`0` when absent).
+    #[inline(always)]
     fn decide(&self, drained_at: u128, now: u128, cost: u64) -> Outcome<u128> {
         let step = self.schedule().step(drained_at, now, cost);
         let queued_ns = step.queued_ns;

@@ -102,16 +102,16 @@ impl Decision {
 }
 
 impl Decision {
-    /// The decision with its waits capped at the expiry cap: every key is gone,
-    /// and its limiter idle, at [`MAX_EXPIRE_MS`] at the latest, so no reply
-    /// promises a wait beyond the key's real expiry.
-    pub fn within_expiry_cap(mut self, now: u128) -> Decision {
+    /// Caps the decision's waits at the expiry cap: every key is gone, and
+    /// its limiter idle, at [`MAX_EXPIRE_MS`] at the latest, so no reply
+    /// promises a wait beyond the key's real expiry. (In place: the decision
+    /// is not moved again on every call's path.)
+    pub fn cap_expiry(&mut self, now: u128) {
         let horizon = MAX_EXPIRE_NS.saturating_sub(now);
         self.reset_after_ns = self.reset_after_ns.min(horizon);
         if let Wait::After(ns) = self.retry_after {
             self.retry_after = Wait::After(ns.min(horizon));
         }
-        self
     }
 }
 
@@ -138,15 +138,24 @@ impl<S> Outcome<S> {
 
 /// Nanoseconds rounded up to whole milliseconds, saturating at `i64::MAX`.
 pub fn ms_ceil(ns: u128) -> i64 {
-    clamp_i64(ns.div_ceil(NANOS_PER_MS as u128))
+    clamp_i64(div_ceil_ms(ns))
+}
+
+/// `ns` in whole milliseconds, rounded up. A wait or an instant below 2^64 ns
+/// (every one before the year 2554) is divided as a u64: a division by a
+/// constant is then a multiplication, where a u128 one is a library call.
+#[inline(always)]
+fn div_ceil_ms(ns: u128) -> u128 {
+    match u64::try_from(ns) {
+        Ok(ns) => u128::from(ns.div_ceil(NANOS_PER_MS)),
+        Err(_) => ns.div_ceil(NANOS_PER_MS as u128),
+    }
 }
 
 /// An absolute time in nanoseconds as a Redis expiry in milliseconds, rounded up
 /// (a key must never expire before its state is idle) and capped at [`MAX_EXPIRE_MS`].
 pub fn expire_ms(at_ns: u128) -> u64 {
-    at_ns
-        .div_ceil(NANOS_PER_MS as u128)
-        .min(MAX_EXPIRE_MS as u128) as u64
+    div_ceil_ms(at_ns).min(MAX_EXPIRE_MS as u128) as u64
 }
 
 fn clamp_i64(v: u128) -> i64 {

@@ -64,6 +64,8 @@ pub trait InstantLimiter {
 
     /// Decides a request of `cost` units at `now`, given the stored instant
     /// `at` (`0` when the key is absent); the outcome's write is the new one.
+    /// (Inlined: its one caller is the decision on the key.)
+    #[inline(always)]
     fn decide(&self, at: u128, now: u128, cost: u64) -> Outcome<u128> {
         self.schedule()
             .step(at, now, cost)

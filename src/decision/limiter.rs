@@ -9,19 +9,25 @@ use crate::algorithm::penalty::Penalty;
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
 use crate::algorithm::{expire_ms, Outcome, Wait};
-use crate::codec::{decode, split_penalty, with_penalty, Fields};
+use std::cell::Cell;
+
+use crate::codec::{after_state, decode_head, penalty_only, split_penalty, with_penalty, Fields};
 use crate::error::RlError;
-use crate::facts::with_kinds;
+use crate::facts::{with_kinds, PENALTY_TAG};
 use crate::grammar::{Charge, Kind, Limiter, Request};
 use crate::store::{Held, Key, LogHead};
 
-/// A limiter's key as read for one decision: the key, what it holds (its
-/// state without a penalty; a key holding only a penalty is `Empty`), and a
-/// sliding log's lowest members (its penalty member, its oldest entry).
+/// A limiter's key as read for one decision: the key, what it holds (a
+/// string state, with the penalty that may follow it; a key holding only a
+/// penalty is `Empty`), and a sliding log's lowest members (its penalty
+/// member, its oldest entry).
 pub struct Stored<'k> {
     pub key: &'k Key,
     held: Held<'k>,
     log_head: Option<LogHead>,
+    /// What follows a string state's fields, once decoded: nothing, or its
+    /// penalty (see `codec::after_state`).
+    tail: Cell<&'k [u8]>,
 }
 
 /// What committing a decision does to its key. `Own`: the limiter's own
@@ -117,25 +123,58 @@ pub fn decide(
     req: &Request,
     now: u64,
 ) -> Result<Outcome<KeyWrite>, RlError> {
-    let (stored, before) = read(key, kind)?;
+    let (stored, alone) = open(key, kind)?;
     let own = decide_own(&stored, kind, req, now)?;
     if key.take_vanished() {
         return decide(key, kind, req, now);
     }
+    let before = match alone {
+        Some(p) => Some(p),
+        None => after_state(stored.tail.get()).map_err(|()| RlError::ForeignValue(kind.label()))?,
+    };
     let out = match before {
         None if req.penalty.is_none() => own.map_write(KeyWrite::Own),
         _ => judge(key, kind, req, now, before, own)?,
     };
-    Ok(Outcome {
-        decision: out.decision.within_expiry_cap(now.into()),
-        ..out
-    })
+    let mut out = out;
+    out.decision.cap_expiry(now.into());
+    Ok(out)
 }
 
 /// True if the key holds a penalty in force at `now` (a `BLOCK` call then
 /// waits only if the penalty ends within its time).
 pub fn penalized(key: &Key, kind: Kind, now: u64) -> Result<bool, RlError> {
     Ok(read(key, kind)?.1.is_some_and(|p| p.active(now)))
+}
+
+/// The key as a decision reads it, and its penalty if the key holds one
+/// apart from a state: a string holding only a penalty, or a sliding log's
+/// penalty member. The penalty after a string state is found by decoding the
+/// state (`Stored::tail`): every call reads its key through here, and the
+/// state's own digits end where a penalty would begin.
+#[inline(always)]
+fn open(key: &Key, kind: Kind) -> Result<(Stored<'_>, Option<Penalty>), RlError> {
+    let foreign = || RlError::ForeignValue(kind.label());
+    let (held, alone, log_head) = match key.held() {
+        Held::String(bytes) if bytes.first() == PENALTY_TAG.as_bytes().first() => {
+            match penalty_only(bytes) {
+                Some(p) => (Held::Empty, Some(p), None),
+                None => (Held::String(bytes), None, None),
+            }
+        }
+        Held::Zset if kind == Kind::SlidingLog => {
+            let head = key.log_head().map_err(|()| foreign())?;
+            (Held::Zset, head.penalty, Some(head))
+        }
+        held => (held, None, None),
+    };
+    let stored = Stored {
+        key,
+        held,
+        log_head,
+        tail: Cell::new(&[]),
+    };
+    Ok((stored, alone))
 }
 
 /// The key's state and penalty. A string's penalty follows its state; a
@@ -159,6 +198,7 @@ fn read(key: &Key, kind: Kind) -> Result<(Stored<'_>, Option<Penalty>), RlError>
         key,
         held,
         log_head,
+        tail: Cell::new(&[]),
     };
     Ok((stored, before))
 }
@@ -268,6 +308,11 @@ pub fn decide_log(
             }
             .ok_or_else(|| RlError::ForeignValue(kind.label()))?,
         ),
+        // A string's text is not a log's, unless it is a `|` and no penalty
+        // after it (what every string limiter reads first).
+        Held::String(bytes) if split_penalty(bytes).is_err() => {
+            return Err(RlError::ForeignValue(kind.label()))
+        }
         Held::String(_) | Held::ShortString | Held::Other => return Err(RlError::WrongType),
     };
     let view: &dyn LogView = match &log {
@@ -388,7 +433,11 @@ fn read_instant(key: &Stored, kind: Kind) -> Result<u128, RlError> {
 fn read_string<const N: usize>(key: &Stored, kind: Kind) -> Result<Option<[u128; N]>, RlError> {
     match key.held {
         Held::Empty => Ok(None),
-        Held::String(bytes) => decode::<N>(kind, bytes).map(Some),
+        Held::String(bytes) => {
+            let (fields, tail) = decode_head::<N>(kind, bytes)?;
+            key.tail.set(tail);
+            Ok(Some(fields))
+        }
         // Every state `kind` writes is longer: not read, so never re-encoded.
         Held::ShortString => Err(RlError::ForeignValue(kind.label())),
         Held::Zset | Held::Other => Err(RlError::WrongType),

@@ -89,15 +89,15 @@ pub fn parse_form(
             peek = true;
         } else if command && option.eq_ignore_ascii_case(b"BLOCK") {
             set_once(&mut block, "BLOCK", rest.next(), parse_block)?;
+        } else if kind == Kind::Gcra && option.eq_ignore_ascii_case(b"BURST") {
+            set_once(&mut burst, "BURST", rest.next(), |v| {
+                parse_count("BURST", v, MAX_COUNT)
+            })?;
         } else if form != Form::Peek && option.eq_ignore_ascii_case(b"PENALTY") {
             if penalty.is_some() {
                 return Err(RlError::RepeatedOption("PENALTY"));
             }
             penalty = Some(parse_penalty(&mut rest)?);
-        } else if kind == Kind::Gcra && option.eq_ignore_ascii_case(b"BURST") {
-            set_once(&mut burst, "BURST", rest.next(), |v| {
-                parse_count("BURST", v, MAX_COUNT)
-            })?;
         } else {
             let option = sanitize(option);
             let expected = expected_options(kind, form);

@@ -7,6 +7,25 @@ use std::ffi::CStr;
 pub use crate::facts::Kind;
 use crate::facts::{KindFacts, KINDS};
 
+/// [`Kind::tag_word`] of every kind, in the facts table's order.
+const TAG_WORDS: [(u64, u64); KINDS.len()] = {
+    let mut words = [(0, 0); KINDS.len()];
+    let mut i = 0;
+    while i < KINDS.len() {
+        let tag = KINDS[i].tag.as_bytes();
+        if tag.len() < 8 {
+            let (mut word, mut j) = ((b':' as u64) << (8 * tag.len()), 0);
+            while j < tag.len() {
+                word |= (tag[j] as u64) << (8 * j);
+                j += 1;
+            }
+            words[i] = (word, u64::MAX >> (8 * (7 - tag.len())));
+        }
+        i += 1;
+    }
+    words
+};
+
 impl Kind {
     /// This kind's row of the facts table.
     const fn facts(self) -> &'static KindFacts {
@@ -36,6 +55,14 @@ impl Kind {
     /// The prefix naming the algorithm in a stored value (`codec.rs`).
     pub fn tag(self) -> &'static str {
         self.facts().tag
+    }
+
+    /// `<tag>:` as the first bytes of a little-endian word, and the mask of
+    /// those bytes: a stored value's first eight bytes are compared with it
+    /// in one step. `(0, 0)` for a tag too long for a word (the sliding
+    /// log's, which no string state carries).
+    pub fn tag_word(self) -> (u64, u64) {
+        TAG_WORDS[self as usize]
     }
 
     /// Names of the positional parameters after the key.
