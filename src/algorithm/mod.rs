@@ -15,6 +15,7 @@
 
 use std::num::NonZeroU64;
 
+pub mod calendar;
 pub mod cell;
 pub mod fixed;
 pub mod gcra;

