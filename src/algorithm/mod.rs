@@ -22,6 +22,7 @@ pub mod gcra;
 pub mod leaky;
 pub mod lease;
 pub mod penalty;
+pub mod quota;
 pub mod schedule;
 pub mod sliding;
 pub mod sliding_log;
