@@ -456,6 +456,16 @@ server_tests! {
         assert_eq!(rl(c, "RL.QUOTA q 1 DAY")[..3], [1, 1, 0]);
         let text: String = run(c, "GET q");
         assert!(!text.contains("penalty"), "{text}: the penalty (no ESCALATE) is forgotten at its end");
+        // The longest states (a 32-byte zone, a 12-digit count, a penalty with
+        // its memory) are read whole by RL.PEEK's copy as well.
+        let long = "RL.QUOTA lq 1000000000000 MONTH TZ America/Argentina/ComodRivadavia ANCHOR 2001-01-31T23:59";
+        assert_eq!(rl(c, &format!("{long} COST 999999999999"))[0], 1);
+        assert_eq!(rl(c, &format!("{long} COST 2 PENALTY 1d ESCALATE 3650d"))[0], 0);
+        let text: String = run(c, "GET lq");
+        assert!(text.len() > 137 && text.contains("|penalty:"), "{text}");
+        let peek = long.replace("RL.QUOTA lq", "RL.PEEK QUOTA lq");
+        assert_eq!(rl(c, &peek)[..3], [0, 1_000_000_000_000, 0]);
+        assert_eq!(rl(c, &format!("{peek} COST 0"))[..3], [1, 1_000_000_000_000, 0]);
         set_clock(c, 0);
     }
 
