@@ -197,11 +197,11 @@ pub fn decode<const N: usize>(kind: Kind, bytes: &[u8]) -> Result<[u128; N], RlE
 }
 
 /// Decodes a quota's state: its three fields, and whether its calendar's
-/// text is `calendar` (any other non-empty text is another calendar).
+/// text is `calendar`'s (any other non-empty text is another calendar).
 pub fn decode_quota(
     kind: Kind,
     bytes: &[u8],
-    calendar: &[u8],
+    calendar: &Calendar,
 ) -> Result<([u64; 3], bool), RlError> {
     let foreign = || RlError::ForeignValue(kind.label());
     let Some(mut rest) = bytes
@@ -219,7 +219,7 @@ pub fn decode_quota(
     if rest.is_empty() {
         return Err(foreign());
     }
-    Ok((fields, rest == calendar))
+    Ok((fields, calendar.is_text(rest)))
 }
 
 /// Why a value not starting with `<kind's tag>:` cannot be decoded: another

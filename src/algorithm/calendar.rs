@@ -71,23 +71,22 @@ impl Anchor {
 
     /// Exactly `yyyy-mm-ddThh:mm` (`T` in either case).
     pub fn parse(b: &[u8]) -> Option<Anchor> {
-        if b.len() != 16 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') {
+        let b: &[u8; 16] = b.try_into().ok()?;
+        if b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' {
             return None;
         }
-        if b[13] != b':' {
+        let d = |i: usize| b[i].wrapping_sub(b'0');
+        const DIGITS: [usize; 12] = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15];
+        if DIGITS.iter().any(|&i| d(i) > 9) {
             return None;
         }
-        let num = |r: std::ops::Range<usize>| -> Option<u16> {
-            b[r].iter().try_fold(0u16, |acc, &c| {
-                c.is_ascii_digit().then(|| acc * 10 + u16::from(c - b'0'))
-            })
-        };
+        let two = |i: usize| d(i) * 10 + d(i + 1);
         let a = Anchor {
-            year: num(0..4)?,
-            month: num(5..7)? as u8,
-            day: num(8..10)? as u8,
-            hour: num(11..13)? as u8,
-            minute: num(14..16)? as u8,
+            year: u16::from(two(0)) * 100 + u16::from(two(2)),
+            month: two(5),
+            day: two(8),
+            hour: two(11),
+            minute: two(14),
         };
         let valid = a.year >= 1
             && (1..=12).contains(&a.month)
@@ -255,6 +254,29 @@ impl Calendar {
         buf[n + 17] = b' ';
         let len = n + 18 + self.zone.write(&mut buf, n + 18);
         Text { buf, len }
+    }
+
+    /// True if `stored` is this calendar's text (compared in place, without
+    /// writing the text out).
+    pub fn is_text(&self, stored: &[u8]) -> bool {
+        let word = self.unit.word().as_bytes();
+        let n = word.len();
+        let Some((head, zone)) = stored.split_at_checked(n + 18) else {
+            return false;
+        };
+        head[..n] == *word
+            && head[n] == b' '
+            && head[n + 1..n + 17] == self.anchor.text()
+            && head[n + 17] == b' '
+            && match self.zone {
+                Zone::Utc => zone == b"UTC",
+                Zone::Named(name) => zone == name.as_bytes(),
+                Zone::Offset(_) => {
+                    let mut buf = [0u8; TEXT_MAX];
+                    let len = self.zone.write(&mut buf, 0);
+                    zone == &buf[..len]
+                }
+            }
     }
 
     /// The period holding `now_ms`, from a small per-thread cache when a

@@ -282,6 +282,27 @@ fn grammar_and_text() {
         c.text().as_bytes(),
         b"DAY 2001-01-01T00:00 America/Argentina/ComodRivadavia"
     );
+    // A stored text is the calendar's exactly, compared in place.
+    let calendars = [
+        cal("MONTH", "2001-01-15T00:00", "Europe/Paris"),
+        cal("MONTH", "2001-01-15T00:00", "Europe/Berlin"),
+        cal("MONTH", "2001-01-16T00:00", "Europe/Paris"),
+        cal("WEEK", "2001-01-15T00:00", "Europe/Paris"),
+        cal("DAY", "2001-01-01T00:00", "UTC"),
+        cal("DAY", "2001-01-01T00:00", "+05:30"),
+        cal("DAY", "2001-01-01T00:00", "-05:30"),
+        cal("DAY", "2001-01-01T00:01", "-05:30"),
+    ];
+    for a in &calendars {
+        for b in &calendars {
+            assert_eq!(a.is_text(b.text().as_bytes()), a == b, "{a:?} {b:?}");
+        }
+        let text = a.text();
+        let t = text.as_bytes();
+        assert!(
+            !a.is_text(&t[..t.len() - 1]) && !a.is_text(&[t, b"x"].concat()) && !a.is_text(b"")
+        );
+    }
     for bad in ["YEAR", "DAYS", "", "D"] {
         assert_eq!(Unit::parse(bad.as_bytes()), None);
     }

@@ -263,9 +263,8 @@ pub fn decide_quota(
     let stored = match key.held {
         Held::Empty => None,
         Held::String(bytes) => {
-            let text = quota.calendar.text();
             let ([start_ms, end_ms, count], same_calendar) =
-                decode_quota(kind, bytes, text.as_bytes())?;
+                decode_quota(kind, bytes, &quota.calendar)?;
             Some(QuotaState {
                 start_ms,
                 end_ms,
