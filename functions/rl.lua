@@ -667,6 +667,7 @@ local function build()
     SLIDING = { command = 'rl.sliding', label = 'RL.SLIDING', tag = 'sliding', params = { 'limit', 'window' }, fcall = 'rl_sliding' },
     SLIDINGLOG = { command = 'rl.slidinglog', label = 'RL.SLIDINGLOG', tag = 'slidinglog', params = { 'limit', 'window' }, fcall = 'rl_slidinglog' },
     FIXED = { command = 'rl.fixed', label = 'RL.FIXED', tag = 'fixed', params = { 'limit', 'window' }, fcall = 'rl_fixed' },
+    QUOTA = { command = 'rl.quota', label = 'RL.QUOTA', tag = 'quota', params = { 'limit', 'unit' }, fcall = 'rl_quota' },
   }
 
   -- The error replies: a text, or a function of the text's arguments (in the order
@@ -683,6 +684,9 @@ local function build()
     cost_with_refund = 'ERR COST and REFUND cannot be used together',
     debit_with = function(option) return fmt('ERR DEBIT cannot be used with %s', option) end,
     escalate_below_penalty = 'ERR ESCALATE max must be at least PENALTY d',
+    bad_unit = 'ERR unit must be DAY, WEEK or MONTH',
+    unknown_zone = function(zone) return fmt("ERR unknown time zone '%s': expected UTC, an offset such as +05:30 or -08:00, or an IANA name such as Europe/Paris", zone) end,
+    bad_anchor = 'ERR ANCHOR must be a local date and time yyyy-mm-ddThh:mm (such as 2001-01-15T00:00)',
     clause_arity = function(algo) return fmt('ERR RL.ALL clause %s has too few parameters', algo) end,
     syntax = function(message) return fmt('ERR %s', message) end,
     wrong_type = 'WRONGTYPE Operation against a key holding the wrong kind of value',
@@ -706,13 +710,13 @@ local function build()
   -- The syntax error's fixed replies, by name.
   local MSG = {
     all_shape = 'ERR RL.ALL needs numkeys keys followed by one algorithm clause per key',
-    all_algorithm = 'ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
+    all_algorithm = 'ERR RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or QUOTA',
     all_clauses = 'ERR RL.ALL needs exactly one algorithm clause per key',
     all_distinct = 'ERR RL.ALL keys must be distinct',
-    peek_algorithm = 'ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE',
+    peek_algorithm = 'ERR RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED, QUOTA or ACQUIRE',
     lease_id = 'ERR lease_id must be 1 to 256 bytes',
     throttle_zero_rate = 'ERR count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate',
-    policy_algorithm = 'ERR RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED',
+    policy_algorithm = 'ERR RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or QUOTA',
     policy_line_long = 'ERR a line is longer than 1024 bytes',
     policy_long = "ERR a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes",
     policy_file_large = 'ERR larger than 16777216 bytes',

@@ -52,6 +52,11 @@ COMMANDS = [
     ("RL.SLIDING", ["RL.SLIDING", "k:__rand_int__", "100", "1h"]),
     ("RL.SLIDINGLOG", ["RL.SLIDINGLOG", "k:__rand_int__", "100", "1h"]),
     ("RL.FIXED", ["RL.FIXED", "k:__rand_int__", "100", "1h"]),
+    # The calendar's fixed window: UTC by default, and a zone with DST and an anchor (a
+    # period is computed on an absent key, then read from the key: no time zone work).
+    ("RL.QUOTA", ["RL.QUOTA", "k:__rand_int__", "100", "DAY"]),
+    ("RL.QUOTA TZ Europe/Paris ANCHOR", ["RL.QUOTA", "k:__rand_int__", "100", "MONTH", "TZ",
+                                         "Europe/Paris", "ANCHOR", "2001-01-15T00:00"]),
     # The same limiters by name: RL.LIMIT against its command with the parameters spelt out.
     ("RL.LIMIT by RL.GCRA policy", ["RL.LIMIT", "k:__rand_int__", "gcra"]),
     ("RL.LIMIT by RL.SLIDINGLOG policy", ["RL.LIMIT", "k:__rand_int__", "log"]),

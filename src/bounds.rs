@@ -26,10 +26,11 @@ pub const MAX_LAYERS: u64 = facts::MAX_LAYERS;
 /// Lease ids are 1 to this many bytes (any bytes).
 pub const MAX_LEASE_ID: usize = facts::MAX_LEASE_ID;
 /// The most bytes `RL.PEEK`'s read-only handle copies of a string value. Every
-/// state the module writes is shorter (a tag and at most three 38-digit fields),
-/// so a longer value is foreign whatever its further bytes: the copy decides as
-/// the whole value would.
-pub const COPY_MAX: usize = 137;
+/// state the module writes is shorter (a tag and at most three 38-digit fields,
+/// or a quota's three counts and calendar, with a penalty after either: at most
+/// `codec::Penalized`'s 216 bytes), so a longer value is foreign whatever its
+/// further bytes: the copy decides as the whole value would.
+pub const COPY_MAX: usize = 256;
 /// The most lapsed sorted-set entries (sliding-log entries or leases) one
 /// write removes; the rest leave with later writes or the key's expiry.
 pub use crate::algorithm::sliding_log::TRIM_MAX;

@@ -8,6 +8,13 @@
 //! | `RL.LEAKY` | `leaky:<drained_at_ns>` |
 //! | `RL.FIXED` | `fixed:<window_start_ms>:<count>` |
 //! | `RL.SLIDING` | `sliding:<window_start_ms>:<previous>:<current>` |
+//! | `RL.QUOTA` | `quota:<period_start_ms>:<period_end_ms>:<count>:<calendar>` |
+//!
+//! A quota's `<calendar>` is the canonical text `<UNIT> <anchor> <zone>`: the
+//! unit upper-case (`DAY`, `WEEK`, `MONTH`), the anchor `yyyy-mm-ddThh:mm`,
+//! the zone `UTC`, a fixed offset `+05:30`/`-08:00`, or an IANA name as the
+//! bundled database spells it: `quota:1764547200000:1767225600000:42:MONTH
+//! 2001-01-15T00:00 Europe/Paris` (`algorithm::calendar`).
 //!
 //! The tags are `Kind::tag` (facts/rl.toml's `kinds`).
 //!
@@ -20,6 +27,7 @@
 //! admitted request (legacy keys: a bare `<ns>` per unit), scored by the
 //! nanosecond's microsecond (see `algorithm::sliding_log`).
 
+use crate::algorithm::calendar::Calendar;
 use crate::algorithm::penalty::Penalty;
 use crate::decimal::{parse_leading, parse_u64, StackBytes};
 use crate::error::RlError;
@@ -59,6 +67,8 @@ pub struct Fields {
     kind: Kind,
     values: [u128; 3],
     len: u8,
+    /// A quota's calendar, written after the fields.
+    calendar: Option<Calendar>,
 }
 
 impl Fields {
@@ -70,6 +80,15 @@ impl Fields {
             kind,
             values,
             len: N as u8,
+            calendar: None,
+        }
+    }
+
+    /// A quota's state: its period, its count and its calendar.
+    pub fn quota(kind: Kind, fields: [u64; 3], calendar: Calendar) -> Fields {
+        Fields {
+            calendar: Some(calendar),
+            ..Fields::new(kind, fields.map(u128::from))
         }
     }
 
@@ -81,6 +100,10 @@ impl Fields {
         text.push(self.kind.tag().as_bytes());
         for &value in &self.values[..self.len as usize] {
             push_field(&mut text, value);
+        }
+        if let Some(calendar) = &self.calendar {
+            text.push(b":");
+            text.push(calendar.text().as_bytes());
         }
         text
     }
@@ -206,6 +229,35 @@ pub fn after_state(rest: &[u8]) -> Result<Option<Penalty>, ()> {
         }
         Some(_) => Err(()),
     }
+}
+
+/// Decodes a quota's state: its three fields, whether its calendar's text
+/// is `calendar`'s (any other non-empty text is another calendar), and what
+/// follows the calendar (nothing, or a penalty: see [`after_state`]).
+pub fn decode_quota<'b>(
+    kind: Kind,
+    bytes: &'b [u8],
+    calendar: &Calendar,
+) -> Result<([u64; 3], bool, &'b [u8]), RlError> {
+    let foreign = || RlError::ForeignValue(kind.label());
+    let Some(mut rest) = bytes
+        .strip_prefix(kind.tag().as_bytes())
+        .and_then(|rest| rest.strip_prefix(b":"))
+    else {
+        return Err(misfiled(kind, bytes));
+    };
+    let mut fields = [0u64; 3];
+    for slot in fields.iter_mut() {
+        let end = rest.iter().position(|&b| b == b':').ok_or_else(foreign)?;
+        *slot = parse_u64(&rest[..end]).ok_or_else(foreign)?;
+        rest = &rest[end + 1..];
+    }
+    // A calendar's text has no `|`: one there starts the penalty.
+    let (text, tail) = rest.split_at(memchr::memchr(b'|', rest).unwrap_or(rest.len()));
+    if text.is_empty() {
+        return Err(foreign());
+    }
+    Ok((fields, calendar.is_text(text), tail))
 }
 
 /// Why a value not starting with `<kind's tag>:` cannot be decoded: another

@@ -52,6 +52,14 @@ pub fn option(token: &'static CStr, name: &'static CStr) -> Arg {
         ..integer(name)
     }
 }
+/// An optional `TOKEN value` pair whose value is a string.
+pub fn string_option(token: &'static CStr, name: &'static CStr) -> Arg {
+    Arg {
+        token: Some(token),
+        optional: true,
+        ..string(name)
+    }
+}
 /// An optional bare token, like `PEEK`.
 pub fn flag(token: &'static CStr, name: &'static CStr) -> Arg {
     Arg {
@@ -96,6 +104,14 @@ fn arg(name: &'static CStr, kind: raw::RedisModuleCommandArgType) -> Arg {
 pub fn optional(arg: Arg) -> Arg {
     Arg {
         optional: true,
+        ..arg
+    }
+}
+
+/// `arg`, required.
+pub fn required(arg: Arg) -> Arg {
+    Arg {
+        optional: false,
         ..arg
     }
 }

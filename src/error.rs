@@ -51,6 +51,15 @@ pub enum RlError {
     /// `PENALTY d ESCALATE max` with `max < d`.
     #[error(fmt = errors::escalate_below_penalty)]
     EscalateBelowPenalty,
+    /// `RL.QUOTA`'s unit is not `DAY`, `WEEK` or `MONTH`.
+    #[error(fmt = errors::bad_unit)]
+    BadUnit,
+    /// `TZ zone` names no zone (the name as given, sanitized).
+    #[error(fmt = errors::unknown_zone)]
+    UnknownZone(String),
+    /// `ANCHOR a` is not a real local date and time `yyyy-mm-ddThh:mm`.
+    #[error(fmt = errors::bad_anchor)]
+    BadAnchor,
     #[error(fmt = errors::clause_arity)]
     ClauseArity(&'static str),
     #[error(fmt = errors::syntax)]

@@ -16,16 +16,18 @@ pub enum Kind {
     Sliding,
     SlidingLog,
     Fixed,
+    Quota,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Gcra,
         Kind::TokenBucket,
         Kind::Leaky,
         Kind::Sliding,
         Kind::SlidingLog,
         Kind::Fixed,
+        Kind::Quota,
     ];
 }
 
@@ -46,7 +48,7 @@ pub struct KindFacts {
 }
 
 /// Each kind's facts, at `kind as usize`.
-pub const KINDS: [KindFacts; 6] = [
+pub const KINDS: [KindFacts; 7] = [
     KindFacts {
         algo: "GCRA",
         command: c"rl.gcra",
@@ -95,6 +97,14 @@ pub const KINDS: [KindFacts; 6] = [
         params: &["limit", "window"],
         fcall: "rl_fixed",
     },
+    KindFacts {
+        algo: "QUOTA",
+        command: c"rl.quota",
+        label: "RL.QUOTA",
+        tag: "quota",
+        params: &["limit", "unit"],
+        fcall: "rl_quota",
+    },
 ];
 
 /// Calls `$callback!` with every kind as `Variant(module)`, in `Kind::ALL` order: the
@@ -103,7 +113,7 @@ pub const KINDS: [KindFacts; 6] = [
 /// (`crate::algorithm::<module>::<Variant>`) and its file in `crate::kinds`.
 macro_rules! with_kinds {
     ($callback:ident) => {
-        $callback! { Gcra(gcra), TokenBucket(token_bucket), Leaky(leaky), Sliding(sliding), SlidingLog(sliding_log), Fixed(fixed) }
+        $callback! { Gcra(gcra), TokenBucket(token_bucket), Leaky(leaky), Sliding(sliding), SlidingLog(sliding_log), Fixed(fixed), Quota(quota) }
     };
 }
 pub(crate) use with_kinds;
@@ -229,6 +239,18 @@ pub mod errors {
         f.write_str("ERR ESCALATE max must be at least PENALTY d")
     }
 
+    pub fn bad_unit(f: &mut Formatter<'_>) -> Result {
+        f.write_str("ERR unit must be DAY, WEEK or MONTH")
+    }
+
+    pub fn unknown_zone(zone: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR unknown time zone '{zone}': expected UTC, an offset such as +05:30 or -08:00, or an IANA name such as Europe/Paris")
+    }
+
+    pub fn bad_anchor(f: &mut Formatter<'_>) -> Result {
+        f.write_str("ERR ANCHOR must be a local date and time yyyy-mm-ddThh:mm (such as 2001-01-15T00:00)")
+    }
+
     pub fn clause_arity(algo: impl Display, f: &mut Formatter<'_>) -> Result {
         write!(f, "ERR RL.ALL clause {algo} has too few parameters")
     }
@@ -305,13 +327,13 @@ pub mod errors {
 /// The `syntax` error's fixed texts (`RlError::Syntax`).
 pub mod messages {
     pub const ALL_SHAPE: &str = "RL.ALL needs numkeys keys followed by one algorithm clause per key";
-    pub const ALL_ALGORITHM: &str = "RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED";
+    pub const ALL_ALGORITHM: &str = "RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or QUOTA";
     pub const ALL_CLAUSES: &str = "RL.ALL needs exactly one algorithm clause per key";
     pub const ALL_DISTINCT: &str = "RL.ALL keys must be distinct";
-    pub const PEEK_ALGORITHM: &str = "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE";
+    pub const PEEK_ALGORITHM: &str = "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED, QUOTA or ACQUIRE";
     pub const LEASE_ID: &str = "lease_id must be 1 to 256 bytes";
     pub const THROTTLE_ZERO_RATE: &str = "count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate";
-    pub const POLICY_ALGORITHM: &str = "RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED";
+    pub const POLICY_ALGORITHM: &str = "RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or QUOTA";
     pub const POLICY_LINE_LONG: &str = "a line is longer than 1024 bytes";
     pub const POLICY_LONG: &str = "a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes";
     pub const POLICY_FILE_LARGE: &str = "larger than 16777216 bytes";

@@ -6,14 +6,16 @@
 use proptest::collection::vec;
 use proptest::prelude::*;
 
+use crate::algorithm::calendar::{Anchor, Calendar, Unit, Zone};
 use crate::algorithm::fixed::FixedState;
+use crate::algorithm::quota::{Quota, QuotaState};
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::testing::VecLog;
 use crate::algorithm::sliding_log::{score_of, Entry, SlidingLog};
 use crate::algorithm::{expire_ms, Decision, Wait};
 use crate::bounds::{MAX_COST, MAX_COUNT, MAX_DURATION_MS};
-use crate::codec::{decode, encode};
+use crate::codec::{decode, decode_quota, encode, Fields};
 use crate::config::Caps;
 use crate::grammar::{parse, Kind, Limiter};
 
@@ -102,6 +104,7 @@ fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
     let mut instant = 0u128;
     let (mut fixed, mut sliding, mut log) =
         (None::<FixedState>, None::<SlidingState>, VecLog::default());
+    let mut quota = None::<QuotaState>;
     for (step, &cost) in steps.iter().zip(costs.iter().cycle()) {
         now = (i128::from(now) + step).clamp(0, i128::from(u64::MAX)) as u64;
         let wide = u128::from(now);
@@ -139,6 +142,30 @@ fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
                     assert_eq!(decode::<3>(Kind::Sliding, text.as_bytes()).unwrap(), fields);
                     expire_ms(crate::algorithm::sliding::idle_at_ns(&s, p.window_ns));
                     sliding = Some(s);
+                }
+                out.decision
+            }
+            Limiter::Quota(p) => {
+                let out = p.decide(quota, now, cost).expect("a period");
+                if let Some(w) = out.write {
+                    assert!(
+                        w.start_ms <= now / 1_000_000
+                            || quota.is_some_and(|q| q.start_ms == w.start_ms)
+                    );
+                    assert!(now / 1_000_000 < w.end_ms);
+                    let fields = [w.start_ms, w.end_ms, w.count];
+                    let text = Fields::quota(Kind::Quota, fields, p.calendar).encode();
+                    assert_eq!(
+                        decode_quota(Kind::Quota, text.as_bytes(), &p.calendar).unwrap(),
+                        (fields, true, &b""[..])
+                    );
+                    assert!(text.as_bytes().ends_with(p.calendar.text().as_bytes()));
+                    quota = Some(QuotaState {
+                        start_ms: w.start_ms,
+                        end_ms: w.end_ms,
+                        count: w.count,
+                        same_calendar: true,
+                    });
                 }
                 out.decision
             }
@@ -237,7 +264,43 @@ pub(crate) fn limiter() -> impl Strategy<Value = Limiter> {
         )),
         (count(), duration_ns())
             .prop_map(|(limit, window_ns)| Limiter::Fixed(Fixed::new(limit, window_ns).unwrap())),
+        (count(), calendar()).prop_map(|(limit, calendar)| Limiter::Quota(Quota {
+            limit: std::num::NonZeroU64::new(limit).unwrap(),
+            calendar,
+        })),
     ]
+}
+
+/// A quota's calendar: any unit and anchor, in zones with gaps, folds,
+/// half-hour shifts and a skipped day.
+pub(crate) fn calendar() -> impl Strategy<Value = Calendar> {
+    const ZONES: [&str; 8] = [
+        "UTC",
+        "+05:30",
+        "-08:00",
+        "America/New_York",
+        "Europe/Paris",
+        "Australia/Lord_Howe",
+        "Pacific/Apia",
+        "Asia/Kolkata",
+    ];
+    (
+        proptest::sample::select(&["DAY", "WEEK", "MONTH"][..]),
+        proptest::sample::select(&ZONES[..]),
+        1u16..=9999,
+        1u8..=12,
+        1u8..=31,
+        0u8..24,
+        0u8..60,
+    )
+        .prop_map(|(unit, zone, y, mo, d, h, mi)| {
+            let text = format!("{y:04}-{mo:02}-{:02}T{h:02}:{mi:02}", d.min(28));
+            Calendar {
+                unit: Unit::parse(unit.as_bytes()).unwrap(),
+                anchor: Anchor::parse(text.as_bytes()).unwrap(),
+                zone: Zone::parse(zone.as_bytes()).unwrap(),
+            }
+        })
 }
 
 proptest! {
@@ -258,6 +321,7 @@ proptest! {
                 Limiter::Sliding(p) => ok_count(p.limit.get()) && ok_duration(p.window_ns.get()),
                 Limiter::SlidingLog(p) => p.limit.get() <= Caps::default().sliding_log_max && ok_duration(p.window_ns.get()),
                 Limiter::Fixed(p) => ok_count(p.limit.get()) && ok_duration(p.window_ns.get()),
+                Limiter::Quota(p) => ok_count(p.limit.get()),
             };
             prop_assert!(in_range, "out of range: {:?}", req);
         }
@@ -265,12 +329,14 @@ proptest! {
 
     /// Decoding any bytes as any state never panics.
     #[test]
-    fn codec_survives_any_bytes(kind in kind(), bytes in vec(any::<u8>(), 0..64), prefix in proptest::sample::select(&["gcra:", "fixed:", "sliding:", "bucket:", ""][..])) {
+    fn codec_survives_any_bytes(kind in kind(), bytes in vec(any::<u8>(), 0..64), prefix in proptest::sample::select(&["gcra:", "fixed:", "sliding:", "bucket:", "quota:", "quota:1:2:3:", ""][..])) {
         let mut value = prefix.as_bytes().to_vec();
         value.extend(bytes);
         let _ = decode::<1>(kind, &value);
         let _ = decode::<2>(kind, &value);
         let _ = decode::<3>(kind, &value);
+        let utc = Calendar { unit: Unit::Day, anchor: Anchor::DEFAULT, zone: Zone::Utc };
+        let _ = decode_quota(kind, &value, &utc);
     }
 }
 

@@ -8,6 +8,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use crate::algorithm::fixed::FixedState;
+use crate::algorithm::quota::QuotaState;
 use crate::algorithm::schedule::{InstantLimiter, Schedule};
 use crate::algorithm::sliding::SlidingState;
 use crate::algorithm::sliding_log::testing::VecLog;
@@ -23,6 +24,7 @@ enum Held {
     Fixed(Option<FixedState>),
     Sliding(Option<SlidingState>),
     Log(VecLog),
+    Quota(Option<QuotaState>),
 }
 
 impl Held {
@@ -32,6 +34,7 @@ impl Held {
             Limiter::Fixed(_) => Held::Fixed(None),
             Limiter::Sliding(_) => Held::Sliding(None),
             Limiter::SlidingLog(_) => Held::Log(VecLog::default()),
+            Limiter::Quota(_) => Held::Quota(None),
         }
     }
 }
@@ -73,6 +76,21 @@ fn run(l: &Limiter, held: &Held, now: u64, n: u64, charge: Charge) -> Option<(De
                 Charge::Debit => p.debit(*s, now, n),
             };
             (out.decision, Held::Sliding(out.write.or(*s)))
+        }
+        (Limiter::Quota(p), Held::Quota(s)) => {
+            let out = match charge {
+                Charge::Cost => p.decide(*s, now, n),
+                Charge::Refund => p.refund(*s, now, n),
+                Charge::Debit => p.debit(*s, now, n),
+            }
+            .expect("a period");
+            let written = out.write.map(|w| QuotaState {
+                start_ms: w.start_ms,
+                end_ms: w.end_ms,
+                count: w.count,
+                same_calendar: true,
+            });
+            (out.decision, Held::Quota(written.or(*s)))
         }
         (Limiter::SlidingLog(p), Held::Log(log)) => {
             let mut after = log.clone();
@@ -123,6 +141,12 @@ fn held_and_cap(l: &Limiter, held: &Held, now: u64) -> (u128, u128) {
         (Limiter::Sliding(p), Held::Sliding(s)) => (
             s.filter(|s| current(s.start_ms, p.window_ns.get(), now))
                 .map_or(0, |s| s.current)
+                .into(),
+            (p.limit.get() + MAX_DEBT).into(),
+        ),
+        (Limiter::Quota(p), Held::Quota(s)) => (
+            s.filter(|s| u128::from(now) < u128::from(s.end_ms) * 1_000_000)
+                .map_or(0, |s| s.count)
                 .into(),
             (p.limit.get() + MAX_DEBT).into(),
         ),

@@ -15,12 +15,14 @@
 
 use std::num::NonZeroU64;
 
+pub mod calendar;
 pub mod cell;
 pub mod fixed;
 pub mod gcra;
 pub mod leaky;
 pub mod lease;
 pub mod penalty;
+pub mod quota;
 pub mod schedule;
 pub mod sliding;
 pub mod sliding_log;

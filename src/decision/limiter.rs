@@ -6,12 +6,15 @@
 //! instant, a window's counts, or a log.
 
 use crate::algorithm::penalty::Penalty;
+use crate::algorithm::quota::{Quota, QuotaState};
 use crate::algorithm::schedule::InstantLimiter;
 use crate::algorithm::sliding_log::{Corrupt, Entry, LogRefund, LogView, LogWrite, SlidingLog};
 use crate::algorithm::{expire_ms, Outcome, Wait};
 use std::cell::Cell;
 
-use crate::codec::{after_state, decode_head, penalty_only, split_penalty, with_penalty, Fields};
+use crate::codec::{
+    after_state, decode_head, decode_quota, penalty_only, split_penalty, with_penalty, Fields,
+};
 use crate::error::RlError;
 use crate::facts::{with_kinds, PENALTY_TAG};
 use crate::grammar::{Charge, Kind, Limiter, Request};
@@ -284,6 +287,50 @@ pub fn decide_window<S, const N: usize>(
         Some((fields, idle_at_ns)) => Write::Set {
             state: Fields::new(kind, fields),
             expire_ms: expire_ms(idle_at_ns),
+        },
+    }))
+}
+
+/// Decides with a calendar quota: its state is a period, a count and the
+/// calendar's text (compared with the call's, never parsed: another text is
+/// another calendar). The key goes when a refund leaves it idle.
+// (Not inlined: the calendar's code would weigh on every other kind's call.)
+#[inline(never)]
+pub fn decide_quota(
+    key: &Stored,
+    kind: Kind,
+    quota: &Quota,
+    req: &Request,
+    now: u64,
+) -> Result<Outcome<Write>, RlError> {
+    let stored = match key.held {
+        Held::Empty => None,
+        Held::String(bytes) => {
+            let ([start_ms, end_ms, count], same_calendar, tail) =
+                decode_quota(kind, bytes, &quota.calendar)?;
+            key.tail.set(tail);
+            Some(QuotaState {
+                start_ms,
+                end_ms,
+                count,
+                same_calendar,
+            })
+        }
+        Held::ShortString => return Err(RlError::ForeignValue(kind.label())),
+        Held::Zset | Held::Other => return Err(RlError::WrongType),
+    };
+    let n = req.cost;
+    let out = match req.charge {
+        Charge::Cost => quota.decide(stored, now, n),
+        Charge::Refund => quota.refund(stored, now, n),
+        Charge::Debit => quota.debit(stored, now, n),
+    }
+    .ok_or(RlError::Internal(kind.label()))?;
+    Ok(out.map_write(|w| match w.count {
+        0 => Write::Delete,
+        count => Write::Set {
+            state: Fields::quota(kind, [w.start_ms, w.end_ms, count], quota.calendar),
+            expire_ms: w.end_ms.min(crate::algorithm::MAX_EXPIRE_MS),
         },
     }))
 }

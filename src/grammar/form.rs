@@ -6,7 +6,7 @@
 
 use super::amount::{Amount, Charge};
 use super::block::parse_block;
-use super::limiter::{Limiter, Params};
+use super::limiter::{CalendarOptions, Limiter, Params};
 use super::scalars::{parse_count, parse_duration, set_once};
 use super::Kind;
 use crate::algorithm::penalty::Rule;
@@ -74,6 +74,7 @@ pub fn parse_form(
     let mut burst = None;
     let mut block = None;
     let mut penalty = None;
+    let mut calendar = CalendarOptions::default();
     let mut peek = false;
     let mut rest = options.iter();
     let command = form == Form::Command;
@@ -93,6 +94,10 @@ pub fn parse_form(
             set_once(&mut burst, "BURST", rest.next(), |v| {
                 parse_count("BURST", v, MAX_COUNT)
             })?;
+        } else if kind == Kind::Quota && option.eq_ignore_ascii_case(b"TZ") {
+            calendar.zone = Some(word_once(calendar.zone, "TZ", rest.next())?);
+        } else if kind == Kind::Quota && option.eq_ignore_ascii_case(b"ANCHOR") {
+            calendar.anchor = Some(word_once(calendar.anchor, "ANCHOR", rest.next())?);
         } else if form != Form::Peek && option.eq_ignore_ascii_case(b"PENALTY") {
             if penalty.is_some() {
                 return Err(RlError::RepeatedOption("PENALTY"));
@@ -128,7 +133,7 @@ pub fn parse_form(
     let (cost, charge) = amount.finish(peek, block.is_some())?;
 
     // The kind reads its positionals after every option is checked.
-    let limiter = Limiter::build(kind, &Params::new(kind, positional, burst, caps))?;
+    let limiter = Limiter::build(kind, &Params::new(kind, positional, burst, calendar, caps))?;
     Ok(Request {
         limiter,
         cost,
@@ -137,6 +142,19 @@ pub fn parse_form(
         block,
         penalty,
     })
+}
+
+/// The value of option `name`, given once (`slot` holds an earlier one).
+fn word_once<'a>(
+    slot: Option<&'a [u8]>,
+    name: &'static str,
+    value: Option<&&'a [u8]>,
+) -> Result<&'a [u8], RlError> {
+    match (slot, value) {
+        (Some(_), _) => Err(RlError::RepeatedOption(name)),
+        (None, None) => Err(RlError::MissingValue(name)),
+        (None, Some(&v)) => Ok(v),
+    }
 }
 
 /// `d [ESCALATE max]` after `PENALTY`: two durations, `max >= d`.
@@ -172,6 +190,10 @@ pub fn parse_penalty(rest: &mut std::slice::Iter<'_, &[u8]>) -> Result<Rule, RlE
 fn expected_options(kind: Kind, form: Form) -> &'static str {
     match (kind, form) {
         (Kind::Gcra, Form::Command) => "BURST, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY",
+        (Kind::Quota, Form::Command) => "TZ, ANCHOR, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY",
+        (Kind::Quota, Form::Clause) => "TZ, ANCHOR, COST, REFUND, DEBIT or PENALTY",
+        (Kind::Quota, Form::Peek) => "TZ, ANCHOR or COST",
+        (Kind::Quota, Form::Policy) => "TZ, ANCHOR, PENALTY or SHADOW",
         (_, Form::Command) => "COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY",
         (Kind::Gcra, Form::Clause) => "BURST, COST, REFUND, DEBIT or PENALTY",
         (_, Form::Clause) => "COST, REFUND, DEBIT or PENALTY",

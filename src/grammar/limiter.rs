@@ -22,7 +22,15 @@ pub struct Params<'a> {
     names: &'static [&'static str],
     positional: &'a [&'a [u8]],
     burst: Option<u64>,
+    calendar: CalendarOptions<'a>,
     caps: Caps,
+}
+
+/// `RL.QUOTA`'s options, as given: `TZ zone` and `ANCHOR a`.
+#[derive(Clone, Copy, Default)]
+pub struct CalendarOptions<'a> {
+    pub zone: Option<&'a [u8]>,
+    pub anchor: Option<&'a [u8]>,
 }
 
 impl<'a> Params<'a> {
@@ -30,6 +38,7 @@ impl<'a> Params<'a> {
         kind: Kind,
         positional: &'a [&'a [u8]],
         burst: Option<u64>,
+        calendar: CalendarOptions<'a>,
         caps: Caps,
     ) -> Self {
         let names = kind.positionals();
@@ -38,8 +47,24 @@ impl<'a> Params<'a> {
             names,
             positional,
             burst,
+            calendar,
             caps,
         }
+    }
+
+    /// Positional `i` as given.
+    pub fn positional(&self, i: usize) -> &'a [u8] {
+        self.positional[i]
+    }
+
+    /// `TZ zone`, if given (only RL.QUOTA's grammar reads it).
+    pub fn zone(&self) -> Option<&'a [u8]> {
+        self.calendar.zone
+    }
+
+    /// `ANCHOR a`, if given (only RL.QUOTA's grammar reads it).
+    pub fn anchor(&self) -> Option<&'a [u8]> {
+        self.calendar.anchor
     }
 
     /// Positional `i` as a count from 1 to `MAX_COUNT`.

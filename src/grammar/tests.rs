@@ -339,3 +339,48 @@ fn each_form_lists_exactly_the_options_it_takes() {
 fn cost_zero_is_valid() {
     assert_eq!(p(Kind::Sliding, "5 1m COST 0").unwrap().cost, 0);
 }
+
+#[test]
+fn quota_takes_a_unit_and_its_calendar_options_in_every_form() {
+    use crate::algorithm::calendar::{Anchor, Calendar, Unit, Zone};
+    let calendar = |args: &str, f: Form| match form(Kind::Quota, args, f).unwrap().limiter {
+        Limiter::Quota(q) => (q.limit.get(), q.calendar),
+        other => panic!("{other:?}"),
+    };
+    let default = Calendar {
+        unit: Unit::Day,
+        anchor: Anchor::DEFAULT,
+        zone: Zone::Utc,
+    };
+    assert_eq!(calendar("7 day", Form::Command), (7, default));
+    let (_, c) = calendar(
+        "7 MONTH COST 2 anchor 2001-01-31T08:00 tz europe/paris PEEK",
+        Form::Command,
+    );
+    assert_eq!(c.text().as_bytes(), b"MONTH 2001-01-31T08:00 Europe/Paris");
+    for f in [Form::Clause, Form::Peek, Form::Policy] {
+        let (_, c) = calendar("7 WEEK TZ -08:00 ANCHOR 2026-01-04T09:00", f);
+        assert_eq!(c.text().as_bytes(), b"WEEK 2026-01-04T09:00 -08:00");
+    }
+    for (args, f, error) in [
+        ("7 YEAR", Form::Command, "ERR unit must be DAY, WEEK or MONTH"),
+        ("0 DAY TZ Nowhere", Form::Command, "ERR limit must be an integer from 1 to 1000000000000"),
+        ("7 DAY TZ Nowhere", Form::Clause, "ERR unknown time zone 'Nowhere': expected UTC, an offset such as +05:30 or -08:00, or an IANA name such as Europe/Paris"),
+        ("7 DAY ANCHOR 2001-02-29T00:00", Form::Peek, "ERR ANCHOR must be a local date and time yyyy-mm-ddThh:mm (such as 2001-01-15T00:00)"),
+        ("7 DAY TZ UTC tz UTC", Form::Command, "ERR option TZ given more than once"),
+        ("7 DAY ANCHOR", Form::Policy, "ERR option ANCHOR needs a value"),
+        ("7 DAY BURST 2", Form::Command, "ERR unknown option 'BURST' for 'rl.quota' (expected TZ, ANCHOR, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY)"),
+        ("7 DAY PEEK", Form::Clause, "ERR unknown option 'PEEK' in RL.ALL clause QUOTA (expected TZ, ANCHOR, COST, REFUND, DEBIT or PENALTY)"),
+        ("7 DAY PENALTY 1s", Form::Peek, "ERR unknown option 'PENALTY' for 'rl.peek' (expected TZ, ANCHOR or COST)"),
+        ("7 DAY COST 1", Form::Policy, "ERR unknown option 'COST' for 'rl.policy|set' (expected TZ, ANCHOR, PENALTY or SHADOW)"),
+        // Every option is checked before the parameters: an unknown one is named first.
+        ("7 YEAR FOO", Form::Command, "ERR unknown option 'FOO' for 'rl.quota' (expected TZ, ANCHOR, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY)"),
+    ] {
+        assert_eq!(text(form(Kind::Quota, args, f)), error, "{args}");
+    }
+    // TZ and ANCHOR belong to RL.QUOTA only.
+    assert_eq!(
+        text(p(Kind::Fixed, "5 1s TZ UTC")),
+        "ERR unknown option 'TZ' for 'rl.fixed' (expected COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY)"
+    );
+}

@@ -45,6 +45,7 @@ mod policy_file_safety;
 mod policy_restart;
 mod policy_waits;
 mod production;
+mod quota;
 mod realtime;
 mod refund;
 mod replication;

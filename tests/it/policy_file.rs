@@ -85,7 +85,7 @@ server_tests! {
         let before = list(c);
         let file = path.display();
         for (text, error) in [
-            ("free FIXED 5 1m\nbroken\n", format!("ERR policy file {file} line 2: RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED")),
+            ("free FIXED 5 1m\nbroken\n", format!("ERR policy file {file} line 2: RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or QUOTA")),
             ("free GCRA 5 1m\n", format!("ERR policy file {file} line 1: policy 'free' is FIXED: DEL it before giving it another algorithm")),
             (&format!("free FIXED 5 1m\n{}\n", "#".repeat(1_025)), format!("ERR policy file {file} line 2: a line is longer than 1024 bytes")),
             ("digest FIXED 5 1m\n", format!("ERR policy file {file} line 1: the policy name 'digest' is reserved: INFO rl's field rl_policy_digest is the module's own")),

@@ -5,7 +5,7 @@
  */
 
 /** An algorithm's word in an `RL.ALL` clause and in `RL.PEEK`. */
-export type Algo = "GCRA" | "TOKENBUCKET" | "LEAKY" | "SLIDING" | "SLIDINGLOG" | "FIXED";
+export type Algo = "GCRA" | "TOKENBUCKET" | "LEAKY" | "SLIDING" | "SLIDINGLOG" | "FIXED" | "QUOTA";
 
 /** One algorithm: its command, label, stored tag, positional parameters and the
  * Functions library's function. */
@@ -26,6 +26,7 @@ export const KINDS: Readonly<Record<Algo, KindFacts>> = {
   SLIDING: { algo: "SLIDING", command: "rl.sliding", label: "RL.SLIDING", tag: "sliding", params: ["limit", "window"], fcall: "rl_sliding" },
   SLIDINGLOG: { algo: "SLIDINGLOG", command: "rl.slidinglog", label: "RL.SLIDINGLOG", tag: "slidinglog", params: ["limit", "window"], fcall: "rl_slidinglog" },
   FIXED: { algo: "FIXED", command: "rl.fixed", label: "RL.FIXED", tag: "fixed", params: ["limit", "window"], fcall: "rl_fixed" },
+  QUOTA: { algo: "QUOTA", command: "rl.quota", label: "RL.QUOTA", tag: "quota", params: ["limit", "unit"], fcall: "rl_quota" },
 };
 
 export const MAX_COUNT = 1_000_000_000_000;
@@ -68,6 +69,9 @@ export const ERRORS = {
   cost_with_refund: "ERR COST and REFUND cannot be used together",
   debit_with: "ERR DEBIT cannot be used with {option}",
   escalate_below_penalty: "ERR ESCALATE max must be at least PENALTY d",
+  bad_unit: "ERR unit must be DAY, WEEK or MONTH",
+  unknown_zone: "ERR unknown time zone '{zone}': expected UTC, an offset such as +05:30 or -08:00, or an IANA name such as Europe/Paris",
+  bad_anchor: "ERR ANCHOR must be a local date and time yyyy-mm-ddThh:mm (such as 2001-01-15T00:00)",
   clause_arity: "ERR RL.ALL clause {algo} has too few parameters",
   syntax: "ERR {message}",
   wrong_type: "WRONGTYPE Operation against a key holding the wrong kind of value",
@@ -102,6 +106,9 @@ export const ERROR_PATTERNS: Readonly<Record<keyof typeof ERRORS, string>> = {
   cost_with_refund: "COST and REFUND cannot be used together",
   debit_with: "DEBIT cannot be used with (?<option>.*?)",
   escalate_below_penalty: "ESCALATE max must be at least PENALTY d",
+  bad_unit: "unit must be DAY, WEEK or MONTH",
+  unknown_zone: "unknown time zone '(?<zone>.*?)': expected UTC, an offset such as \\+05:30 or -08:00, or an IANA name such as Europe\\/Paris",
+  bad_anchor: "ANCHOR must be a local date and time yyyy-mm-ddThh:mm \\(such as 2001-01-15T00:00\\)",
   clause_arity: "RL\\.ALL clause (?<algo>.*?) has too few parameters",
   syntax: "(?<message>.*?)",
   wrong_type: "Operation against a key holding the wrong kind of value",
@@ -138,13 +145,13 @@ export const UNAVAILABLE_CODES: ReadonlySet<string> = new Set([
 /** The `syntax` error's fixed texts (after `ERR `), by name. */
 export const MESSAGES = {
   all_shape: "RL.ALL needs numkeys keys followed by one algorithm clause per key",
-  all_algorithm: "RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED",
+  all_algorithm: "RL.ALL expects an algorithm after the keys: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or QUOTA",
   all_clauses: "RL.ALL needs exactly one algorithm clause per key",
   all_distinct: "RL.ALL keys must be distinct",
-  peek_algorithm: "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or ACQUIRE",
+  peek_algorithm: "RL.PEEK expects an algorithm: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED, QUOTA or ACQUIRE",
   lease_id: "lease_id must be 1 to 256 bytes",
   throttle_zero_rate: "count must be at most period * 10^9: period / count below 1 nanosecond is a zero rate",
-  policy_algorithm: "RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG or FIXED",
+  policy_algorithm: "RL.POLICY SET expects an algorithm after the name: GCRA, TOKENBUCKET, LEAKY, SLIDING, SLIDINGLOG, FIXED or QUOTA",
   policy_line_long: "a line is longer than 1024 bytes",
   policy_long: "a policy's line (its name and definition, as RL.POLICY GET gives it) is at most 1024 bytes",
   policy_file_large: "larger than 16777216 bytes",

@@ -33,5 +33,6 @@ return {
     SLIDING = { params = { 'limit', 'window' }, command = 'rl.sliding', fcall = 'rl_sliding' },
     SLIDINGLOG = { params = { 'limit', 'window' }, command = 'rl.slidinglog', fcall = 'rl_slidinglog' },
     FIXED = { params = { 'limit', 'window' }, command = 'rl.fixed', fcall = 'rl_fixed' },
+    QUOTA = { params = { 'limit', 'unit' }, command = 'rl.quota', fcall = 'rl_quota' },
   },
 }
