@@ -54,6 +54,7 @@ impl Fixed {
         }
     }
 
+    #[inline(always)]
     pub fn decide(&self, stored: Option<FixedState>, now: u64, cost: u64) -> Outcome<FixedState> {
         let (start, end, count) = self.current(stored, now);
         let until_end = end - now as u128;

@@ -270,25 +270,25 @@ fn starts_penalty(req: &Request, own: &Outcome<Write>) -> bool {
         }
 }
 
-/// Decides with a window limiter whose state is `N` stored counts and
-/// milliseconds: read as `S`, decided by `run`, and stored as `store` says
-/// (`None`: the limiter is idle again, so the key goes).
+/// A window limiter's stored state: its `N` counts and milliseconds (`None`
+/// if the key is empty). The kind decides on it in its own code, and stores
+/// what it decided with [`window_write`].
 #[inline(always)]
-pub fn decide_window<S, const N: usize>(
-    key: &Stored,
-    kind: Kind,
-    state: impl Fn([u64; N]) -> S,
-    run: impl Fn(Option<S>) -> Outcome<S>,
-    store: impl Fn(&S) -> Option<([u128; N], u128)>,
-) -> Result<Outcome<Write>, RlError> {
-    let stored = read_string::<N>(key, kind)?.map(|fields| state(fields.map(narrow)));
-    Ok(run(stored).map_write(|s| match store(&s) {
+pub fn read_window<const N: usize>(key: &Stored, kind: Kind) -> Result<Option<[u64; N]>, RlError> {
+    Ok(read_string::<N>(key, kind)?.map(|fields| fields.map(narrow)))
+}
+
+/// A window limiter's write: its `N` fields and the instant it is idle
+/// again, or `None` if it is idle now (the key goes).
+#[inline(always)]
+pub fn window_write<const N: usize>(kind: Kind, state: Option<([u128; N], u128)>) -> Write {
+    match state {
         None => Write::Delete,
         Some((fields, idle_at_ns)) => Write::Set {
             state: Fields::new(kind, fields),
             expire_ms: expire_ms(idle_at_ns),
         },
-    }))
+    }
 }
 
 /// Decides with a calendar quota: its state is a period, a count and the

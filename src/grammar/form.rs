@@ -95,9 +95,9 @@ pub fn parse_form(
                 parse_count("BURST", v, MAX_COUNT)
             })?;
         } else if kind == Kind::Quota && option.eq_ignore_ascii_case(b"TZ") {
-            calendar.zone = Some(word_once(calendar.zone, "TZ", rest.next())?);
+            calendar.zone = value_at(options, &mut rest, calendar.zone, "TZ")?;
         } else if kind == Kind::Quota && option.eq_ignore_ascii_case(b"ANCHOR") {
-            calendar.anchor = Some(word_once(calendar.anchor, "ANCHOR", rest.next())?);
+            calendar.anchor = value_at(options, &mut rest, calendar.anchor, "ANCHOR")?;
         } else if form != Form::Peek && option.eq_ignore_ascii_case(b"PENALTY") {
             if penalty.is_some() {
                 return Err(RlError::RepeatedOption("PENALTY"));
@@ -133,7 +133,10 @@ pub fn parse_form(
     let (cost, charge) = amount.finish(peek, block.is_some())?;
 
     // The kind reads its positionals after every option is checked.
-    let limiter = Limiter::build(kind, &Params::new(kind, positional, burst, calendar, caps))?;
+    let limiter = Limiter::build(
+        kind,
+        &Params::new(kind, positional, burst, options, calendar, caps),
+    )?;
     Ok(Request {
         limiter,
         cost,
@@ -144,17 +147,20 @@ pub fn parse_form(
     })
 }
 
-/// The value of option `name`, given once (`slot` holds an earlier one).
-fn word_once<'a>(
-    slot: Option<&'a [u8]>,
+/// The place among `options` of option `name`'s value, given once (`slot`
+/// holds an earlier one's place, or 0).
+fn value_at(
+    options: &[&[u8]],
+    rest: &mut std::slice::Iter<'_, &[u8]>,
+    slot: u32,
     name: &'static str,
-    value: Option<&&'a [u8]>,
-) -> Result<&'a [u8], RlError> {
-    match (slot, value) {
-        (Some(_), _) => Err(RlError::RepeatedOption(name)),
-        (None, None) => Err(RlError::MissingValue(name)),
-        (None, Some(&v)) => Ok(v),
+) -> Result<u32, RlError> {
+    if slot > 0 {
+        return Err(RlError::RepeatedOption(name));
     }
+    rest.next().ok_or(RlError::MissingValue(name))?;
+    // (At most the call's arguments: a server caps them far below u32::MAX.)
+    Ok((options.len() - rest.len() - 1) as u32)
 }
 
 /// `d [ESCALATE max]` after `PENALTY`: two durations, `max >= d`.

@@ -22,15 +22,19 @@ pub struct Params<'a> {
     names: &'static [&'static str],
     positional: &'a [&'a [u8]],
     burst: Option<u64>,
-    calendar: CalendarOptions<'a>,
+    options: &'a [&'a [u8]],
+    calendar: CalendarOptions,
     caps: Caps,
 }
 
-/// `RL.QUOTA`'s options, as given: `TZ zone` and `ANCHOR a`.
+/// Where `RL.QUOTA`'s options' values are among a call's options (`TZ
+/// zone`, `ANCHOR a`): their places, 0 if not given (a value is never an
+/// option's first word). Places, not the words: the grammar carries them
+/// through every call's options, so they stay one small value.
 #[derive(Clone, Copy, Default)]
-pub struct CalendarOptions<'a> {
-    pub zone: Option<&'a [u8]>,
-    pub anchor: Option<&'a [u8]>,
+pub struct CalendarOptions {
+    pub zone: u32,
+    pub anchor: u32,
 }
 
 impl<'a> Params<'a> {
@@ -38,7 +42,8 @@ impl<'a> Params<'a> {
         kind: Kind,
         positional: &'a [&'a [u8]],
         burst: Option<u64>,
-        calendar: CalendarOptions<'a>,
+        options: &'a [&'a [u8]],
+        calendar: CalendarOptions,
         caps: Caps,
     ) -> Self {
         let names = kind.positionals();
@@ -47,6 +52,7 @@ impl<'a> Params<'a> {
             names,
             positional,
             burst,
+            options,
             calendar,
             caps,
         }
@@ -59,12 +65,12 @@ impl<'a> Params<'a> {
 
     /// `TZ zone`, if given (only RL.QUOTA's grammar reads it).
     pub fn zone(&self) -> Option<&'a [u8]> {
-        self.calendar.zone
+        (self.calendar.zone > 0).then(|| self.options[self.calendar.zone as usize])
     }
 
     /// `ANCHOR a`, if given (only RL.QUOTA's grammar reads it).
     pub fn anchor(&self) -> Option<&'a [u8]> {
-        self.calendar.anchor
+        (self.calendar.anchor > 0).then(|| self.options[self.calendar.anchor as usize])
     }
 
     /// Positional `i` as a count from 1 to `MAX_COUNT`.

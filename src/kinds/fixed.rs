@@ -6,7 +6,7 @@ use std::ffi::CStr;
 use crate::algorithm::fixed::{self, Fixed, FixedState};
 use crate::algorithm::Outcome;
 use crate::commands::limiters::{doc, LimiterCommand, WRITE_FAST};
-use crate::decision::limiter::{decide_window, OnKey, Stored, Write};
+use crate::decision::limiter::{read_window, window_write, OnKey, Stored, Write};
 use crate::docs::{integer, string, Doc};
 use crate::error::RlError;
 use crate::grammar::{Charge, Kind, Parameters, Params, Request};
@@ -23,20 +23,16 @@ impl OnKey for Fixed {
     #[inline(always)]
     fn decide_on(&self, key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
         let n = req.cost;
-        decide_window(
-            key,
-            kind,
-            |[start_ms, count]| FixedState { start_ms, count },
-            |stored| match req.charge {
-                Charge::Cost => self.decide(stored, now, n),
-                Charge::Refund => self.refund(stored, now, n),
-                Charge::Debit => self.debit(stored, now, n),
-            },
-            |s| {
-                let idle_at = fixed::idle_at_ns(s, self.window_ns);
-                (s.count > 0).then(|| ([s.start_ms.into(), s.count.into()], idle_at))
-            },
-        )
+        let stored = read_window::<2>(key, kind)?.map(|[start_ms, count]| FixedState { start_ms, count });
+        let out = match req.charge {
+            Charge::Cost => self.decide(stored, now, n),
+            Charge::Refund => self.refund(stored, now, n),
+            Charge::Debit => self.debit(stored, now, n),
+        };
+        Ok(out.map_write(|s| {
+            let idle_at = fixed::idle_at_ns(&s, self.window_ns);
+            window_write(kind, (s.count > 0).then(|| ([s.start_ms.into(), s.count.into()], idle_at)))
+        }))
     }
 }
 

@@ -6,7 +6,7 @@ use std::ffi::CStr;
 use crate::algorithm::sliding::{self, Sliding, SlidingState};
 use crate::algorithm::Outcome;
 use crate::commands::limiters::{doc, LimiterCommand, WRITE_FAST};
-use crate::decision::limiter::{decide_window, OnKey, Stored, Write};
+use crate::decision::limiter::{read_window, window_write, OnKey, Stored, Write};
 use crate::docs::{integer, string, Doc};
 use crate::error::RlError;
 use crate::grammar::{Charge, Kind, Parameters, Params, Request};
@@ -23,25 +23,21 @@ impl OnKey for Sliding {
     #[inline(always)]
     fn decide_on(&self, key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
         let n = req.cost;
-        decide_window(
-            key,
-            kind,
-            |[start_ms, previous, current]| SlidingState {
-                start_ms,
-                previous,
-                current,
-            },
-            |stored| match req.charge {
-                Charge::Cost => self.decide(stored, now, n),
-                Charge::Refund => self.refund(stored, now, n),
-                Charge::Debit => self.debit(stored, now, n),
-            },
-            |s| {
-                let idle_at = sliding::idle_at_ns(s, self.window_ns);
-                let fields = [s.start_ms.into(), s.previous.into(), s.current.into()];
-                (s.previous > 0 || s.current > 0).then_some((fields, idle_at))
-            },
-        )
+        let stored = read_window::<3>(key, kind)?.map(|[start_ms, previous, current]| SlidingState {
+            start_ms,
+            previous,
+            current,
+        });
+        let out = match req.charge {
+            Charge::Cost => self.decide(stored, now, n),
+            Charge::Refund => self.refund(stored, now, n),
+            Charge::Debit => self.debit(stored, now, n),
+        };
+        Ok(out.map_write(|s| {
+            let idle_at = sliding::idle_at_ns(&s, self.window_ns);
+            let fields = [s.start_ms.into(), s.previous.into(), s.current.into()];
+            window_write(kind, (s.previous > 0 || s.current > 0).then_some((fields, idle_at)))
+        }))
     }
 }
 
