@@ -28,7 +28,7 @@ const POLICIES: [&str; 4] = [
 /// A server with the module's test build and the library, both on one moved clock
 /// (functions_quota.rs runs its calendars on it too).
 pub(crate) struct Pair {
-    server: Server,
+    pub(crate) server: Server,
     offset_ms: i64,
     /// The most real time between the two calls of a pair so far, plus 2 ms (a
     /// penalty's end is the millisecond rounded up): stored instants and the

@@ -166,4 +166,22 @@ server_tests! {
             }
         }
     }
+
+    fn past_the_zone_table_the_library_refuses_a_named_zone_never_a_wrong_period(flavor) {
+        let mut p = Pair::start_with(flavor, &[]);
+        for instant in ["2100-12-31T12:00:00Z", "2101-03-01T00:00:00Z"] {
+            go(&mut p, at(instant));
+            // Fixed offsets and UTC decide at every instant, as the module does.
+            p.rl("RL.QUOTA K 5 MONTH TZ +01:00");
+            p.rl("RL.QUOTA K2 5 DAY");
+            let c = &mut p.server.conn();
+            let err = rl_err(c, "FCALL rl_quota 1 l:3 5 DAY TZ Europe/Paris");
+            assert!(err.contains("'Europe/Paris'") && err.contains("from 1970 to 2100"), "{err}");
+            let ok: Vec<i64> = run(c, "RL.QUOTA m:3 5 DAY TZ Europe/Paris");
+            assert_eq!(ok[0], 1);
+            // (an error writes nothing)
+            assert_eq!(run::<i64>(c, "EXISTS l:3"), 0);
+            let _: i64 = run(c, "DEL m:3");
+        }
+    }
 }
