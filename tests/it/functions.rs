@@ -198,12 +198,42 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
         "ESCALATE",
         "00000000000000000000000000000000000007",
         "000000000000000000000000000000000000007",
+        "QUOTA",
+        "DAY",
+        "week",
+        "MONTH",
+        "YEAR",
+        "TZ",
+        "ANCHOR",
+        "Europe/Paris",
+        "+05:30",
+        "-24:00",
+        "Mars/Olympus",
+        "2001-01-31T02:30",
+        "2001-02-29T00:00",
+    ];
+    /// RL.QUOTA's units, zones (each one the library's table holds, or none holds)
+    /// and anchors, as a tidy vector draws them.
+    const UNITS: &[&str] = &["DAY", "WEEK", "month", "YEAR"];
+    const ZONES: &[&str] = &[
+        "UTC",
+        "America/New_York",
+        "asia/kolkata",
+        "-08:00",
+        "+23:59",
+        "Nowhere",
+    ];
+    const ANCHORS: &[&str] = &[
+        "2001-01-01T00:00",
+        "2026-01-04t09:00",
+        "2000-01-31T02:30",
+        "2001-13-01T00:00",
     ];
     /// Option names, as the generator draws them (a value follows most of them).
     const OPTIONS: &[&str] = &[
         "COST", "cost", "REFUND", "DEBIT", "debit", "PEEK", "peek", "BURST", "BLOCK", "block",
         "Block", "COST", "BLOCK", "PEEK", "XYZ", "DEBIT", "PENALTY", "penalty", "PENALTY",
-        "ESCALATE", "escalate",
+        "ESCALATE", "escalate", "TZ", "ANCHOR", "tz",
     ];
     const COMMANDS: &[(&str, usize)] = &[
         ("RL.GCRA", 2),
@@ -212,6 +242,7 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
         ("RL.SLIDING", 2),
         ("RL.FIXED", 2),
         ("RL.SLIDINGLOG", 2),
+        ("RL.QUOTA", 2),
         ("CL.THROTTLE", 3),
         ("RL.ALL", 0),
         ("RL.ACQUIRE", 3),
@@ -227,6 +258,7 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
         ("SLIDING", 2),
         ("SLIDINGLOG", 2),
         ("FIXED", 2),
+        ("QUOTA", 2),
         ("ACQUIRE", 3),
         ("acquire", 3),
         ("gcra", 2),
@@ -281,7 +313,11 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
                 if tidy || rng.random_bool(0.6) {
                     let name = OPTIONS.choose(rng).unwrap();
                     args.push(name.to_string());
-                    if !name.eq_ignore_ascii_case("PEEK") && (tidy || rng.random_bool(0.8)) {
+                    if tidy && name.eq_ignore_ascii_case("TZ") {
+                        args.push(ZONES.choose(rng).unwrap().to_string());
+                    } else if tidy && name.eq_ignore_ascii_case("ANCHOR") {
+                        args.push(ANCHORS.choose(rng).unwrap().to_string());
+                    } else if !name.eq_ignore_ascii_case("PEEK") && (tidy || rng.random_bool(0.8)) {
                         args.push(pick(rng));
                     }
                 } else {
@@ -300,9 +336,12 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
                 args.push(format!("{{k}}{i}:{n}"));
             }
             for _ in 0..k {
-                let (algo, p) = *COMMANDS[..6].choose(&mut rng).unwrap();
+                let (algo, p) = *COMMANDS[..7].choose(&mut rng).unwrap();
                 args.push(algo[3..].to_string());
                 params(&mut rng, &mut args, p);
+                if tidy && algo == "RL.QUOTA" {
+                    *args.last_mut().unwrap() = UNITS.choose(&mut rng).unwrap().to_string();
+                }
                 // Up to two options: an amount, BURST or a word a clause refuses.
                 for _ in 0..2 {
                     if rng.random_bool(0.3) {
@@ -334,6 +373,9 @@ fn fuzz(c: &mut redis::Connection, seed: u64, vectors: usize) -> (usize, usize) 
             }
             args.push(String::new()); // the key, per side
             params(&mut rng, &mut args, positional);
+            if tidy && (command == "RL.QUOTA" || args[0] == "QUOTA") {
+                *args.last_mut().unwrap() = UNITS.choose(&mut rng).unwrap().to_string();
+            }
             options(&mut rng, &mut args);
         }
         // A word may go missing, but not a key: a word of the vector taking a

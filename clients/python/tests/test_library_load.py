@@ -54,7 +54,7 @@ def test_concurrent_first_calls_load_the_library_once(fresh_server, flavor):
 
 
 def out_of_memory(c: redis.Redis) -> None:
-    """`maxmemory` just above what the server uses: a 139 KB library does not fit."""
+    """`maxmemory` just above what the server uses: a 180 KB library does not fit."""
     c.config_set("maxmemory-policy", "noeviction")
     c.config_set("maxmemory", c.info("memory")["used_memory"] + 60_000)
 
