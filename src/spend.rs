@@ -21,6 +21,9 @@ pub struct Layer {
     /// A `SHADOW` policy's layer: its denial denies nothing (it writes
     /// nothing, as any denial, while the call's other layers commit).
     pub shadow: bool,
+    /// The named policy of an `RL.ALL` `POLICY` clause (its id): its
+    /// denials count in the policy's `RL.TOP`, not the command's.
+    pub policy: Option<u32>,
     outcome: Option<Outcome<ClaimWrite>>,
 }
 
@@ -30,6 +33,7 @@ impl Layer {
             key,
             claim,
             shadow: false,
+            policy: None,
             outcome: None,
         }
     }
@@ -89,6 +93,12 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
         }
     }
     let allowed = layers.iter().all(Layer::passes);
+    if !allowed || layers.iter().any(|l| l.shadow) {
+        // Only denials pay for `RL.TOP`.
+        for layer in layers.iter().filter(|l| !l.decision().allowed) {
+            stats::denied(layer.key.name().bytes(), layer.policy);
+        }
+    }
     if !how.peek {
         // All pass: every write. Else only the denying layers' (a denial
         // writes only the penalty it starts): nothing is spent.
@@ -116,7 +126,12 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
         .iter()
         .map(|l| l.claim.cost())
         .fold(0, u64::saturating_add);
-    stats::decision(allowed, cost);
+    let near = allowed
+        && layers.iter().any(|l| {
+            let d = l.decision();
+            stats::near_limit(d.remaining, d.limit)
+        });
+    stats::decision(allowed, cost, near);
     Ok(Spent::Decided)
 }
 
