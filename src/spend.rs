@@ -92,8 +92,16 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
             }
         }
     }
-    let allowed = layers.iter().all(Layer::passes);
-    if !allowed || layers.iter().any(|l| l.shadow) {
+    // One pass: whether the call is allowed, whether a layer denied (a shadow
+    // one's denial admits), whether one is left near its limit (`near_limit`).
+    let (mut allowed, mut some_denied, mut near) = (true, false, false);
+    for layer in layers.iter() {
+        let d = layer.decision();
+        allowed &= layer.shadow || d.allowed;
+        some_denied |= !d.allowed;
+        near |= stats::near_limit(d.remaining, d.limit);
+    }
+    if some_denied {
         // Only denials pay for `RL.TOP`.
         for layer in layers.iter().filter(|l| !l.decision().allowed) {
             stats::denied(layer.key.name().bytes(), layer.policy);
@@ -126,12 +134,7 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
         .iter()
         .map(|l| l.claim.cost())
         .fold(0, u64::saturating_add);
-    let near = allowed
-        && layers.iter().any(|l| {
-            let d = l.decision();
-            stats::near_limit(d.remaining, d.limit)
-        });
-    stats::decision(allowed, cost, near);
+    stats::decision(allowed, cost, allowed && near);
     Ok(Spent::Decided)
 }
 

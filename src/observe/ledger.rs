@@ -396,7 +396,10 @@ impl<const N: usize> Ledger<N> {
             self.baseline[command] = now;
         }
         let mut by_policy = self.policy_calls.iter().peekable();
-        let mut denials = std::mem::take(&mut self.denials).into_iter().peekable();
+        let denials = std::mem::take(&mut self.denials);
+        // The next denial's call (one compare per call while there is none).
+        let mut next_denial = 0;
+        let mut denial_at = denials.first().map_or(usize::MAX, |d| d.at);
         for (at, call) in self.recent.iter().enumerate() {
             let command = call.command as usize;
             let counted = match call.outcome {
@@ -421,7 +424,10 @@ impl<const N: usize> Ledger<N> {
                     t.add(call.outcome, p.by.shadow, p.by.penalized);
                 }
             }
-            while let Some(d) = denials.next_if(|d| d.at == at) {
+            while denial_at == at {
+                let d = &denials[next_denial];
+                next_denial += 1;
+                denial_at = denials.get(next_denial).map_or(usize::MAX, |d| d.at);
                 let summary = match (counted, d.target) {
                     (false, _) => continue,
                     (true, Target::Command) => &mut self.command_tops[command],
@@ -433,7 +439,9 @@ impl<const N: usize> Ledger<N> {
                 summary.add(&d.key, self.top_keys);
             }
         }
-        drop(denials);
+        // The denials' room is kept (names are freed), at most as the calls'.
+        self.denials = denials;
+        self.denials.clear();
         self.denials.shrink_to(KEPT_CAPACITY);
         self.recent.clear();
         self.policy_calls.clear();

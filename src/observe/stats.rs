@@ -264,9 +264,13 @@ pub fn call(label: &str, failed: bool) {
     let waited = state.waited.take();
     let policy = state.policy.take();
     let penalized = std::mem::take(&mut state.penalized);
-    let denied = std::mem::take(&mut state.denied);
+    // Only a call that denied has keys to record (`RL.TOP`).
+    let denied = match state.denied.is_empty() {
+        true => Vec::new(),
+        false => std::mem::take(&mut state.denied),
+    };
     if state.ledger.recent() >= MAX_RECENT
-        || state.ledger.recent_denials() + denied.len() > MAX_RECENT_DENIALS
+        || (!denied.is_empty() && state.ledger.recent_denials() + denied.len() > MAX_RECENT_DENIALS)
     {
         // Every call recorded so far has returned, so Redis has counted it; this
         // one is not recorded yet.
