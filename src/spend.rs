@@ -94,13 +94,23 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
     }
     // One pass: whether the call is allowed, whether a layer denied (a shadow
     // one's denial admits), whether one is left near its limit (`near_limit`).
-    let (mut allowed, mut some_denied, mut near) = (true, false, false);
-    for layer in layers.iter() {
-        let d = layer.decision();
-        allowed &= layer.shadow || d.allowed;
-        some_denied |= !d.allowed;
-        near |= stats::near_limit(d.remaining, d.limit);
-    }
+    let (allowed, some_denied, near) = match &*layers {
+        [layer] => {
+            let d = layer.decision();
+            let near = stats::near_limit(d.remaining, d.limit);
+            (layer.shadow || d.allowed, !d.allowed, near)
+        }
+        _ => {
+            let (mut allowed, mut some_denied, mut near) = (true, false, false);
+            for layer in layers.iter() {
+                let d = layer.decision();
+                allowed &= layer.shadow || d.allowed;
+                some_denied |= !d.allowed;
+                near |= stats::near_limit(d.remaining, d.limit);
+            }
+            (allowed, some_denied, near)
+        }
+    };
     if some_denied {
         // Only denials pay for `RL.TOP`.
         for layer in layers.iter().filter(|l| !l.decision().allowed) {

@@ -265,16 +265,16 @@ pub fn call(label: &str, failed: bool) {
     let policy = state.policy.take();
     let penalized = std::mem::take(&mut state.penalized);
     // Only a call that denied has keys to record (`RL.TOP`).
-    let denied = match state.denied.is_empty() {
-        true => Vec::new(),
-        false => std::mem::take(&mut state.denied),
-    };
+    let denied_any = !state.denied.is_empty();
     if state.ledger.recent() >= MAX_RECENT
-        || (!denied.is_empty() && state.ledger.recent_denials() + denied.len() > MAX_RECENT_DENIALS)
+        || (denied_any && state.ledger.recent_denials() + state.denied.len() > MAX_RECENT_DENIALS)
     {
         // Every call recorded so far has returned, so Redis has counted it; this
         // one is not recorded yet.
         settle(&mut state);
+    }
+    if denied_any && (failed || index(label).is_none()) {
+        state.denied.clear();
     }
     if let Some(i) = index(label) {
         let outcome = match (failed, decided) {
@@ -303,18 +303,8 @@ pub fn call(label: &str, failed: bool) {
             },
             (false, None) => Outcome::Answered,
         };
-        if !failed && !denied.is_empty() {
-            // The keys a decision denied count in `RL.TOP`: a `POLICY`
-            // clause's in its policy's summary, else the call's policy's or
-            // command's.
-            let by = policy.map(|(id, _)| id);
-            for (layer, key) in denied {
-                let target = match layer.or(by) {
-                    Some(id) => Target::Policy(id),
-                    None => Target::Command,
-                };
-                state.ledger.record_denial(i, target, key);
-            }
+        if denied_any && !failed {
+            record_denials(&mut state, i, policy.map(|(id, _)| id));
         }
         match policy {
             Some((id, shadow)) => {
@@ -327,6 +317,20 @@ pub fn call(label: &str, failed: bool) {
             }
             None => state.ledger.record(i, outcome),
         }
+    }
+}
+
+/// Records the keys the call in progress (of command `i`, by policy `by`)
+/// denied: a `POLICY` clause's in its policy's summary, else the call's
+/// policy's or command's (`RL.TOP`).
+#[cold]
+fn record_denials(state: &mut State, i: usize, by: Option<u32>) {
+    for (layer, key) in std::mem::take(&mut state.denied) {
+        let target = match layer.or(by) {
+            Some(id) => Target::Policy(id),
+            None => Target::Command,
+        };
+        state.ledger.record_denial(i, target, key);
     }
 }
 
