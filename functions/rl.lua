@@ -698,6 +698,7 @@ local function build()
     oom = "OOM command not allowed when used memory > 'maxmemory'.",
     shutting_down = 'UNBLOCKED the server is shutting down',
     no_such_policy = function(name) return fmt("ERR no such policy '%s'", name) end,
+    no_such_command = function(name) return fmt("ERR no such command '%s' (RL.TOP COMMAND takes a limiter's command, e.g. rl.gcra)", name) end,
     policy_reserved = function(name) return fmt("ERR the policy name '%s' is reserved: INFO rl's field rl_policy_%s is the module's own", name, name) end,
     policy_name = function(max) return fmt('ERR a policy name is 1 to %.0f of A-Z, a-z, 0-9 and _ . : -', max) end,
     policy_algorithm = function(name, was) return fmt("ERR policy '%s' is %s: DEL it before giving it another algorithm", name, was) end,
@@ -727,6 +728,7 @@ local function build()
     policy_save_large = "ERR the policies' lines come to more than 16777216 bytes, more than a policy file may hold: nothing was written",
     policy_file_folder_sync = 'ERR replaced, but its folder could not be flushed to disk',
     policy_twice = 'ERR a policy of this name is on an earlier line',
+    top_shape = 'ERR syntax error: RL.TOP name [COUNT n] or RL.TOP COMMAND cmd [COUNT n]',
     throttle_burst = 'ERR max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days',
   }
   --------------------------------------------------------------------------------

@@ -9,8 +9,9 @@
 #                          .tools/venv with tests/python/requirements.txt, and node-redis from
 #                          the npm registry into .tools/node (the docs' node-redis snippets),
 #                          and Debian's nginx, libnginx-mod-http-lua, lua-nginx-redis,
-#                          lua-check and prometheus (clients/nginx's tests, its luacheck, and
-#                          promtool, which checks the packages' and the NGINX metrics text),
+#                          lua-check, prometheus and prometheus-redis-exporter (clients/nginx's
+#                          tests, its luacheck, promtool, which checks the packages' and the
+#                          NGINX metrics text, and tests/python/test_prometheus.py),
 #                          and clients/node's dev dependencies (`npm ci`: Express,
 #                          express-rate-limit, rate-limit-redis, for make bench's flood table).
 # Needs root (or sudo) only when a Debian package is missing.
@@ -55,6 +56,8 @@ if [ "$purpose" = test ]; then
   [ -f /usr/share/lua/5.1/nginx/redis.lua ] || missing+=(lua-nginx-redis)
   command -v luacheck >/dev/null || missing+=(lua-check)
   command -v promtool >/dev/null || missing+=(prometheus) # promtool check metrics (the packages)
+  # redis_exporter with deploy/prometheus/rl-exporter.lua, scraped by prometheus (test_prometheus.py).
+  command -v prometheus-redis-exporter >/dev/null || missing+=(prometheus-redis-exporter)
   command -v wrk >/dev/null || missing+=(wrk) # drives NGINX in make bench (bench_nginx.py)
 fi
 

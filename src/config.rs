@@ -42,6 +42,18 @@ pub fn max_policies() -> usize {
     MAX_POLICIES.load(Ordering::Relaxed).max(0) as usize
 }
 
+/// `rl.top-keys`: the most keys each policy's and command's `RL.TOP` summary
+/// holds (`0`: none kept, `RL.TOP` answers an empty array).
+pub static TOP_KEYS: AtomicI64 = AtomicI64::new(DEFAULT_TOP_KEYS);
+pub const DEFAULT_TOP_KEYS: i64 = settings::TOP_KEYS.default;
+pub const TOP_KEYS_RANGE: (i64, i64) = settings::TOP_KEYS.range;
+
+/// `rl.top-keys` in force.
+#[inline]
+pub fn top_keys() -> usize {
+    TOP_KEYS.load(Ordering::Relaxed).max(0) as usize
+}
+
 /// `rl.policy-file`: the policy file, read at load and by `RL.POLICY LOAD`,
 /// written by `RL.POLICY SAVE`; empty for none. Fixed at load (immutable, as
 /// `aclfile` is): no command can point the module at another file. Once the

@@ -84,6 +84,8 @@ pub enum RlError {
     ShuttingDown,
     #[error(fmt = errors::no_such_policy)]
     NoSuchPolicy(String),
+    #[error(fmt = errors::no_such_command)]
+    NoSuchCommand(String),
     #[error(fmt = errors::policy_name)]
     PolicyName(usize),
     #[error(fmt = errors::policy_reserved)]

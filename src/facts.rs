@@ -176,18 +176,25 @@ pub mod settings {
         range: (0, 100_000),
     };
 
+    pub const TOP_KEYS: Integer = Integer {
+        name: "top-keys",
+        default: 32,
+        range: (0, 1_000),
+    };
+
     pub const GCRA_COMMAND: bool = true;
 
-    pub const INTEGERS: [Integer; 4] = [
+    pub const INTEGERS: [Integer; 5] = [
         SLIDING_LOG_MAX_LIMIT,
         MAX_WAITERS,
         MAX_WAITERS_PER_KEY,
         MAX_POLICIES,
+        TOP_KEYS,
     ];
     /// The yes/no settings.
     pub const SWITCHES: [&str; 1] = ["gcra-command"];
     /// Every setting's name, for messages.
-    pub const NAMES: &str = "sliding-log-max-limit, max-waiters, max-waiters-per-key, max-policies, gcra-command";
+    pub const NAMES: &str = "sliding-log-max-limit, max-waiters, max-waiters-per-key, max-policies, top-keys, gcra-command";
 }
 
 /// The error replies' texts, each written by a function of its arguments (in the order
@@ -287,6 +294,10 @@ pub mod errors {
         write!(f, "ERR no such policy '{name}'")
     }
 
+    pub fn no_such_command(name: impl Display, f: &mut Formatter<'_>) -> Result {
+        write!(f, "ERR no such command '{name}' (RL.TOP COMMAND takes a limiter's command, e.g. rl.gcra)")
+    }
+
     pub fn policy_reserved(name: impl Display, f: &mut Formatter<'_>) -> Result {
         write!(f, "ERR the policy name '{name}' is reserved: INFO rl's field rl_policy_{name} is the module's own")
     }
@@ -342,5 +353,6 @@ pub mod messages {
     pub const POLICY_SAVE_LARGE: &str = "the policies' lines come to more than 16777216 bytes, more than a policy file may hold: nothing was written";
     pub const POLICY_FILE_FOLDER_SYNC: &str = "replaced, but its folder could not be flushed to disk";
     pub const POLICY_TWICE: &str = "a policy of this name is on an earlier line";
+    pub const TOP_SHAPE: &str = "syntax error: RL.TOP name [COUNT n] or RL.TOP COMMAND cmd [COUNT n]";
     pub const THROTTLE_BURST: &str = "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days";
 }

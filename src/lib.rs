@@ -270,6 +270,15 @@ redis_module::redis_module! {
                 redis_module::configuration::ConfigurationFlags::DEFAULT,
                 None
             ],
+            [
+                "top-keys",
+                &config::TOP_KEYS,
+                config::DEFAULT_TOP_KEYS,
+                config::TOP_KEYS_RANGE.0,
+                config::TOP_KEYS_RANGE.1,
+                redis_module::configuration::ConfigurationFlags::DEFAULT,
+                None
+            ],
         ],
         string: [
             [

@@ -27,6 +27,8 @@ pub enum Reply {
     Bulks(Vec<String>),
     /// An array of simple strings (`HELP`'s lines, as Redis answers `CONFIG HELP`).
     Lines(&'static [&'static str]),
+    /// `RL.TOP`: `[key, denials, overestimate]` triples.
+    Top(Vec<crate::observe::top::Entry>),
     /// The client waits (`BLOCK`): its reply comes when the wait ends.
     Blocked,
 }
@@ -73,8 +75,26 @@ pub fn send(ctx: *mut raw::RedisModuleCtx, reply: &Reply) -> c_int {
             }
             OK
         }
+        Reply::Top(entries) => {
+            api!(RedisModule_ReplyWithArray(ctx, entries.len() as _));
+            for e in entries {
+                api!(RedisModule_ReplyWithArray(ctx, 3));
+                api!(RedisModule_ReplyWithStringBuffer(
+                    ctx,
+                    e.key.as_ptr().cast(),
+                    e.key.len()
+                ));
+                api!(RedisModule_ReplyWithLongLong(ctx, clamp(e.count)));
+                api!(RedisModule_ReplyWithLongLong(ctx, clamp(e.overestimate)));
+            }
+            OK
+        }
         Reply::Blocked => OK,
     }
+}
+
+fn clamp(n: u64) -> i64 {
+    n.min(i64::MAX as u64) as i64
 }
 
 fn bulk(ctx: *mut raw::RedisModuleCtx, text: Option<&str>) {

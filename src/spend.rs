@@ -21,6 +21,9 @@ pub struct Layer {
     /// A `SHADOW` policy's layer: its denial denies nothing (it writes
     /// nothing, as any denial, while the call's other layers commit).
     pub shadow: bool,
+    /// The named policy of an `RL.ALL` `POLICY` clause (its id): its
+    /// denials count in the policy's `RL.TOP`, not the command's.
+    pub policy: Option<u32>,
     outcome: Option<Outcome<ClaimWrite>>,
 }
 
@@ -30,6 +33,7 @@ impl Layer {
             key,
             claim,
             shadow: false,
+            policy: None,
             outcome: None,
         }
     }
@@ -88,7 +92,31 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
             }
         }
     }
-    let allowed = layers.iter().all(Layer::passes);
+    // One pass: whether the call is allowed, whether a layer denied (a shadow
+    // one's denial admits), whether one is left near its limit (`near_limit`).
+    let (allowed, some_denied, near) = match &*layers {
+        [layer] => {
+            let d = layer.decision();
+            let near = stats::near_limit(d.remaining, d.limit);
+            (layer.shadow || d.allowed, !d.allowed, near)
+        }
+        _ => {
+            let (mut allowed, mut some_denied, mut near) = (true, false, false);
+            for layer in layers.iter() {
+                let d = layer.decision();
+                allowed &= layer.shadow || d.allowed;
+                some_denied |= !d.allowed;
+                near |= stats::near_limit(d.remaining, d.limit);
+            }
+            (allowed, some_denied, near)
+        }
+    };
+    if some_denied {
+        // Only denials pay for `RL.TOP`.
+        for layer in layers.iter().filter(|l| !l.decision().allowed) {
+            stats::denied(layer.key.name().bytes(), layer.policy);
+        }
+    }
     if !how.peek {
         // All pass: every write. Else only the denying layers' (a denial
         // writes only the penalty it starts): nothing is spent.
@@ -116,7 +144,7 @@ pub fn spend(layers: &mut [Layer], now: u64, how: Spend) -> Result<Spent, RlErro
         .iter()
         .map(|l| l.claim.cost())
         .fold(0, u64::saturating_add);
-    stats::decision(allowed, cost);
+    stats::decision(allowed, cost, allowed && near);
     Ok(Spent::Decided)
 }
 

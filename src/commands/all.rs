@@ -87,6 +87,7 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
             let (kind, request) = (clause.kind, clause.request);
             let mut layer = Layer::new(key, Claim::Limiter { kind, request });
             layer.shadow = clause.shadow;
+            layer.policy = clause.policy;
             Ok(layer)
         })
         .collect::<Result<_, RlError>>()?;
@@ -111,6 +112,8 @@ struct Clause {
     kind: Kind,
     request: Request,
     shadow: bool,
+    /// A `POLICY` clause's policy (its id).
+    policy: Option<u32>,
 }
 
 /// Splits the tokens after the keys into one clause per key and a final `PEEK`.
@@ -161,6 +164,7 @@ fn parse_clauses(tokens: &[&[u8]], n: usize) -> Result<(Vec<Clause>, bool), RlEr
                 kind,
                 request,
                 shadow: false,
+                policy: None,
             })
         })
         .collect::<Result<_, _>>()?;
@@ -195,6 +199,7 @@ fn policy_clause(tokens: &[&[u8]], caps: Caps) -> Result<Clause, RlError> {
         kind: definition.kind,
         request: definition.request(cost, charge),
         shadow: definition.shadow,
+        policy: Some(policy::reference(name)?.id),
     })
 }
 

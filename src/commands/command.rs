@@ -10,7 +10,6 @@ use crate::server::handler::Handler;
 #[derive(Clone, Copy)]
 pub enum Keys {
     /// None.
-    #[cfg_attr(not(feature = "debug-commands"), allow(dead_code))]
     None,
     /// One key, at this argument.
     At(c_int),

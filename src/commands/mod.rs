@@ -19,6 +19,7 @@ pub mod limiters;
 mod peek;
 pub mod policy;
 mod throttle;
+mod top;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -27,7 +28,7 @@ use crate::observe::stats::{self, Counted};
 pub use command::Command;
 
 /// The commands beside the limiters, counted ones first in their `INFO rl` order.
-const OTHERS: [Command; 8] = [
+const OTHERS: [Command; 9] = [
     all::ALL,
     leases::ACQUIRE,
     leases::RELEASE,
@@ -35,6 +36,7 @@ const OTHERS: [Command; 8] = [
     peek::PEEK,
     limit::LIMIT,
     ban::BAN,
+    top::TOP,
     gcra::GCRA,
 ];
 

@@ -59,7 +59,12 @@ fn run(ctx: Ctx, argv: &[Arg]) -> Result<Reply, RlError> {
     };
     let out = cell::decide(&cell, stored, now, quantity);
     let reply = out.reply();
-    stats::decision(reply[0] == 0, quantity);
+    let allowed = reply[0] == 0;
+    let near = allowed && stats::near_limit(reply[2].max(0) as u64, reply[1].max(0) as u64);
+    stats::decision(allowed, quantity, near);
+    if !allowed {
+        stats::denied(key.name().bytes(), None);
+    }
     if let Some(tat) = out.new_tat_ns {
         key.write_string(tat.to_string().as_bytes(), expire_ms(tat.into()));
     }

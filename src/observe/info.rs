@@ -1,5 +1,5 @@
 //! The `INFO rl` section: `rl_stats`, one line per counted command, e.g.
-//! `rl_gcra:calls=3,admitted=2,denied=1,errors=0,cost_admitted=2,cost_denied=1`,
+//! `rl_gcra:calls=3,admitted=2,denied=1,errors=0,cost_admitted=2,cost_denied=1,near_limit=1`,
 //! then the waits: the clients waiting now (a gauge) and the waits that ended
 //! admitted or not (counters, cleared with commandstats). The server's `INFO`
 //! callback (`server::callbacks::on_info`) writes these lines, and those of
@@ -68,6 +68,7 @@ pub fn section(for_crash_report: bool) -> Vec<Line> {
                 (c"errors", t.errors),
                 (c"cost_admitted", t.cost_admitted),
                 (c"cost_denied", t.cost_denied),
+                (c"near_limit", t.near_limit),
             ];
             (command.field, fields)
         })
@@ -105,6 +106,7 @@ pub fn policy_lines(
                 (c"shadow_denied", t.shadow_denied),
                 (c"errors", t.errors),
                 (c"penalties", t.penalties),
+                (c"near_limit", t.near_limit),
             ];
             (
                 std::ffi::CString::new(field).expect("names hold no NUL"),

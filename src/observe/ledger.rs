@@ -13,6 +13,8 @@
 
 use std::collections::BTreeMap;
 
+use super::top::Summary;
+
 /// What `INFO rl` shows for one command.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -22,6 +24,8 @@ pub struct Tally {
     pub errors: u64,
     pub cost_admitted: u64,
     pub cost_denied: u64,
+    /// Admitted calls that left `remaining` at most a fifth of `limit`.
+    pub near_limit: u64,
     /// Calls that waited (`BLOCK`) and were admitted.
     pub waits_admitted: u64,
     /// Calls that waited and were not admitted (their time ran out, or `CLIENT UNBLOCK`).
@@ -33,6 +37,8 @@ pub struct Tally {
 pub struct PolicyTally {
     pub calls: u64,
     pub admitted: u64,
+    /// Admitted calls that left `remaining` at most a fifth of `limit`.
+    pub near_limit: u64,
     /// Denials of an enforced policy.
     pub denied: u64,
     /// Denials of a `SHADOW` policy (answered as admitted).
@@ -49,6 +55,9 @@ impl PolicyTally {
         }
         if penalized {
             self.penalties = self.penalties.wrapping_add(1);
+        }
+        if outcome.is_near() {
+            self.near_limit = self.near_limit.wrapping_add(1);
         }
         let n = match outcome {
             Outcome::Error => &mut self.errors,
@@ -82,18 +91,44 @@ struct PolicyCall {
     by: ByPolicy,
 }
 
+/// Whose `RL.TOP` summary a denial counts in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The command's (a spelled-out call).
+    Command,
+    /// A named policy's, by id (`RL.LIMIT`, a `POLICY` clause).
+    Policy(u32),
+}
+
+/// A recorded call's denial of a key (its name as `RL.TOP` keeps it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Denial {
+    at: usize,
+    target: Target,
+    key: Box<[u8]>,
+}
+
 /// How one call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Answered with an error.
     Error,
-    /// A decision: admitted or not, for this cost.
-    Decided { allowed: bool, cost: u64 },
+    /// A decision: admitted or not, for this cost; `near`: admitted, leaving
+    /// at most a fifth of the limit.
+    Decided {
+        allowed: bool,
+        cost: u64,
+        near: bool,
+    },
     /// Answered without a decision (`RL.RELEASE`).
     Answered,
     /// A decision after waiting (`BLOCK`), on a server that counts a blocked
     /// call when it is answered (Redis 7.2+, Valkey).
-    Waited { allowed: bool, cost: u64 },
+    Waited {
+        allowed: bool,
+        cost: u64,
+        near: bool,
+    },
     /// A call that started waiting, on a server that counts a blocked call
     /// when it blocks (Redis 7.0): counted now, decided later ([`Outcome::Late`]
     /// with the same [`Token`]).
@@ -102,6 +137,7 @@ pub enum Outcome {
     Late {
         allowed: bool,
         cost: u64,
+        near: bool,
         token: Token,
     },
     /// A [`Outcome::Blocked`] call that ends without a decision (its client
@@ -117,6 +153,16 @@ impl Outcome {
     /// True unless the outcome completes a call recorded earlier.
     fn is_call(self) -> bool {
         !matches!(self, Outcome::Late { .. } | Outcome::Abandoned(_))
+    }
+
+    /// True for an admission that left at most a fifth of the limit.
+    fn is_near(self) -> bool {
+        matches!(
+            self,
+            Outcome::Decided { near: true, .. }
+                | Outcome::Waited { near: true, .. }
+                | Outcome::Late { near: true, .. }
+        )
     }
 }
 
@@ -135,6 +181,7 @@ impl Tally {
         errors: 0,
         cost_admitted: 0,
         cost_denied: 0,
+        near_limit: 0,
         waits_admitted: 0,
         waits_timed_out: 0,
     };
@@ -145,7 +192,12 @@ impl Tally {
         }
         match outcome {
             Outcome::Error => self.errors = self.errors.wrapping_add(1),
-            Outcome::Decided { allowed, cost } => {
+            Outcome::Decided {
+                allowed,
+                cost,
+                near,
+            } => {
+                self.near_limit = self.near_limit.wrapping_add(near as u64);
                 let (n, total) = if allowed {
                     (&mut self.admitted, &mut self.cost_admitted)
                 } else {
@@ -155,9 +207,23 @@ impl Tally {
                 *total = total.wrapping_add(cost);
             }
             Outcome::Answered => {}
-            Outcome::Waited { allowed, cost } | Outcome::Late { allowed, cost, .. } => {
+            Outcome::Waited {
+                allowed,
+                cost,
+                near,
+            }
+            | Outcome::Late {
+                allowed,
+                cost,
+                near,
+                ..
+            } => {
                 self.calls = self.calls.wrapping_sub(1);
-                self.add(Outcome::Decided { allowed, cost });
+                self.add(Outcome::Decided {
+                    allowed,
+                    cost,
+                    near,
+                });
                 let n = match allowed {
                     true => &mut self.waits_admitted,
                     false => &mut self.waits_timed_out,
@@ -191,6 +257,15 @@ pub struct Ledger<const N: usize> {
     /// The commands whose calls may be by policy: their reset clears every
     /// policy's tally, as Redis clears all its statistics at once.
     policy_commands: [bool; N],
+    /// The keys the recent calls denied, in call order (only denials pay).
+    denials: Vec<Denial>,
+    /// Each command's `RL.TOP` summary as of the last settle.
+    command_tops: [Summary; N],
+    /// Each policy held's `RL.TOP` summary as of the last settle (made at
+    /// its first denial).
+    policy_tops: BTreeMap<u32, Summary>,
+    /// `rl.top-keys`: the most entries per summary.
+    pub top_keys: usize,
 }
 
 impl<const N: usize> Ledger<N> {
@@ -203,7 +278,36 @@ impl<const N: usize> Ledger<N> {
             policies: BTreeMap::new(),
             policy_calls: Vec::new(),
             policy_commands: [false; N],
+            denials: Vec::new(),
+            command_tops: [const { Summary::new() }; N],
+            policy_tops: BTreeMap::new(),
+            top_keys: 0,
         }
+    }
+
+    /// The next call recorded (of `command`) denied `key` (a name as
+    /// `RL.TOP` keeps it), counting in `target`'s summary.
+    pub fn record_denial(&mut self, command: usize, target: Target, key: Box<[u8]>) {
+        if let Target::Policy(_) = target {
+            self.policy_commands[command] = true;
+        }
+        let at = self.recent.len();
+        self.denials.push(Denial { at, target, key });
+    }
+
+    /// How many denials were recorded since the last `settle`.
+    pub fn recent_denials(&self) -> usize {
+        self.denials.len()
+    }
+
+    /// Command `command`'s summary as of the last settle.
+    pub fn command_top(&self, command: usize) -> &Summary {
+        &self.command_tops[command]
+    }
+
+    /// Policy `id`'s summary as of the last settle (`None`: no denial yet).
+    pub fn policy_top(&self, id: u32) -> Option<&Summary> {
+        self.policy_tops.get(&id)
     }
 
     /// Records a finished call of `command` made by policy `id`.
@@ -222,6 +326,7 @@ impl<const N: usize> Ledger<N> {
     /// A policy was deleted: its tally goes (its recent calls count nowhere).
     pub fn remove_policy(&mut self, id: u32) {
         self.policies.remove(&id);
+        self.policy_tops.remove(&id);
     }
 
     /// Policy `id`'s tally (zero if not held): as of the last settle, plus its
@@ -260,6 +365,11 @@ impl<const N: usize> Ledger<N> {
     /// recorded since the last settle was reset, and keeps only its last
     /// `redis_calls` calls.
     pub fn settle(&mut self, redis_calls: [u64; N]) {
+        if self.top_keys == 0 {
+            // `RL.TOP` is off: nothing is kept.
+            self.command_tops.iter_mut().for_each(Summary::clear);
+            self.policy_tops.clear();
+        }
         let mut recorded = [0u64; N];
         for call in self.recent.iter().filter(|c| c.outcome.is_call()) {
             recorded[call.command as usize] += 1;
@@ -270,10 +380,12 @@ impl<const N: usize> Ledger<N> {
             let base = self.baseline[command];
             if now < base || now - base < recorded[command] {
                 self.settled[command] = Tally::ZERO;
+                self.command_tops[command].clear();
                 if self.policy_commands[command] {
                     self.policies
                         .values_mut()
                         .for_each(|t| *t = PolicyTally::default());
+                    self.policy_tops.clear();
                 }
                 before_reset[command] = recorded[command].saturating_sub(now);
                 // Blocked calls settled earlier were made before the reset.
@@ -284,6 +396,10 @@ impl<const N: usize> Ledger<N> {
             self.baseline[command] = now;
         }
         let mut by_policy = self.policy_calls.iter().peekable();
+        let denials = std::mem::take(&mut self.denials);
+        // The next denial's call (one compare per call while there is none).
+        let mut next_denial = 0;
+        let mut denial_at = denials.first().map_or(usize::MAX, |d| d.at);
         for (at, call) in self.recent.iter().enumerate() {
             let command = call.command as usize;
             let counted = match call.outcome {
@@ -308,7 +424,25 @@ impl<const N: usize> Ledger<N> {
                     t.add(call.outcome, p.by.shadow, p.by.penalized);
                 }
             }
+            while denial_at == at {
+                let d = &denials[next_denial];
+                next_denial += 1;
+                denial_at = denials.get(next_denial).map_or(usize::MAX, |d| d.at);
+                let summary = match (counted, d.target) {
+                    (false, _) => continue,
+                    (true, Target::Command) => &mut self.command_tops[command],
+                    (true, Target::Policy(id)) if self.policies.contains_key(&id) => {
+                        self.policy_tops.entry(id).or_default()
+                    }
+                    (true, Target::Policy(_)) => continue,
+                };
+                summary.add(&d.key, self.top_keys);
+            }
         }
+        // The denials' room is kept (names are freed), at most as the calls'.
+        self.denials = denials;
+        self.denials.clear();
+        self.denials.shrink_to(KEPT_CAPACITY);
         self.recent.clear();
         self.policy_calls.clear();
         self.policy_calls.shrink_to(KEPT_CAPACITY);

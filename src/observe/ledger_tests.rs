@@ -5,10 +5,17 @@ use super::*;
 const ADMIT: Outcome = Outcome::Decided {
     allowed: true,
     cost: 1,
+    near: false,
+};
+const NEAR: Outcome = Outcome::Decided {
+    allowed: true,
+    cost: 1,
+    near: true,
 };
 const DENY: Outcome = Outcome::Decided {
     allowed: false,
     cost: 5,
+    near: false,
 };
 
 fn calls(l: &Ledger<2>) -> [u64; 2] {
@@ -83,6 +90,7 @@ fn late(allowed: bool, cost: u64, token: Token) -> Outcome {
     Outcome::Late {
         allowed,
         cost,
+        near: false,
         token,
     }
 }
@@ -104,6 +112,7 @@ fn a_blocked_call_counts_once_and_its_late_decision_is_not_a_call() {
         Outcome::Waited {
             allowed: false,
             cost: 1,
+            near: false,
         },
     );
     l.settle([2, 0]);
@@ -249,4 +258,28 @@ fn penalties_are_counted_per_policy_and_cleared_with_the_rest() {
     // A reset of the command's statistics clears it with every other counter.
     l.settle([0, 0]);
     assert_eq!(l.policy_tally(7).penalties, 0);
+}
+
+#[test]
+fn near_limit_counts_near_admissions_per_command_and_policy() {
+    let mut l = Ledger::<2>::new();
+    l.add_policy(7);
+    let by = ByPolicy {
+        id: 7,
+        shadow: false,
+        penalized: false,
+    };
+    l.record(0, ADMIT);
+    l.record_policy(0, NEAR, by);
+    l.record(1, NEAR);
+    l.record(1, DENY);
+    assert_eq!(l.tallies().map(|t| t.near_limit), [1, 1]);
+    l.settle([2, 2]);
+    assert_eq!(l.tallies().map(|t| t.near_limit), [1, 1]);
+    assert_eq!(l.policy_tally(7).near_limit, 1);
+    assert_eq!(l.policy_tally(7).admitted, 1);
+    // A reset clears them.
+    l.settle([0, 0]);
+    assert_eq!(l.tallies().map(|t| t.near_limit), [0, 0]);
+    assert_eq!(l.policy_tally(7).near_limit, 0);
 }

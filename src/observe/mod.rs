@@ -7,6 +7,7 @@
 mod info;
 mod ledger;
 pub mod stats;
+pub mod top;
 
 use std::cell::Cell;
 

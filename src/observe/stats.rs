@@ -9,7 +9,9 @@
 use std::ffi::{CStr, CString};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use super::ledger::{self, Ledger, Outcome, PolicyTally, Tally, Token};
+use super::ledger::{self, Ledger, Outcome, PolicyTally, Tally, Target, Token};
+use super::top::{self, Entry};
+use crate::config;
 use crate::ffi::{server_version, ServerInfo};
 
 /// The most commands counted (the command table is checked against it).
@@ -53,10 +55,22 @@ const MAX_RECENT: usize = if cfg!(feature = "debug-commands") {
     1 << 20
 };
 
+/// Denials kept before a call settles them itself: bounds their names'
+/// memory when the cron event cannot run.
+const MAX_RECENT_DENIALS: usize = if cfg!(feature = "debug-commands") {
+    16
+} else {
+    4096
+};
+
 struct State {
     ledger: Ledger<SLOTS>,
-    /// The decision of the call in progress, if it made one.
-    decided: Option<(bool, u64)>,
+    /// The keys the call in progress denied, each with the policy of its
+    /// layer (a `POLICY` clause), if any.
+    denied: Vec<(Option<u32>, Box<[u8]>)>,
+    /// The decision of the call in progress, if it made one: admitted, its
+    /// cost, and whether it left at most a fifth of the limit.
+    decided: Option<(bool, u64, bool)>,
     /// The call in progress waited (`BLOCK`) before its decision: its token.
     waited: Option<Token>,
     /// The token of the next call that blocks.
@@ -70,6 +84,7 @@ struct State {
 
 static STATE: Mutex<State> = Mutex::new(State {
     ledger: Ledger::new(),
+    denied: Vec::new(),
     decided: None,
     waited: None,
     next_token: 0,
@@ -95,9 +110,60 @@ fn index(label: &str) -> Option<usize> {
 }
 
 /// The call in progress decided: admitted or denied, for `cost` units (a
-/// refund counts as admitted with no cost).
-pub fn decision(allowed: bool, cost: u64) {
-    state().decided = Some((allowed, cost));
+/// refund counts as admitted with no cost); `near`: admitted, leaving at
+/// most a fifth of the limit (`near_limit`).
+pub fn decision(allowed: bool, cost: u64, near: bool) {
+    state().decided = Some((allowed, cost, near));
+}
+
+/// Whether an admission that left `remaining` of `limit` is near the limit:
+/// at most a fifth of it is left (rounded down).
+#[inline]
+pub fn near_limit(remaining: u64, limit: u64) -> bool {
+    remaining <= limit / 5
+}
+
+/// The call in progress denied `key` (`RL.TOP`), in a layer of `policy`'s
+/// (a `POLICY` clause) or else of the call's own policy or command. Nothing
+/// is kept while `rl.top-keys` is 0.
+#[cold]
+pub fn denied(key: &[u8], policy: Option<u32>) {
+    if config::top_keys() > 0 {
+        state().denied.push((policy, top::kept_name(key)));
+    }
+}
+
+/// Whose summary `RL.TOP` reads.
+pub enum TopOf<'a> {
+    /// A named policy's, by id.
+    Policy(u32),
+    /// A command's, by its registered name (`rl.gcra`); `None` if no
+    /// counted command has that name.
+    Command(&'a [u8]),
+}
+
+/// The `n` keys denied most by `of` since the counters were last cleared,
+/// heaviest first (settled against the server's counts first); `None` for
+/// an unknown command.
+pub fn top(of: TopOf, n: usize) -> Option<Vec<Entry>> {
+    let command = match of {
+        TopOf::Command(name) => Some(
+            counted()
+                .iter()
+                .position(|(c, _)| c.name.to_bytes().eq_ignore_ascii_case(name))?,
+        ),
+        TopOf::Policy(_) => None,
+    };
+    let mut state = state();
+    settle(&mut state);
+    if config::top_keys() == 0 {
+        return Some(Vec::new());
+    }
+    Some(match (command, of) {
+        (Some(i), _) => state.ledger.command_top(i).top(n),
+        (None, TopOf::Policy(id)) => state.ledger.policy_top(id).map_or(Vec::new(), |s| s.top(n)),
+        (None, TopOf::Command(_)) => Vec::new(),
+    })
 }
 
 /// The call in progress started a penalty (`INFO rl_policies`' `penalties`).
@@ -198,10 +264,17 @@ pub fn call(label: &str, failed: bool) {
     let waited = state.waited.take();
     let policy = state.policy.take();
     let penalized = std::mem::take(&mut state.penalized);
-    if state.ledger.recent() >= MAX_RECENT {
+    // Only a call that denied has keys to record (`RL.TOP`).
+    let denied_any = !state.denied.is_empty();
+    if state.ledger.recent() >= MAX_RECENT
+        || (denied_any && state.ledger.recent_denials() + state.denied.len() > MAX_RECENT_DENIALS)
+    {
         // Every call recorded so far has returned, so Redis has counted it; this
         // one is not recorded yet.
         settle(&mut state);
+    }
+    if denied_any && (failed || index(label).is_none()) {
+        state.denied.clear();
     }
     if let Some(i) = index(label) {
         let outcome = match (failed, decided) {
@@ -210,17 +283,29 @@ pub fn call(label: &str, failed: bool) {
                 Some(token) if counts_at_block() => Outcome::Abandoned(token),
                 _ => Outcome::Error,
             },
-            (false, Some((allowed, cost))) => match waited {
+            (false, Some((allowed, cost, near))) => match waited {
                 Some(token) if counts_at_block() => Outcome::Late {
                     allowed,
                     cost,
+                    near,
                     token,
                 },
-                Some(_) => Outcome::Waited { allowed, cost },
-                None => Outcome::Decided { allowed, cost },
+                Some(_) => Outcome::Waited {
+                    allowed,
+                    cost,
+                    near,
+                },
+                None => Outcome::Decided {
+                    allowed,
+                    cost,
+                    near,
+                },
             },
             (false, None) => Outcome::Answered,
         };
+        if denied_any && !failed {
+            record_denials(&mut state, i, policy.map(|(id, _)| id));
+        }
         match policy {
             Some((id, shadow)) => {
                 let by = ledger::ByPolicy {
@@ -232,6 +317,20 @@ pub fn call(label: &str, failed: bool) {
             }
             None => state.ledger.record(i, outcome),
         }
+    }
+}
+
+/// Records the keys the call in progress (of command `i`, by policy `by`)
+/// denied: a `POLICY` clause's in its policy's summary, else the call's
+/// policy's or command's (`RL.TOP`).
+#[cold]
+fn record_denials(state: &mut State, i: usize, by: Option<u32>) {
+    for (layer, key) in std::mem::take(&mut state.denied) {
+        let target = match layer.or(by) {
+            Some(id) => Target::Policy(id),
+            None => Target::Command,
+        };
+        state.ledger.record_denial(i, target, key);
     }
 }
 
@@ -256,6 +355,7 @@ fn calls_of(text: &[u8]) -> u64 {
 
 /// Settles the ledger against Redis's counts.
 fn settle(state: &mut State) {
+    state.ledger.top_keys = config::top_keys();
     if let Some(calls) = redis_calls() {
         state.ledger.settle(calls);
     }

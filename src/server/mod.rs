@@ -260,7 +260,11 @@ impl Finished {
     /// client went away before it could be).
     pub fn count(&self) {
         if self.reply.is_ok() {
-            stats::decision(self.allowed, self.cost);
+            let near = match &self.reply {
+                Ok(r) => self.allowed && stats::near_limit(r[2] as u64, r[1] as u64),
+                Err(_) => false,
+            };
+            stats::decision(self.allowed, self.cost, near);
         }
         stats::waited(self.token);
         if let Some(id) = self.policy {

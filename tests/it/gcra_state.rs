@@ -175,7 +175,7 @@ server_tests! {
         rl_err(c, "GCRA k 1 0 3600");
         assert_eq!(
             info(c, "rl", "rl_gcra_command"),
-            "calls=3,admitted=1,denied=1,errors=1,cost_admitted=2,cost_denied=3"
+            "calls=3,admitted=1,denied=1,errors=1,cost_admitted=2,cost_denied=3,near_limit=1"
         );
         assert!(info(c, "rl", "rl_gcra").starts_with("calls=0,"));
     }

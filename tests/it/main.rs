@@ -53,6 +53,7 @@ mod replication;
 mod resetstat;
 mod signals;
 mod throttle;
+mod top;
 mod unload;
 mod vectors;
 mod wait;

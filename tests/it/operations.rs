@@ -40,7 +40,8 @@ fn info_counts_a_known_workload(flavor: Flavor) {
             "denied",
             "errors",
             "cost_admitted",
-            "cost_denied"
+            "cost_denied",
+            "near_limit"
         ]
     );
     rl(c, "RL.GCRA k 1 1h BURST 5 COST 3"); // admitted, cost 3
@@ -48,15 +49,15 @@ fn info_counts_a_known_workload(flavor: Flavor) {
     rl(c, "RL.GCRA k 1 1h BURST 5 COST 0 PEEK"); // admitted, cost 0
     rl_err(c, "RL.GCRA k 0 1h"); // error
     rl(c, "RL.GCRA k 1 1h BURST 5 REFUND 1"); // admitted, no cost
-    assert_eq!(counters(c, "gcra"), [5, 3, 1, 1, 3, 3]);
+    assert_eq!(counters(c, "gcra"), [5, 3, 1, 1, 3, 3, 0]);
     rl(c, "RL.FIXED f 10 1h COST 4");
-    assert_eq!(counters(c, "fixed"), [1, 1, 0, 0, 4, 0]);
+    assert_eq!(counters(c, "fixed"), [1, 1, 0, 0, 4, 0, 0]);
     let v: Vec<Value> = run(c, "RL.ALL 2 a b FIXED 5 1h COST 2 SLIDING 5 1h COST 3");
     assert_eq!(v.len(), 6);
-    assert_eq!(counters(c, "all"), [1, 1, 0, 0, 5, 0]);
+    assert_eq!(counters(c, "all"), [1, 1, 0, 0, 5, 0, 0]);
     assert_eq!(
         counters(c, "sliding"),
-        [0; 6],
+        [0; 7],
         "RL.ALL counts as itself only"
     );
     // CONFIG RESETSTAT clears them, and counting resumes.
@@ -65,7 +66,7 @@ fn info_counts_a_known_workload(flavor: Flavor) {
         assert!(fields.iter().all(|(_, v)| *v == 0), "{cmd}: {fields:?}");
     }
     rl(c, "RL.FIXED f 10 1h");
-    assert_eq!(counters(c, "fixed"), [1, 1, 0, 0, 1, 0]);
+    assert_eq!(counters(c, "fixed"), [1, 1, 0, 0, 1, 0, 0]);
 }
 
 fn sliding_log_cap_is_configurable(flavor: Flavor) {

@@ -319,9 +319,10 @@ server_tests! {
         rl_err(c, "RL.LIMIT wrong pro");
         rl_err(c, "RL.LIMIT b nope"); // no policy's call
         assert_eq!(lines(c), [
-            "rl_policy_pro:calls=5,admitted=1,denied=2,shadow_denied=0,errors=2,penalties=0",
+            // Each first call left 0 of 1: near the limit.
+            "rl_policy_pro:calls=5,admitted=1,denied=2,shadow_denied=0,errors=2,penalties=0,near_limit=1",
             // A `:` in a name is written %3A (an INFO field name ends at its first `:`).
-            "rl_policy_tier%3Afree:calls=3,admitted=1,denied=0,shadow_denied=2,errors=0,penalties=0",
+            "rl_policy_tier%3Afree:calls=3,admitted=1,denied=0,shadow_denied=2,errors=0,penalties=0,near_limit=1",
         ]);
         assert_eq!(info(c, "rl", "rl_limit").split(',').next(), Some("calls=9"));
         // Not in the default INFO (its size is the number of policies).
@@ -329,17 +330,17 @@ server_tests! {
         // CONFIG RESETSTAT clears them, exactly: calls after it count.
         let _: () = run(c, "CONFIG RESETSTAT");
         rl(c, "RL.LIMIT b pro");
-        assert_eq!(lines(c)[0], "rl_policy_pro:calls=1,admitted=0,denied=1,shadow_denied=0,errors=0,penalties=0");
+        assert_eq!(lines(c)[0], "rl_policy_pro:calls=1,admitted=0,denied=1,shadow_denied=0,errors=0,penalties=0,near_limit=0");
         // RL.PEEK POLICY is the policy's call; an RL.ALL clause is RL.ALL's, no policy's.
         rl(c, "RL.PEEK POLICY b pro");
         let _: redis::Value = run(c, "RL.ALL 2 b e POLICY pro FIXED 1 1h");
-        assert_eq!(lines(c)[0], "rl_policy_pro:calls=2,admitted=0,denied=2,shadow_denied=0,errors=0,penalties=0");
+        assert_eq!(lines(c)[0], "rl_policy_pro:calls=2,admitted=0,denied=2,shadow_denied=0,errors=0,penalties=0,near_limit=0");
         // Redefining keeps a policy's counters; deleting drops its line; a new one starts at zero.
         ok(c, "RL.POLICY SET pro FIXED 5 1h");
-        assert_eq!(lines(c)[0], "rl_policy_pro:calls=2,admitted=0,denied=2,shadow_denied=0,errors=0,penalties=0");
+        assert_eq!(lines(c)[0], "rl_policy_pro:calls=2,admitted=0,denied=2,shadow_denied=0,errors=0,penalties=0,near_limit=0");
         let _: i64 = run(c, "RL.POLICY DEL pro");
         ok(c, "RL.POLICY SET pro FIXED 5 1h");
-        assert_eq!(lines(c)[0], "rl_policy_pro:calls=0,admitted=0,denied=0,shadow_denied=0,errors=0,penalties=0");
+        assert_eq!(lines(c)[0], "rl_policy_pro:calls=0,admitted=0,denied=0,shadow_denied=0,errors=0,penalties=0,near_limit=0");
         let _: i64 = run(c, "RL.POLICY DEL pro");
         assert_eq!(lines(c).len(), 1);
     }

@@ -38,11 +38,11 @@ server_tests! {
         // Three calls by the policy: two admitted (one after waiting), one timed out.
         assert_eq!(
             policy_line(c, "p"),
-            "rl_policy_p:calls=3,admitted=2,denied=1,shadow_denied=0,errors=0,penalties=0"
+            "rl_policy_p:calls=3,admitted=2,denied=1,shadow_denied=0,errors=0,penalties=0,near_limit=2"
         );
         // A call after a wait is no policy's.
         rl(c, "RL.FIXED other 1 1h");
-        assert_eq!(policy_line(c, "p"), "rl_policy_p:calls=3,admitted=2,denied=1,shadow_denied=0,errors=0,penalties=0");
+        assert_eq!(policy_line(c, "p"), "rl_policy_p:calls=3,admitted=2,denied=1,shadow_denied=0,errors=0,penalties=0,near_limit=2");
     }
 
     fn deleting_a_policy_ends_its_waiters_and_no_others(flavor) {
@@ -71,7 +71,7 @@ server_tests! {
         assert!(run::<String>(c, "GET k").ends_with(":1"));
         assert_eq!(
             policy_line(c, "q"),
-            "rl_policy_q:calls=0,admitted=0,denied=0,shadow_denied=0,errors=0,penalties=0"
+            "rl_policy_q:calls=0,admitted=0,denied=0,shadow_denied=0,errors=0,penalties=0,near_limit=0"
         );
     }
 
@@ -168,7 +168,7 @@ server_tests! {
         assert_eq!(waits(c), (0, 0, 0));
         assert_eq!(
             policy_line(c, "s"),
-            "rl_policy_s:calls=2,admitted=1,denied=0,shadow_denied=1,errors=0,penalties=0"
+            "rl_policy_s:calls=2,admitted=1,denied=0,shadow_denied=1,errors=0,penalties=0,near_limit=1"
         );
     }
 

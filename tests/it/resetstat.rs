@@ -152,7 +152,7 @@ fn executed_resets_clear_and_counting_resumes(flavor: Flavor) {
     std::thread::sleep(std::time::Duration::from_millis(300));
     run::<String>(c, "CONFIG RESETSTAT");
     rl(c, "RL.GCRA g 1 1h");
-    rl(c, "RL.FIXED f2 5 1h COST 2");
+    rl(c, "RL.FIXED f3 5 1h COST 2");
     std::thread::sleep(std::time::Duration::from_millis(300));
     let after: String = run(c, "INFO rl");
     for line in info.lines().filter(|l| l.starts_with("rl_")) {

@@ -84,5 +84,6 @@ def test_policy_metrics_snippet(r, redis_url):
         'rl_policy_shadow_denied_total{policy="tier:free"} 2',
         'rl_policy_errors_total{policy="tier:free"} 0',
         'rl_policy_penalties_total{policy="tier:free"} 0',
+        'rl_policy_near_limit_total{policy="tier:free"} 1',
     ]
     r.execute_command("RL.POLICY", "DEL", "tier:free")

@@ -140,3 +140,22 @@ export interface AllDecision {
    * denying layer: the others are undefined). */
   readonly insured?: boolean;
 }
+
+/** One entry of `RL.TOP` (`Limiter.top`): a key the policy (or command) denied, its denials
+ * counted, and how much that count may exceed the true number (Space-Saving: the true
+ * denials lie between `denials - overestimate` and `denials`). A key longer than 128 bytes
+ * is its first 128 bytes followed by `...`. */
+export interface TopEntry {
+  readonly key: string;
+  readonly denials: number;
+  readonly overestimate: number;
+}
+
+/** `RL.TOP`'s reply as entries. */
+export function topEntries(reply: unknown): TopEntry[] {
+  if (!Array.isArray(reply)) throw new TypeError(`RL.TOP replied ${String(reply)}`);
+  return reply.map((e: unknown) => {
+    const [key, denials, overestimate] = e as [unknown, unknown, unknown];
+    return { key: String(key), denials: Number(denials), overestimate: Number(overestimate) };
+  });
+}

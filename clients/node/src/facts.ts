@@ -81,6 +81,7 @@ export const ERRORS = {
   oom: "OOM command not allowed when used memory > 'maxmemory'.",
   shutting_down: "UNBLOCKED the server is shutting down",
   no_such_policy: "ERR no such policy '{name}'",
+  no_such_command: "ERR no such command '{name}' (RL.TOP COMMAND takes a limiter's command, e.g. rl.gcra)",
   policy_reserved: "ERR the policy name '{name}' is reserved: INFO rl's field rl_policy_{name} is the module's own",
   policy_name: "ERR a policy name is 1 to {max} of A-Z, a-z, 0-9 and _ . : -",
   policy_algorithm: "ERR policy '{name}' is {was}: DEL it before giving it another algorithm",
@@ -118,6 +119,7 @@ export const ERROR_PATTERNS: Readonly<Record<keyof typeof ERRORS, string>> = {
   oom: "command not allowed when used memory > 'maxmemory'\\.",
   shutting_down: "the server is shutting down",
   no_such_policy: "no such policy '(?<name>.*?)'",
+  no_such_command: "no such command '(?<name>.*?)' \\(RL\\.TOP COMMAND takes a limiter's command, e\\.g\\. rl\\.gcra\\)",
   policy_reserved: "the policy name '(?<name>.*?)' is reserved: INFO rl's field rl_policy_\\k<name> is the module's own",
   policy_name: "a policy name is 1 to (?<max>.*?) of A-Z, a-z, 0-9 and _ \\. : -",
   policy_algorithm: "policy '(?<name>.*?)' is (?<was>.*?): DEL it before giving it another algorithm",
@@ -160,5 +162,6 @@ export const MESSAGES = {
   policy_save_large: "the policies' lines come to more than 16777216 bytes, more than a policy file may hold: nothing was written",
   policy_file_folder_sync: "replaced, but its folder could not be flushed to disk",
   policy_twice: "a policy of this name is on an earlier line",
+  top_shape: "syntax error: RL.TOP name [COUNT n] or RL.TOP COMMAND cmd [COUNT n]",
   throttle_burst: "max_burst is too large: (max_burst + 1) * period / count must be at most 3650 days",
 } as const;

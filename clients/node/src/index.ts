@@ -24,7 +24,7 @@ export {
   ConfigurationError, ForeignKeyError, LibraryUnavailableError, ReservationSettledError, RlError,
   ServerUnavailableError, type ErrorCode, type Holds,
 } from "./errors.js";
-export { Decision, type AllDecision, type Backend } from "./decision.js";
+export { Decision, type AllDecision, type Backend, type TopEntry } from "./decision.js";
 export type { DecideOptions, Layer } from "./commands.js";
 export { Reservation, type Reserved } from "./reservation.js";
 export type { SendCommand } from "./transport.js";

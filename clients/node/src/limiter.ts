@@ -32,7 +32,8 @@ import * as commands from "./commands.js";
 import type { Command, DecideOptions, Layer } from "./commands.js";
 import { DenialCache } from "./cache.js";
 import { Insurance, type InsuranceOptions } from "./insurance.js";
-import type { AllDecision, Backend, Decision } from "./decision.js";
+import type { AllDecision, Backend, Decision, TopEntry } from "./decision.js";
+import { topEntries } from "./decision.js";
 import { Metrics, type Result } from "./metrics.js";
 import { LIBRARY_SOURCE } from "./library.js";
 import * as policy from "./policy.js";
@@ -392,6 +393,21 @@ export class Limiter {
     const cmd = commands.ban(text(key, "key"), ms);
     this.cache?.drop(key); // the key's entries: seen at once here
     return this.run(cmd);
+  }
+
+  /** `RL.TOP policy [COUNT n]` (or, with `{ command: "rl.gcra" }`, `RL.TOP COMMAND rl.gcra
+   * [COUNT n]`): the keys the policy (or the command's spelled-out calls) denied most on the
+   * node asked since its counters were cleared, heaviest first. The module's only (the
+   * Functions library keeps no counters); on a cluster it asks the node of the policy's (or
+   * command's) name's slot: give each node's client to ask them all. */
+  async top(policyName: string | null, o: { command?: string; count?: number } = {}): Promise<TopEntry[]> {
+    if ((policyName === null) === (o.command === undefined)) {
+      throw new TypeError("top() takes a policy's name or { command }, not both");
+    }
+    const count = countArg(o.count ?? 10, "count");
+    const target = o.command === undefined ? [text(policyName ?? "", "policy")] : ["COMMAND", text(o.command, "command")];
+    const reply = await this.transport.send(["RL.TOP", ...target, "COUNT", count], target[target.length - 1], true);
+    return topEntries(reply);
   }
 
   /** `RL.RELEASE key lease_id`: true if the lease was held. */

@@ -20,7 +20,7 @@ defined, so the import is what registers them.
 
 from .aio import AsyncLimiter
 from .cache import DenialCache
-from .decision import LIBRARY, MODULE, AllDecision, Decision
+from .decision import LIBRARY, MODULE, AllDecision, Decision, TopEntry
 from .errors import (
     ConfigurationError,
     ForeignKeyError,
@@ -48,5 +48,6 @@ __all__ = [
     "ConfigurationError", "Decision", "DenialCache", "ForeignKeyError", "Insurance",
     "LibraryUnavailableError", "Limiter", "Metrics", "Policy", "RateLimitError", "Reservation",
     "ReservationSettledError",
-    "ServerUnavailableError", "fixed", "gcra", "leaky", "sliding", "sliding_log", "token_bucket",
+    "ServerUnavailableError", "TopEntry", "fixed", "gcra", "leaky", "sliding", "sliding_log",
+    "token_bucket",
 ]

@@ -15,8 +15,8 @@ from .api import Api
 from .backend import CLUSTER_ATTEMPTS, CLUSTER_RETRY, is_cluster, library_source, routed_by_us
 from .cache import DenialCache
 from .classify import classify, function_missing, library_unavailable, reraise, unknown_command
-from .commands import Command
-from .decision import LIBRARY, MODULE, AllDecision, Decision
+from .commands import Command, top_args
+from .decision import LIBRARY, MODULE, AllDecision, Decision, TopEntry
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
 from .insurance import Insurance
 from .loading import gate_for, raise_failed
@@ -57,6 +57,15 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
                     raise
                 await self.client.nodes_manager.initialize()
         raise AssertionError("unreachable")
+
+    async def top(self, policy: str | None = None, *, command: str | None = None,
+                  count: int = 10) -> list[TopEntry]:
+        """`Limiter.top`, awaited."""
+        try:
+            reply = await self.client.execute_command(*top_args(policy, command, count))
+        except RedisError as err:
+            reraise(classify(err), err)
+        return TopEntry.from_reply(reply)
 
     async def _run(self, cmd: Command) -> Any:  # type: ignore[override]
         try:

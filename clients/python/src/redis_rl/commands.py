@@ -229,3 +229,13 @@ def release(key: str, lease_id: str | bytes) -> Command:
         rest=(lease_id,),
         decode=lambda reply, backend: int(reply) == 1,
     )
+
+
+def top_args(policy: str | None, command: str | None, count: int) -> tuple[Any, ...]:
+    """`RL.TOP`'s arguments: exactly one of a policy's name and a command's."""
+    if (policy is None) == (command is None):
+        raise TypeError("top() takes a policy's name or command=, not both")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise TypeError(f"count is a positive int: {count!r}")
+    target = (policy,) if command is None else ("COMMAND", command)
+    return ("RL.TOP", *target, "COUNT", count)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .policy import PolicyOrName
 
@@ -167,3 +168,21 @@ class AllDecision:
         `shadowed`): empty when none did. The call was decided by the other layers."""
         return tuple(i for i, layer in enumerate(self.layers)
                      if layer is not None and layer.shadowed)
+
+
+@dataclass(frozen=True)
+class TopEntry:
+    """One entry of `RL.TOP` (`Limiter.top`): a key the policy (or command) denied, its
+    denials counted, and how much that count may exceed the true number (Space-Saving:
+    the true denials lie between `denials - overestimate` and `denials`). A key longer than
+    128 bytes is its first 128 bytes followed by `...`."""
+
+    key: str
+    denials: int
+    overestimate: int
+
+    @classmethod
+    def from_reply(cls, reply: Any) -> list[TopEntry]:
+        def text(k: Any) -> str:
+            return k.decode("utf-8", "surrogateescape") if isinstance(k, bytes) else str(k)
+        return [cls(text(k), int(n), int(over)) for k, n, over in reply]

@@ -12,8 +12,8 @@ from .api import Api
 from .backend import CLUSTER_ATTEMPTS, CLUSTER_RETRY, is_cluster, library_source, routed_by_us
 from .cache import DenialCache
 from .classify import classify, function_missing, library_unavailable, reraise, unknown_command
-from .commands import Command
-from .decision import LIBRARY, MODULE, AllDecision, Decision
+from .commands import Command, top_args
+from .decision import LIBRARY, MODULE, AllDecision, Decision, TopEntry
 from .errors import NO_FUNCTIONS, NOT_LOADABLE, NOT_LOADED
 from .insurance import Insurance
 from .loading import gate_for, raise_failed
@@ -53,6 +53,18 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
                     raise
                 self.client.nodes_manager.initialize()
         raise AssertionError("unreachable")
+
+    def top(self, policy: str | None = None, *, command: str | None = None,
+            count: int = 10) -> list[TopEntry]:
+        """`RL.TOP policy [COUNT n]` (or, with `command="rl.gcra"`, `RL.TOP COMMAND rl.gcra
+        [COUNT n]`): the keys the policy (or the command's spelled-out calls) denied most on
+        the node asked since its counters were cleared, heaviest first. The module's only (the
+        Functions library keeps no counters); on a cluster, ask each node's client."""
+        try:
+            reply = self.client.execute_command(*top_args(policy, command, count))
+        except RedisError as err:
+            reraise(classify(err), err)
+        return TopEntry.from_reply(reply)
 
     def _run(self, cmd: Command) -> Any:
         try:
@@ -158,3 +170,4 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
             self.client.function_load(library_source(), replace=True)
         except RedisError as err:
             reraise(library_unavailable(err, NOT_LOADABLE), err)
+
