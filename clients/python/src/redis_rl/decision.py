@@ -123,8 +123,10 @@ class Decision:
         out = {}
         if isinstance(self.policy, str):
             out["RateLimit-Policy"] = f'"{label}";q={self.limit}'
-        elif self.policy is not None and self.policy.window_s is not None:
-            out["RateLimit-Policy"] = f'"{label}";q={self.policy.quota};w={self.policy.window_s}'
+        elif self.policy is not None:
+            w = self.policy.period_s(self.reset_after_ms)
+            if w is not None:
+                out["RateLimit-Policy"] = f'"{label}";q={self.policy.quota};w={w}'
         out["RateLimit"] = f'"{label}";r={self.remaining};t={self.reset_after}'
         if self.retry_after is not None:
             out["Retry-After"] = str(self.retry_after)
