@@ -96,6 +96,7 @@
     local any_amount = command or form == 'clause'
     local req = { kind = kind, peek = form == 'peek' }
     local cost, refund, debit, burst, block, peek, penalty
+    local quota, calendar = kind.name == 'QUOTA', {}
     local i = first + np
     local function once(current, option)
       if current ~= nil then fail(ERR.repeated_option(option)) end
@@ -118,6 +119,8 @@
       elseif command and up == 'BLOCK' then
         -- A script cannot wait: BLOCK is validated and the call decides at once.
         block = count_from('BLOCK', once(block, 'BLOCK'), 0, MAX_DURATION_MS)
+      elseif quota and (up == 'TZ' or up == 'ANCHOR') then
+        calendar[up] = once(calendar[up], up)
       elseif form ~= 'peek' and up == 'PENALTY' then
         if penalty then fail(ERR.repeated_option('PENALTY')) end
         penalty, i = read_penalty(args, i, last)
@@ -126,7 +129,11 @@
       else
         -- The options this form takes, exactly (grammar/form.rs expected_options).
         local expected
-        if form == 'command' then
+        if quota then
+          expected = form == 'command' and 'TZ, ANCHOR, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY'
+            or form == 'clause' and 'TZ, ANCHOR, COST, REFUND, DEBIT or PENALTY'
+            or form == 'policy' and 'TZ, ANCHOR, PENALTY or SHADOW' or 'TZ, ANCHOR or COST'
+        elseif form == 'command' then
           expected = kind.name == 'GCRA' and 'BURST, COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY'
             or 'COST, REFUND, DEBIT, PEEK, BLOCK or PENALTY'
         elseif form == 'clause' then
@@ -159,6 +166,9 @@
       local name, s = names[j], args[first + j - 1]
       if name == 'period' or name == 'window' then
         p[j] = mul(duration(name, s), NS_PER_MS) -- ns; up to 3.2e17: a limb table above 2^53
+      elseif name == 'unit' then
+        p[j] = upper(s)
+        if p[j] ~= 'DAY' and p[j] ~= 'WEEK' and p[j] ~= 'MONTH' then fail(ERR.bad_unit) end
       elseif kind.name == 'SLIDINGLOG' and j == 1 then
         p[j] = count_from(name, s, 1, SLIDING_LOG_MAX)
       else
@@ -172,6 +182,8 @@
       local rate, period = names[rate_at], names[rate_at + 1]
       fail(ERR.rate_too_high(rate, period))
     end
+    -- RL.QUOTA's calendar: its zone, then its anchor (kinds/quota.rs).
+    if quota then p[3] = kind.calendar(p[2], calendar.TZ, calendar.ANCHOR) end
     req.p = p
     req.burst = burst or 1
     req.cost = debit or refund or cost or 1

@@ -4,7 +4,7 @@
 
   local DECIDE = {
     GCRA = decide_instant, TOKENBUCKET = decide_instant, LEAKY = decide_instant,
-    FIXED = decide_fixed, SLIDING = decide_sliding,
+    FIXED = decide_fixed, SLIDING = decide_sliding, QUOTA = decide_quota,
   }
 
   -- Filled in below the sliding log section.

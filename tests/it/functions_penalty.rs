@@ -25,8 +25,9 @@ const POLICIES: [&str; 4] = [
     "plain FIXED 2 1h",
 ];
 
-/// A server with the module's test build and the library, both on one moved clock.
-struct Pair {
+/// A server with the module's test build and the library, both on one moved clock
+/// (functions_quota.rs runs its calendars on it too).
+pub(crate) struct Pair {
     server: Server,
     offset_ms: i64,
     /// The most real time between the two calls of a pair so far, plus 2 ms (a
@@ -37,10 +38,17 @@ struct Pair {
 
 impl Pair {
     fn start(flavor: Flavor) -> Pair {
+        Pair::start_with(flavor, &POLICIES)
+    }
+
+    /// A pair with `policies` set in the module and written into the library.
+    pub(crate) fn start_with(flavor: Flavor, policies: &[&str]) -> Pair {
         let server = Server::start_debug(flavor);
-        let dir = temp_folder(&format!("penalty-{flavor:?}"));
+        static PAIRS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = PAIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = temp_folder(&format!("penalty-{flavor:?}-{n}"));
         let file = dir.join("rl.conf");
-        std::fs::write(&file, POLICIES.join("\n") + "\n").unwrap();
+        std::fs::write(&file, policies.join("\n") + "\n").unwrap();
         let source = library_with(&file);
         // The library reads TIME in one place, clock(); here it adds the offset.
         let time = "local t = redis.call('TIME')";
@@ -66,7 +74,7 @@ impl Pair {
             .arg(patched)
             .query(c)
             .unwrap();
-        for line in POLICIES {
+        for line in policies {
             let _: String = run(c, &format!("RL.POLICY SET {line}"));
         }
         Pair {
@@ -80,7 +88,7 @@ impl Pair {
     /// within 5 s of a minute's end: no window of whole minutes ends between the
     /// two calls of a pair. (The scenarios keep every call at least 30 s from a
     /// penalty's end, its memory's, and a limiter's next admission.)
-    fn at(&mut self, offset_ms: i64) {
+    pub(crate) fn at(&mut self, offset_ms: i64) {
         let phase = (now_ms() + offset_ms).rem_euclid(MIN);
         let offset_ms = match !(5_000..=MIN - 5_000).contains(&phase) {
             true => offset_ms + 10_000,
@@ -95,7 +103,7 @@ impl Pair {
     /// Runs `line` (module words, keys `K` … `K9`) on the module's keys and on the
     /// library's, and checks that the replies, the keys' states and expiries agree.
     /// The module's reply.
-    fn both(&self, line: &str) -> Result<Value, String> {
+    pub(crate) fn both(&self, line: &str) -> Result<Value, String> {
         let c = &mut self.server.conn();
         let words: Vec<Vec<u8>> = line
             .split_whitespace()
@@ -137,12 +145,12 @@ impl Pair {
     }
 
     /// The module's reply to `line` (checked against the library's), not an error.
-    fn ok(&self, line: &str) -> Value {
+    pub(crate) fn ok(&self, line: &str) -> Value {
         self.both(line).unwrap_or_else(|e| panic!("{line}: {e}"))
     }
 
     /// The five integers of the module's reply to `line` (checked against the library's).
-    fn rl(&self, line: &str) -> Vec<i64> {
+    pub(crate) fn rl(&self, line: &str) -> Vec<i64> {
         match self.both(line) {
             Ok(Value::Array(v)) => v
                 .iter()

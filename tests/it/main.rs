@@ -27,6 +27,7 @@ mod functions_cluster;
 mod functions_exact;
 mod functions_penalty;
 mod functions_policies;
+mod functions_quota;
 mod gcra;
 mod gcra_registration;
 mod gcra_state;
