@@ -3,7 +3,8 @@
 The headers are those of docs/commands.md ("The shared reply" and "The IETF RateLimit
 fields"): seconds are milliseconds divided by 1,000 and rounded up, so a client that waits
 them is never early; `Retry-After` is sent on a denial only, and never for a request that
-can never be admitted (`retry_after_ms == -1`).
+can never be admitted (`retry_after_ms == -1`). A quota's `RateLimit-Policy` `w` is its current
+period's length in whole days (`Policy.period_s`: from the renewal, now + `reset_after_ms`).
 
 A decision by a policy named on the server (its `policy` is the name, a `str`) knows the
 reply, not the policy's quota or window: its `RateLimit-Policy` is `"<name>";q=<limit>`, `q`

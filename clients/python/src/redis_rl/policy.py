@@ -92,7 +92,8 @@ def policy_name_arg(name: str) -> str:
 @dataclass(frozen=True)
 class Policy:
     """One limiter's algorithm and parameters. Build one with `gcra`, `token_bucket`,
-    `leaky`, `sliding`, `sliding_log` or `fixed`; `name` names it in the IETF fields."""
+    `leaky`, `sliding`, `sliding_log`, `fixed` or `quota`; `name` names it in the IETF
+    fields."""
 
     algo: str
     params: tuple[str, ...]
