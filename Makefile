@@ -101,6 +101,7 @@ check-dist: deps
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
+	$(CARGO) run -q --release --example zone-table -- --check
 
 clean:
 	$(CARGO) clean

@@ -128,7 +128,7 @@
 
     -- Renewal n's instant (ms).
     local function renewal(cal, n)
-      local a, day = cal.anchor, nil
+      local a, day = cal.anchor
       if cal.unit == 'DAY' then
         day = a.day + n
       elseif cal.unit == 'WEEK' then

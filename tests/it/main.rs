@@ -58,3 +58,4 @@ mod vectors;
 mod wait;
 mod wait_chaos;
 mod wait_ends;
+mod zone_table;
