@@ -1,17 +1,23 @@
 """An OpenAI-compatible proxy that limits each API key by requests and by tokens per minute,
-both decided in ONE RL.ALL (redis_rl's `reserve_all`):
+and each organisation by a monthly token budget, all decided in ONE RL.ALL (redis_rl's
+`reserve_all`):
 
   - requests per minute: SLIDINGLOG RPM 1m, cost 1, never settled;
   - tokens per minute:   SLIDINGLOG TPM 1m (exact), reserving an estimate of the request's
     tokens (the prompt's, roughly, plus `max_tokens`), settled with the upstream's
-    `usage.total_tokens`: a REFUND of what was not used, or a DEBIT of what was used beyond.
+    `usage.total_tokens`: a REFUND of what was not used, or a DEBIT of what was used beyond;
+  - the organisation's tokens per month: QUOTA MONTHLY_TOKENS MONTH [TZ BUDGET_TZ]
+    [ANCHOR BUDGET_ANCHOR] (a calendar month renewing on the anchor's day, at its local time:
+    the 1st at midnight UTC by default), reserving and settled as the minute's tokens.
 
-A request denied by one layer spends nothing from the other. Tokens charged in a minute are
+A request denied by one layer spends nothing from the others. Tokens charged in a minute are
 at most TPM plus the overruns (usage beyond the estimate) of the requests in flight when the
-budget ran out: an overrun is charged as debt, which denies the key until it is paid off.
+budget ran out: an overrun is charged as debt, which denies the key until it is paid off (and
+the organisation, for its month, until the renewal).
 
-The API keys it serves are API_KEYS (comma-separated; "key-a,key-b" by default): any other is
-a 401 that spends nothing, so a client cannot make itself a fresh budget with a new key.
+The API keys it serves are API_KEYS (comma-separated, each `key` or `key:organisation`; a key
+without one is an organisation of its own; "key-a:acme,key-b:acme" by default): any other is a
+401 that spends nothing, so a client cannot make itself a fresh budget with a new key.
 
 Run: REDIS_URL=redis://127.0.0.1:6379/0 UPSTREAM_URL=https://api.openai.com \
      UPSTREAM_API_KEY=sk-... PORT=8000 python app.py
@@ -30,15 +36,22 @@ from fastapi.responses import JSONResponse
 import redis_rl
 from redis_rl import policy
 
-# The API keys served; a real proxy looks its keys up in its own store.
-API_KEYS = frozenset(os.environ.get("API_KEYS", "key-a,key-b").split(","))
+# The API keys served, and each one's organisation; a real proxy looks its keys up in its own
+# store.
+API_KEYS = {key: org or key for key, _, org in (
+    entry.partition(":")
+    for entry in os.environ.get("API_KEYS", "key-a:acme,key-b:acme").split(","))}
 RPM = int(os.environ.get("RPM", "60"))
 TPM = int(os.environ.get("TPM", "10000"))
+MONTHLY_TOKENS = int(os.environ.get("MONTHLY_TOKENS", "5000000"))
 DEFAULT_MAX_TOKENS = 256  # given to a request without max_tokens, so its estimate bounds it
 UPSTREAM_URL = os.environ.get("UPSTREAM_URL", "https://api.openai.com").rstrip("/")
 UPSTREAM_KEY = os.environ.get("UPSTREAM_API_KEY")  # the proxy's own key for the upstream
 REQUESTS = policy.sliding_log(RPM, "1m", name="requests")
 TOKENS = policy.sliding_log(TPM, "1m", name="tokens")
+BUDGET = policy.quota(MONTHLY_TOKENS, "MONTH", name="budget",
+                      tz=os.environ.get("BUDGET_TZ", "UTC"),
+                      anchor=os.environ.get("BUDGET_ANCHOR", "2001-01-01T00:00"))
 
 
 def estimate_tokens(body):
@@ -101,8 +114,10 @@ async def chat_completions(request: Request):
                      "invalid_request_error", "context_length_exceeded")
 
     # One RL.ALL: the request counts 1 on the first layer and reserves the estimate on the
-    # second (keys share the API key's hash tag, for Redis Cluster).
-    layers = [(f"rl:{{{api_key}}}:rpm", REQUESTS, 1), (f"rl:{{{api_key}}}:tpm", TOKENS)]
+    # others (keys share the organisation's hash tag, for Redis Cluster).
+    org = API_KEYS[api_key]
+    layers = [(f"rl:{{{org}}}:rpm:{api_key}", REQUESTS, 1),
+              (f"rl:{{{org}}}:tpm:{api_key}", TOKENS), (f"rl:{{{org}}}:month", BUDGET)]
     try:
         decision, reservation = await request.app.state.limiter.reserve_all(layers, estimate)
     except redis_rl.ServerUnavailableError:  # Redis down, full or read-only: retry later
@@ -110,7 +125,10 @@ async def chat_completions(request: Request):
     # (Any other error, a policy the server refuses, is the proxy's fault: 500.)
     headers = decision.binding.ietf_headers()  # RateLimit-Policy, RateLimit (and Retry-After)
     if reservation is None:
-        kind = decision.binding.policy_name  # "requests" or "tokens"
+        kind = decision.binding.policy_name  # "requests", "tokens" or "budget"
+        if kind == "budget":  # the month's: Retry-After is the renewal
+            return error(429, f"the organisation's {MONTHLY_TOKENS} tokens for this month are "
+                         "spent", kind, "insufficient_quota", headers)
         return error(429, f"rate limit reached for {kind} per minute", kind,
                      "rate_limit_exceeded", headers)
 

@@ -1,22 +1,30 @@
 // An OpenAI-style LLM proxy with Express: per API key, requests per minute and tokens per
-// minute, decided together in ONE RL.ALL per request (a request denied by one layer spends
-// nothing from the other).
-//   - rpm: 60 requests a minute (SLIDINGLOG), key {llm:<api key>}:rpm, cost 1, never settled
-//   - tpm: 10,000 tokens a minute (SLIDINGLOG, so the budget is exact), key {llm:<api key>}:tpm:
-//     reserves an estimate, ceil(characters of the messages' contents / 4) + max_tokens
-//     (default 256), and settles it at the upstream's usage.total_tokens (DEBIT when more,
-//     REFUND when less)
-// Both keys share the hash tag {llm:<api key>}, so RL.ALL works on Redis Cluster too.
+// minute, and per organisation a monthly token budget, decided together in ONE RL.ALL per
+// request (a request denied by one layer spends nothing from the others).
+//   - rpm: 60 requests a minute (SLIDINGLOG), key {llm:<org>}:rpm:<api key>, cost 1, never settled
+//   - tpm: 10,000 tokens a minute (SLIDINGLOG, so the budget is exact), key
+//     {llm:<org>}:tpm:<api key>: reserves an estimate, ceil(characters of the messages'
+//     contents / 4) + max_tokens (default 256), and settles it at the upstream's
+//     usage.total_tokens (DEBIT when more, REFUND when less)
+//   - budget: MONTHLY_TOKENS (5,000,000) tokens a calendar month for the organisation (QUOTA
+//     ... MONTH, renewing on BUDGET_ANCHOR's day and time in BUDGET_TZ: the 1st at midnight
+//     UTC by default), key {llm:<org>}:month, reserved and settled as tpm
+// The keys share the hash tag {llm:<org>}, so RL.ALL works on Redis Cluster too.
 // Run: REDIS_URL=redis://127.0.0.1:6379 UPSTREAM_URL=https://api.example.com PORT=8000 node server.mjs
 // (POST /v1/chat/completions is sent on to UPSTREAM_URL's /v1/chat/completions.)
 import express from "express";
 import { createClient } from "redis";
 import { Limiter, policy, ServerUnavailableError } from "redis-rl";
 
-// Demo API keys (a Map: a client's text, "constructor", finds no inherited property).
-const API_KEYS = new Map([["key-a", "team a"], ["key-b", "team b"]]);
+// Demo API keys and their organisations (a Map: a client's text, "constructor", finds no
+// inherited property).
+const API_KEYS = new Map([["key-a", "acme"], ["key-b", "globex"], ["key-d", "globex"]]);
 const RPM = policy.slidingLog(60, "1m", { name: "rpm" });
 const TPM = policy.slidingLog(10_000, "1m", { name: "tpm" });
+const MONTHLY_TOKENS = Number(process.env.MONTHLY_TOKENS ?? 5_000_000);
+const BUDGET = policy.quota(MONTHLY_TOKENS, "MONTH", {
+  name: "budget", tz: process.env.BUDGET_TZ ?? "UTC", anchor: process.env.BUDGET_ANCHOR ?? "2001-01-01T00:00",
+});
 const DEFAULT_MAX_TOKENS = 256;
 const UPSTREAM_URL = (process.env.UPSTREAM_URL ?? "http://127.0.0.1:8001").replace(/\/+$/, "");
 
@@ -65,13 +73,18 @@ app.post("/v1/chat/completions", express.json({ limit: "1mb" }), async (req, res
     if (body.stream) return fail(res, 400, "This proxy does not stream.", "invalid_request_error");
 
     const wanted = estimate(body.messages, maxTokens);
+    const org = API_KEYS.get(apiKey);
     const { decision, reservation } = await limiter.reserveAll([
-      [`{llm:${apiKey}}:rpm`, RPM, 1], // spends 1, never settled
-      [`{llm:${apiKey}}:tpm`, TPM], // reserves the estimate, settled below
+      [`{llm:${org}}:rpm:${apiKey}`, RPM, 1], // spends 1, never settled
+      [`{llm:${org}}:tpm:${apiKey}`, TPM], // reserves the estimate, settled below
+      [`{llm:${org}}:month`, BUDGET], // the organisation's month: reserved and settled too
     ], wanted);
     res.set(decision.binding.ietfHeaders()); // RateLimit-Policy, RateLimit, and Retry-After on a denial
     if (!reservation) {
       const d = decision.binding;
+      if (d.policy === BUDGET) { // Retry-After is the renewal
+        return fail(res, 429, `Your organisation's ${MONTHLY_TOKENS} tokens for this month are spent.`, "budget", "insufficient_quota");
+      }
       const what = d.policy === RPM ? "requests per min (RPM)" : "tokens per min (TPM)";
       const when = d.retryAfter === undefined ? "This request is larger than the limit." : `Please try again in ${d.retryAfter}s.`;
       return fail(res, 429, `Rate limit reached on ${what}: Limit ${d.limit}, Requested ${d.policy === RPM ? 1 : wanted}. ${when}`,

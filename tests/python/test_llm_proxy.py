@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import uuid
+from datetime import datetime, timezone
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -21,7 +22,9 @@ import redis
 from conftest import ROOT, free_port, start_server, wait_until
 
 APP = ROOT / "examples/llm-proxy/app.py"
-RPM, TPM = 60, 1000
+RPM, TPM, MONTHLY = 60, 1000, 5000
+#: Two API keys of one organisation, sharing its monthly budget.
+SHARED = ["sk-shared-1", "sk-shared-2"]
 DELAY = 0.1  # the upstream's answer time, so that requests overlap
 
 
@@ -106,7 +109,8 @@ def proxy(server_url, upstream, tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("llm-proxy") / "proxy.log"
     env = dict(os.environ, REDIS_URL=redis_url, UPSTREAM_URL=upstream.url, PORT=str(port),
-               RPM=str(RPM), TPM=str(TPM), API_KEYS=",".join(KEYS),
+               RPM=str(RPM), TPM=str(TPM), MONTHLY_TOKENS=str(MONTHLY),
+               API_KEYS=",".join([*KEYS, *(f"{k}:org-shared" for k in SHARED)]),
                PYTHONPATH=os.pathsep.join([str(ROOT / "clients/python/src"),
                                            os.environ.get("PYTHONPATH", "")]))
     with open(log, "w") as out:
@@ -145,7 +149,7 @@ def new_key():
 
 def used_by(r, api_key, layer, limit):
     """What a layer of the key has spent in the last minute (PEEK, COST 0: nothing written)."""
-    key, words = f"rl:{{{api_key}}}:{layer}", ("SLIDINGLOG", limit, "1m", "COST", 0)
+    key, words = f"rl:{{{api_key}}}:{layer}:{api_key}", ("SLIDINGLOG", limit, "1m", "COST", 0)
     try:
         reply = r.execute_command("RL.PEEK", words[0], key, *words[1:])
     except redis.ResponseError:  # no module: the library's
@@ -278,7 +282,7 @@ def test_a_full_redis_is_a_503_and_spends_nothing(proxy, r):
     app = load_app()
     # The library loaded where it serves (by a read, which writes nothing), so that the proxy's
     # call is refused for the memory, not for a load.
-    assert app.redis_rl.Limiter(r).peek(f"rl:{{{key}}}:tpm", app.TOKENS, cost=0).allowed
+    assert app.redis_rl.Limiter(r).peek(f"rl:{{{key}}}:tpm:{key}", app.TOKENS, cost=0).allowed
     r.config_set("maxmemory", "1")
     try:
         resp = post(proxy, key, body(89))
@@ -288,3 +292,26 @@ def test_a_full_redis_is_a_503_and_spends_nothing(proxy, r):
     assert resp.json()["error"]["code"] == "limiter_unavailable"
     assert r.dbsize() == 0
     assert post(proxy, key, body(89)).status_code == 200
+
+
+def test_an_organisations_keys_share_its_monthly_budget_till_the_renewal(proxy, r):
+    """The month's layer is the organisation's: one key's usage spends it for the other, whose
+    minute is its own, and its denial says when the month renews (the 1st, 00:00 UTC)."""
+    first, second = SHARED
+    assert post(proxy, first, body(89, fake_usage=MONTHLY - 100)).status_code == 200  # a debt
+    assert post(proxy, second, body(89, fake_usage=100)).status_code == 200  # the last 100
+    before = time.time()
+    denied = post(proxy, second, body(1))
+    after = time.time()
+    assert denied.status_code == 429
+    assert denied.json()["error"]["type"] == "budget"
+    assert denied.json()["error"]["code"] == "insufficient_quota"
+    now = datetime.fromtimestamp(before, timezone.utc)
+    start = datetime(now.year, now.month, 1, tzinfo=timezone.utc)
+    end = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=timezone.utc)
+    days = (end - start).days
+    assert denied.headers["RateLimit-Policy"] == f'"budget";q={MONTHLY};w={days * 86_400}'
+    assert denied.headers["RateLimit"].startswith('"budget";r=0;t=')
+    retry = int(denied.headers["Retry-After"])
+    assert end.timestamp() - after <= retry <= end.timestamp() - before + 1
+    assert r.get("rl:{org-shared}:month").split(":")[3] == str(MONTHLY)

@@ -399,3 +399,20 @@ http {{
     }}
 }}
 """
+
+
+def need_quota(server: Server) -> Server:
+    """`server`, for a quota test: the one place where the library's servers are skipped while
+    the Functions library the package loads has no `rl_quota` (RL.QUOTA is then the module's
+    alone)."""
+    shipped = LIB / "resty/rl/library.lua"
+    source = (shipped if shipped.exists() else ROOT / "functions/rl.lua").read_text()
+    if not server.with_module and "register_function('rl_quota'" not in source:
+        pytest.skip("the Functions library has no rl_quota yet: RL.QUOTA is module-only")
+    return server
+
+
+@pytest.fixture
+def quota_server(server) -> Server:
+    """`server` (each in turn, emptied), through `need_quota`."""
+    return need_quota(server)

@@ -30,7 +30,7 @@ const exactly = (literal: string): RegExp => new RegExp("^" + literal.replace(/[
 const ARGUMENT: RegExp[] = [
   ...(["wrong_arity", "bad_integer", "bad_duration", "unknown_option", "unknown_clause_option", "repeated_option",
     "missing_value", "rate_too_high", "cost_with_refund", "clause_arity", "no_such_policy", "policy_name",
-    "escalate_below_penalty"] as const).map(whole),
+    "escalate_below_penalty", "bad_unit", "unknown_zone", "bad_anchor"] as const).map(whole),
   ...Object.values(MESSAGES).map(exactly),
 ];
 

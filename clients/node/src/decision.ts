@@ -11,7 +11,7 @@
  * and a non-zero `retry_after_ms`: `shadowed`. A `DEBIT` or `REFUND` is never denied, so its
  * decision (a settlement's among them) is never `shadowed`, whatever its reply.
  */
-import { type Policy, type PolicyOrName, windowSeconds } from "./policy.js";
+import { type Policy, type PolicyOrName, periodSeconds } from "./policy.js";
 
 /** Which server side answered: the rl module's commands, or the Functions library. */
 export type Backend = "module" | "library";
@@ -105,7 +105,7 @@ export class Decision {
   ietfHeaders(name?: string): Record<string, string> {
     const label = name || this.policy?.name || this.policyName || "default";
     const out: Record<string, string> = {};
-    const w = this.policy ? windowSeconds(this.policy) : undefined;
+    const w = this.policy ? periodSeconds(this.policy, this.resetAfterMs) : undefined;
     if (this.policy && w !== undefined) out["RateLimit-Policy"] = `"${label}";q=${this.policy.quota};w=${w}`;
     else if (this.policyName !== undefined) out["RateLimit-Policy"] = `"${label}";q=${this.limit}`;
     out["RateLimit"] = `"${label}";r=${this.remaining};t=${this.resetAfter}`;

@@ -29,7 +29,7 @@ export type { DecideOptions, Layer } from "./commands.js";
 export { Reservation, type Reserved } from "./reservation.js";
 export type { SendCommand } from "./transport.js";
 export * as policy from "./policy.js";
-export type { Duration, PenaltyOptions, Policy, PolicyOptions, PolicyOrName } from "./policy.js";
+export type { Duration, PenaltyOptions, Policy, PolicyOptions, PolicyOrName, QuotaOptions, QuotaUnit } from "./policy.js";
 export { NO_TAG, clientIp, clientSubnet, escapeTag, header, ipKey, path, rateLimitLayers, warnShadowDenied } from "./express.js";
 export type { Identify, LayerSpec, LayersOptions, RequestLike, ResponseLike, ShadowDenial } from "./express.js";
 export { RlStore, type RlStoreOptions, type RlStoreInit, type RlStoreInfo } from "./express-store.js";

@@ -290,6 +290,11 @@ export class Limiter {
     return this.decide(key, policy.fixed(limit, window, o), o);
   }
 
+  /** `RL.QUOTA key limit DAY|WEEK|MONTH [TZ zone] [ANCHOR a] [PENALTY d [ESCALATE max]]`. */
+  async quota(key: string, limit: number, unit: string, o: DecideOptions & policy.QuotaOptions = {}): Promise<Decision> {
+    return this.decide(key, policy.quota(limit, unit, o), o);
+  }
+
   /** `RL.<ALGO> key params REFUND n` (`RL.LIMIT key name REFUND n`): give `n` units back
    * (always admitted). */
   async refund(key: string, p: PolicyOrName, n: number): Promise<Decision> {

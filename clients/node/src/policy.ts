@@ -6,6 +6,11 @@
  * the window; for a rate (GCRA's limit, the token bucket's refill, the leaky bucket's leak)
  * `q` is that count and `w` its period, in whole seconds.
  *
+ * A quota (`quota(10000, "MONTH", { tz: "Europe/Paris", anchor: "2026-01-15T00:00" })`:
+ * `RL.QUOTA`'s calendar) reports `q` = its limit and `w` = the current period's length in
+ * whole days, in seconds (`quotaPeriodSeconds`): 86,400 for a day, 604,800 for a week, a
+ * month's from its renewal back to the one before (28 to 31 days), offset changes not counted.
+ *
  * A policy may carry a penalty (`{ penalty, escalate }`: `PENALTY d [ESCALATE max]`, sent after
  * its parameters in a call and in an `RL.ALL` clause, never in `RL.PEEK`, which sees a key's
  * penalty without it): a denial starts one, during which the key is denied whatever its rate.
@@ -33,7 +38,12 @@ export interface Policy {
   readonly name: string;
   /** `PENALTY d [ESCALATE max]` as sent after the parameters; empty (or absent) without one. */
   readonly penalty?: readonly string[];
+  /** A quota's calendar: its unit and its anchor's day of the month (`["MONTH", 15]`). */
+  readonly calendar?: readonly [QuotaUnit, number];
 }
+
+/** A quota's unit. */
+export type QuotaUnit = "DAY" | "WEEK" | "MONTH";
 
 /** A penalty: a denial starts `penalty` (a duration) of denials on the key; with `escalate`,
  * each penalty that starts within `escalate` of the previous one's end lasts twice as long,
@@ -127,8 +137,10 @@ export function penaltyWords(o: PenaltyOptions = {}): string[] {
   return words;
 }
 
-function policy(algo: Algo, params: string[], quota: number, window: Duration, name = "", penalty: readonly string[] = []): Policy {
-  return Object.freeze({ algo, params: Object.freeze(params), quota, window, name, penalty: Object.freeze([...penalty]) });
+function policy(algo: Algo, params: string[], quota: number, window: Duration, name = "", penalty: readonly string[] = [],
+  calendar?: readonly [QuotaUnit, number]): Policy {
+  const made = { algo, params: Object.freeze(params), quota, window, name, penalty: Object.freeze([...penalty]) };
+  return Object.freeze(calendar ? { ...made, calendar: Object.freeze([...calendar]) as readonly [QuotaUnit, number] } : made);
 }
 
 /** `limit` per `period`, evenly spaced, bursts of `burst` (the command's default: 1). Every
@@ -167,5 +179,66 @@ export const fixed = (limit: number, window: Duration, opts: PolicyOptions = {})
 
 /** `p`, named `name` in the IETF fields (its penalty kept). */
 export function named(p: Policy, name: string): Policy {
-  return policy(p.algo, [...p.params], p.quota, p.window, name, p.penalty ?? []);
+  return policy(p.algo, [...p.params], p.quota, p.window, name, p.penalty ?? [], p.calendar);
+}
+
+/** A quota's units, and the window its insurance counts in (the longest such period). */
+const QUOTA_UNITS: Record<QuotaUnit, string> = { DAY: "1d", WEEK: "7d", MONTH: "31d" };
+const ANCHOR = /^[0-9]{4}-[0-9]{2}-([0-9]{2})T[0-9]{2}:[0-9]{2}$/;
+const DAY_MS = 86_400_000;
+
+/** A quota's options: its zone (an IANA name, "+05:30", default UTC) and its anchor
+ * ("yyyy-mm-ddThh:mm", a local wall time; default 2001-01-01T00:00: midnight, Mondays, the 1st). */
+export type QuotaOptions = PolicyOptions & { tz?: string; anchor?: string };
+
+/** A quota on the calendar (`RL.QUOTA`): `limit` per `unit` ("DAY", "WEEK" or "MONTH", any
+ * case), renewing at the anchor's local wall time in `tz`. The zone and the anchor go as
+ * given: the server checks them (`unknown time zone`, `ANCHOR must be ...`: ConfigurationErrors). */
+export function quota(limit: number, unit: string, opts: QuotaOptions = {}): Policy {
+  const word = typeof unit === "string" ? unit.toUpperCase() : "";
+  if (!(word in QUOTA_UNITS)) {
+    throw refused(typeof unit === "string" ? RangeError : TypeError,
+      `${facts.ERRORS.bad_unit.replace(/^ERR /, "")}: ${String(unit)}`);
+  }
+  const params = [countArg(limit, "limit"), word];
+  let day = 1;
+  if (opts.tz !== undefined) {
+    if (typeof opts.tz !== "string") throw refused(TypeError, `a quota's tz is a string (an IANA name, +05:30, UTC): ${String(opts.tz)}`);
+    params.push("TZ", opts.tz);
+  }
+  if (opts.anchor !== undefined) {
+    if (typeof opts.anchor !== "string") throw refused(TypeError, `a quota's anchor is a string yyyy-mm-ddThh:mm: ${String(opts.anchor)}`);
+    params.push("ANCHOR", opts.anchor);
+    const m = ANCHOR.exec(opts.anchor);
+    day = m ? Number(m[1]) : 1; // the server refuses an anchor that is no date
+  }
+  return policy("QUOTA", params, limit, QUOTA_UNITS[word as QuotaUnit], opts.name, penaltyWords(opts), [word as QuotaUnit, day]);
+}
+
+/** Days since 1970-01-01 of a UTC date (month 1-12, overflowing into the next years). */
+const epochDay = (y: number, m: number, d: number) => Date.UTC(y, m - 1, d) / DAY_MS;
+const daysIn = (y: number, m: number) => epochDay(y, m + 1, 1) - epochDay(y, m, 1);
+/** The month's renewal day of an anchor on `day`: that day, or the month's last. */
+const renewalDay = (y: number, m: number, day: number) => epochDay(y, m, Math.min(day, daysIn(y, m)));
+
+/** The length in seconds of the quota period that ends at `renewalMs` (epoch ms), on
+ * `calendar`: a day 86,400, a week 604,800, a month the whole days from the renewal before it
+ * to it (an anchor on the 31st: 28 to 31). The renewal's local date is within a day of its
+ * UTC date (a zone's offset is under 24 hours) and renewals are at least 28 days apart, so it
+ * is the first renewal date from the day before the UTC date on: no time zone database is
+ * needed. A change of offset inside the period (DST) is not counted. */
+export function quotaPeriodSeconds(calendar: readonly [QuotaUnit, number], renewalMs: number): number {
+  const [unit, day] = calendar;
+  if (unit !== "MONTH") return unit === "DAY" ? 86_400 : 604_800;
+  const from = new Date(renewalMs - DAY_MS);
+  let y = from.getUTCFullYear(), m = from.getUTCMonth() + 1;
+  if (epochDay(y, m, from.getUTCDate()) > renewalDay(y, m, day)) [y, m] = m === 12 ? [y + 1, 1] : [y, m + 1];
+  const [py, pm] = m === 1 ? [y - 1, 12] : [y, m - 1];
+  return (renewalDay(y, m, day) - renewalDay(py, pm, day)) * 86_400;
+}
+
+/** The IETF `w` of a decision whose reply said `resetAfterMs`: a quota's current period (its
+ * renewal `now + resetAfterMs`), else `windowSeconds`. */
+export function periodSeconds(p: Policy, resetAfterMs: number, nowMs: number = Date.now()): number | undefined {
+  return p.calendar ? quotaPeriodSeconds(p.calendar, nowMs + Math.max(0, resetAfterMs)) : windowSeconds(p);
 }

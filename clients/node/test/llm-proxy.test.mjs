@@ -6,7 +6,8 @@
 // reserved; 429s carry Retry-After, the IETF RateLimit fields and an OpenAI-style error;
 // refunds let more requests through than the budget over the estimate; an underestimate is
 // debt that blocks the key; an upstream failure (or none reachable) gives the tokens back;
-// the requests-per-minute layer is never settled.
+// the requests-per-minute layer is never settled; an organisation's keys share its monthly
+// token budget, whose 429 gives the month's length and its renewal.
 import assert from "node:assert/strict";
 import { copyFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -34,6 +35,8 @@ after(async () => {
 
 const TPM = policy.slidingLog(10_000, "1m");
 const RPM = policy.slidingLog(60, "1m");
+/** The example's organisations of its API keys. */
+const ORGS = { "key-a": "acme", "key-b": "globex", "key-d": "globex" };
 
 /** The fake upstream: answers `POST /v1/chat/completions` after `delayMs` with
  * usage.total_tokens = the N of `usage:N` in the last message (else 10), or 500 for a last
@@ -96,7 +99,7 @@ for (const server of servers) {
   describe(`the LLM proxy on ${server.label}`, () => {
     let upstream, proxy, c, limiter;
     /** The tokens `apiKey` has left this minute (0 in debt). */
-    const tokensLeft = async (apiKey) => (await limiter.peek(`{llm:${apiKey}}:tpm`, TPM, { cost: 0 })).remaining;
+    const tokensLeft = async (apiKey) => (await limiter.peek(`{llm:${ORGS[apiKey]}}:tpm:${apiKey}`, TPM, { cost: 0 })).remaining;
     before(async () => {
       upstream = await fakeUpstream();
       proxy = await startExample(PROXY, server.url, { UPSTREAM_URL: upstream.url });
@@ -162,7 +165,7 @@ for (const server of servers) {
       assert.equal(r.status, 500);
       assert.equal(r.body.error.message, "the model is down");
       assert.equal(await tokensLeft("key-a"), 10_000);
-      assert.equal((await limiter.peek("{llm:key-a}:rpm", RPM, { cost: 0 })).remaining, 59);
+      assert.equal((await limiter.peek("{llm:acme}:rpm:key-a", RPM, { cost: 0 })).remaining, 59);
     });
 
     test("an upstream that cannot be reached: 502, every reserved token back", async () => {
@@ -217,6 +220,33 @@ for (const server of servers) {
       assert.equal((await chat(proxy.url, "key-a", "usage:7", undefined)).status, 200);
       assert.equal(upstream.bodies.at(-1).max_tokens, 256);
       assert.equal(await tokensLeft("key-a"), 10_000 - 7);
+    });
+
+    test("an organisation's keys share its monthly budget, denied till the renewal", async () => {
+      server.reset();
+      upstream.delayMs = 0;
+      const monthly = 5000;
+      const small = await startExample(PROXY, server.url, { UPSTREAM_URL: upstream.url, MONTHLY_TOKENS: String(monthly) });
+      try {
+        assert.equal((await chat(small.url, "key-b", `usage:${monthly - 100}`, 90)).status, 200); // overrun: debt
+        assert.equal((await chat(small.url, "key-d", "usage:100", 90)).status, 200); // globex's last 100
+        const t0 = Date.now();
+        const r = await chat(small.url, "key-d", "usage:1", 1);
+        const t1 = Date.now();
+        assert.equal(r.status, 429);
+        assert.deepEqual([r.body.error.type, r.body.error.code], ["budget", "insufficient_quota"]);
+        const now = new Date(t0);
+        const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+        const end = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+        assert.equal(r.headers.get("ratelimit-policy"), `"budget";q=${monthly};w=${(end - start) / 1000}`);
+        assert.match(r.headers.get("ratelimit"), /^"budget";r=0;t=[0-9]+$/);
+        const retry = Number(r.headers.get("retry-after"));
+        assert.ok((end - t1) / 1000 <= retry && retry <= (end - t0) / 1000 + 1, String(retry));
+        assert.equal((await chat(small.url, "key-a", "usage:1", 1)).status, 200); // acme's month is its own
+        assert.equal(await tokensLeft("key-d"), 10_000 - 100); // the minute is the key's own
+      } finally {
+        await small.stop();
+      }
     });
   });
 }

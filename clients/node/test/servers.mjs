@@ -153,3 +153,13 @@ export async function startCluster(withModule) {
   }
   return nodes;
 }
+
+/** Why `server` cannot run the quota tests, or false: the one place where the library's
+ * servers are skipped while the Functions library the package ships has no `rl_quota`
+ * (RL.QUOTA is then the module's alone). */
+export async function noQuota(server) {
+  if (server.withModule) return false;
+  const { LIBRARY_SOURCE } = await import(new URL("library.js", import.meta.resolve("redis-rl")).href);
+  return LIBRARY_SOURCE.includes("register_function('rl_quota'") ? false
+    : "the Functions library has no rl_quota yet: RL.QUOTA is module-only";
+}

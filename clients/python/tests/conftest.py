@@ -320,3 +320,21 @@ def fresh_server():
     yield make
     for s in made:
         s.close()
+
+
+
+def need_quota(server: Server) -> Server:
+    """`server`, for a quota test: the one place where the library's servers are skipped
+    while the Functions library this package ships has no `rl_quota` (RL.QUOTA is then the
+    module's alone)."""
+    from redis_rl.backend import library_source
+
+    if not server.with_module and "register_function('rl_quota'" not in library_source():
+        pytest.skip("the Functions library has no rl_quota yet: RL.QUOTA is module-only")
+    return server
+
+
+@pytest.fixture
+def quota_server(server) -> Server:
+    """`server` (each in turn, emptied), through `need_quota`."""
+    return need_quota(server)

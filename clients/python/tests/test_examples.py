@@ -30,7 +30,8 @@ SCRIPTS = [p for p in PRINTING if p.name not in MODULE_ONLY]
 def test_there_are_examples_to_run():
     assert [p.name for p in PRINTING] == ["denial_cache.py", "errors.py", "insurance.py",
                                           "layers.py", "limits_strategies.py", "login.py",
-                                          "policies.py", "quickstart.py", "reservations.py"]
+                                          "policies.py", "quickstart.py", "quotas.py",
+                                          "reservations.py"]
     # The framework apps print nothing: tests/test_frameworks.py, test_asgi.py,
     # test_asgi_keys.py and test_asgi_policies.py serve them over HTTP.
     apps = {"flask_app.py", "slowapi_app.py", "fastapi_app.py", "fastapi_cluster.py",

@@ -32,7 +32,7 @@ from .errors import (
 from .insurance import Insurance
 from .limiter import Limiter
 from .metrics import Metrics
-from .policy import Policy, fixed, gcra, leaky, sliding, sliding_log, token_bucket
+from .policy import Policy, fixed, gcra, leaky, quota, sliding, sliding_log, token_bucket
 from .reservation import AsyncReservation, Reservation
 
 __version__ = "0.1.0"
@@ -48,6 +48,7 @@ __all__ = [
     "ConfigurationError", "Decision", "DenialCache", "ForeignKeyError", "Insurance",
     "LibraryUnavailableError", "Limiter", "Metrics", "Policy", "RateLimitError", "Reservation",
     "ReservationSettledError",
-    "ServerUnavailableError", "TopEntry", "fixed", "gcra", "leaky", "sliding", "sliding_log",
+    "ServerUnavailableError", "TopEntry", "fixed", "gcra", "leaky", "quota", "sliding",
+    "sliding_log",
     "token_bucket",
 ]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Callable, Generic, TypeVar, Union
 
 from . import commands, policy
@@ -279,6 +280,17 @@ class Api(Generic[D, A, B, R, S]):
         """`RL.FIXED key limit window [PENALTY d [ESCALATE max]]`."""
         return self.decide(key, policy.fixed(limit, window, name, penalty=penalty,
                                             escalate=escalate),
+                           cost=cost, peek=peek, block_ms=block_ms)
+
+    def quota(
+        self, key: str, limit: int, unit: str, *, tz: str | None = None,
+        anchor: str | datetime | None = None, cost: int = 1, peek: bool = False,
+        block_ms: int | None = None, name: str = "", penalty: Duration | None = None,
+        escalate: Duration | None = None,
+    ) -> D:
+        """`RL.QUOTA key limit DAY|WEEK|MONTH [TZ zone] [ANCHOR a] [PENALTY d [ESCALATE max]]`."""
+        return self.decide(key, policy.quota(limit, unit, name, tz=tz, anchor=anchor,
+                                             penalty=penalty, escalate=escalate),
                            cost=cost, peek=peek, block_ms=block_ms)
 
     def refund(self, key: str, policy: PolicyOrName, n: int) -> D:

@@ -42,7 +42,8 @@ def _whole(name: str) -> re.Pattern[str]:
 _ARGUMENT = tuple(_whole(name) for name in (
     "wrong_arity", "bad_integer", "bad_duration", "unknown_option", "unknown_clause_option",
     "repeated_option", "missing_value", "rate_too_high", "cost_with_refund", "clause_arity",
-    "no_such_policy", "policy_name", "escalate_below_penalty",
+    "no_such_policy", "policy_name", "escalate_below_penalty", "bad_unit", "unknown_zone",
+    "bad_anchor",
 )) + tuple(re.compile(rf"\A{re.escape(text)}\Z") for text in MESSAGES.values())
 
 #: What a foreign key holds, by the text refusing it (`WRONGTYPE` is the servers' own too).

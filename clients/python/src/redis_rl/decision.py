@@ -3,7 +3,8 @@
 The headers are those of docs/commands.md ("The shared reply" and "The IETF RateLimit
 fields"): seconds are milliseconds divided by 1,000 and rounded up, so a client that waits
 them is never early; `Retry-After` is sent on a denial only, and never for a request that
-can never be admitted (`retry_after_ms == -1`).
+can never be admitted (`retry_after_ms == -1`). A quota's `RateLimit-Policy` `w` is its current
+period's length in whole days (`Policy.period_s`: from the renewal, now + `reset_after_ms`).
 
 A decision by a policy named on the server (its `policy` is the name, a `str`) knows the
 reply, not the policy's quota or window: its `RateLimit-Policy` is `"<name>";q=<limit>`, `q`
@@ -124,8 +125,10 @@ class Decision:
         out = {}
         if isinstance(self.policy, str):
             out["RateLimit-Policy"] = f'"{label}";q={self.limit}'
-        elif self.policy is not None and self.policy.window_s is not None:
-            out["RateLimit-Policy"] = f'"{label}";q={self.policy.quota};w={self.policy.window_s}'
+        elif self.policy is not None:
+            w = self.policy.period_s(self.reset_after_ms)
+            if w is not None:
+                out["RateLimit-Policy"] = f'"{label}";q={self.policy.quota};w={w}'
         out["RateLimit"] = f'"{label}";r={self.remaining};t={self.reset_after}'
         if self.retry_after is not None:
             out["Retry-After"] = str(self.retry_after)

@@ -1,6 +1,7 @@
 -- The HTTP headers of a decision (docs/commands.md, "The shared reply" and "The IETF
 -- RateLimit fields"), as the Python and Node packages write them: seconds are milliseconds
 -- divided by 1,000 and rounded up, so a client that waits them is never early.
+local quota_period_s = require("resty.rl.policy").quota_period_s
 local ceil = math.ceil
 local ngx = ngx
 
@@ -8,12 +9,16 @@ local _M = {}
 
 -- `RateLimit-Policy` of layer `name` under `policy` (policy.lua's): `"<name>";q=<quota>;w=<window
 -- s>`; for a policy named on the server, `"<name>";q=` and the reply's limit goes after it
--- (the server knows the window, the gateway does not). Made once per layer and policy.
+-- (the server knows the window, the gateway does not); for a quota, `"<name>";q=<limit>;w=`
+-- and its current period's length goes after it (policy.lua's quota_period_s: a month's
+-- varies). Made once per layer and policy.
 local function policy_field(name, policy)
     local made = policy.fields[name]
     if not made then
         if policy.named then
             made = '"' .. name .. '";q='
+        elseif policy.calendar then -- a quota's w is its current period's: set per reply
+            made = '"' .. name .. '";q=' .. policy.quota .. ";w="
         else
             made = '"' .. name .. '";q=' .. policy.quota .. ";w=" .. policy.window_s
         end
@@ -34,6 +39,10 @@ function _M.set(name, policy, reply, retry)
     header["X-RateLimit-Remaining"] = remaining
     header["X-RateLimit-Reset"] = reset
     local field = policy_field(name, policy)
+    if policy.calendar then -- a quota: its current period, the renewal now + reset_after_ms
+        local renewal = ngx.now() * 1000 + (reply[5] > 0 and reply[5] or 0)
+        field = field .. quota_period_s(policy.calendar, renewal)
+    end
     header["RateLimit-Policy"] = policy.named and field .. reply[2] or field
     header["RateLimit"] = '"' .. name .. '";r=' .. remaining .. ";t=" .. reset
     if retry and reply[1] == 0 and reply[4] >= 0 then

@@ -7,7 +7,7 @@
 -- file written into the library without it).
 local facts = require "resty.rl.facts"
 
-local ceil, tonumber, type = math.ceil, tonumber, type
+local ceil, floor, tonumber, type = math.ceil, math.floor, tonumber, type
 
 local _M = {}
 
@@ -68,6 +68,9 @@ function _M.parse(text)
     local kind = facts.KINDS[algo]
     if not kind then
         return nil, "unknown algorithm '" .. w[1] .. "' in policy '" .. text .. "'"
+    end
+    if algo == "QUOTA" then
+        return _M.parse_quota(text, w, kind)
     end
     local n = #kind.params
     if #w < n + 1 then
@@ -155,6 +158,159 @@ function _M.parse(text)
         fcall = kind.fcall,
         args = { unpack(clause, 2) },
     }
+end
+
+-- A quota's units, and the window its insurance counts in (the longest such period).
+local QUOTA_UNITS = { DAY = 86400000, WEEK = 7 * 86400000, MONTH = 31 * 86400000 }
+
+-- The penalty's words at w[i] (`PENALTY d [ESCALATE max]`) appended to `clause`: the next
+-- index, or nil and why.
+local function penalty_words(text, w, i, clause)
+    local d = w[i + 1] and duration_ms(w[i + 1])
+    if not d then
+        return nil, "policy '" .. text .. "': PENALTY needs a duration from 1ms to 3650d"
+            .. " (ms, s, m, h or d; bare integers are seconds)"
+    end
+    clause[#clause + 1], clause[#clause + 2] = "PENALTY", w[i + 1]
+    i = i + 2
+    if w[i] and w[i]:upper() == "ESCALATE" then
+        local max = w[i + 1] and duration_ms(w[i + 1])
+        if not max then
+            return nil, "policy '" .. text .. "': ESCALATE needs a duration from 1ms to 3650d"
+                .. " (ms, s, m, h or d; bare integers are seconds)"
+        end
+        if max < d then
+            return nil, "policy '" .. text .. "': " .. facts.ESCALATE_BELOW_PENALTY
+        end
+        clause[#clause + 1], clause[#clause + 2] = "ESCALATE", w[i + 1]
+        i = i + 2
+    end
+    return i
+end
+
+-- `QUOTA limit DAY|WEEK|MONTH [TZ zone] [ANCHOR yyyy-mm-ddThh:mm] [PENALTY d [ESCALATE max]]`
+-- (RL.QUOTA's): its `calendar` is { unit, the anchor's day of the month }, for its
+-- RateLimit-Policy (headers.lua: the current period's length); `window_ms` is the longest
+-- such period, the window its insurance counts in. The zone goes as given (the server
+-- checks it: an unknown one is its error, 500 on every request).
+function _M.parse_quota(text, w, kind)
+    if not (w[2] and is_count(w[2])) then
+        return nil, "policy '" .. text .. "': limit must be an integer from 1 to "
+            .. string.format("%.0f", facts.MAX_COUNT)
+    end
+    local unit = w[3] and w[3]:upper()
+    if not QUOTA_UNITS[unit] then
+        return nil, "policy '" .. text .. "': unit must be DAY, WEEK or MONTH"
+    end
+    local clause, day = { "QUOTA", w[2], unit }, 1
+    local i, seen = 4, {}
+    while w[i] do
+        local option = w[i]:upper()
+        if seen[option] then
+            return nil, "policy '" .. text .. "': " .. option .. " given more than once"
+        end
+        seen[option] = true
+        if option == "TZ" then
+            if not w[i + 1] then
+                return nil, "policy '" .. text .. "': TZ needs a zone (UTC, +05:30, Europe/Paris)"
+            end
+            clause[#clause + 1], clause[#clause + 2] = "TZ", w[i + 1]
+            i = i + 2
+        elseif option == "ANCHOR" then
+            local d = w[i + 1] and w[i + 1]:match("^%d%d%d%d%-%d%d%-(%d%d)T%d%d:%d%d$")
+            if not d then
+                return nil, "policy '" .. text .. "': ANCHOR must be a local date and time"
+                    .. " yyyy-mm-ddThh:mm (such as 2001-01-15T00:00)"
+            end
+            day = tonumber(d)
+            clause[#clause + 1], clause[#clause + 2] = "ANCHOR", w[i + 1]
+            i = i + 2
+        elseif option == "PENALTY" then
+            local next_i, err = penalty_words(text, w, i, clause)
+            if not next_i then
+                return nil, err
+            end
+            i = next_i
+        elseif option == "ESCALATE" then
+            return nil, "policy '" .. text .. "': ESCALATE max follows PENALTY d"
+        else
+            return nil, "policy '" .. text .. "': unexpected '" .. w[i]
+                .. "' (a quota is QUOTA limit DAY|WEEK|MONTH [TZ zone] [ANCHOR yyyy-mm-ddThh:mm]"
+                .. " and PENALTY d [ESCALATE max])"
+        end
+    end
+    return {
+        clause = clause,
+        named = false,
+        quota = tonumber(w[2]),
+        window_ms = QUOTA_UNITS[unit],
+        calendar = { unit = unit, day = day },
+        fields = {},
+        command = kind.command,
+        fcall = kind.fcall,
+        args = { unpack(clause, 2) },
+    }
+end
+
+-- Days since 1970-01-01 of the date y-m-d (Howard Hinnant's days_from_civil).
+local function epoch_day(y, m, d)
+    if m <= 2 then
+        y = y - 1
+    end
+    local era = floor(y / 400)
+    local yoe = y - era * 400
+    local mp = (m + 9) % 12
+    local doy = floor((153 * mp + 2) / 5) + d - 1
+    local doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy
+    return era * 146097 + doe - 719468
+end
+
+-- The date of epoch day `z`: y, m, d (civil_from_days).
+local function civil(z)
+    z = z + 719468
+    local era = floor(z / 146097)
+    local doe = z - era * 146097
+    local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
+    local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
+    local mp = floor((5 * doy + 2) / 153)
+    local d = doy - floor((153 * mp + 2) / 5) + 1
+    local m = mp < 10 and mp + 3 or mp - 9
+    return yoe + era * 400 + (m <= 2 and 1 or 0), m, d
+end
+
+-- The month's renewal day (an epoch day) of an anchor on `day`: that day, or the month's last.
+local function renewal_day(y, m, day)
+    local ny, nm = y, m + 1
+    if nm == 13 then
+        ny, nm = y + 1, 1
+    end
+    local last = epoch_day(ny, nm, 1) - epoch_day(y, m, 1)
+    return epoch_day(y, m, day < last and day or last)
+end
+
+-- The length in seconds of the quota period that ends at `renewal_ms` (epoch ms), on
+-- `calendar`: a day 86,400, a week 604,800, a month the whole days from the renewal before
+-- it to it. The renewal's local date is within a day of its UTC date (a zone's offset is
+-- under 24 hours) and renewals are at least 28 days apart, so it is the first renewal date
+-- from the day before the UTC date on: no time zone database. A change of offset inside the
+-- period (DST) is not counted. As the Python and Node packages compute it.
+function _M.quota_period_s(calendar, renewal_ms)
+    if calendar.unit ~= "MONTH" then
+        return calendar.unit == "DAY" and 86400 or 604800
+    end
+    local from = floor(renewal_ms / 86400000) - 1
+    local y, m = civil(from)
+    if from > renewal_day(y, m, calendar.day) then
+        m = m + 1
+        if m == 13 then
+            y, m = y + 1, 1
+        end
+    end
+    local py, pm = y, m - 1
+    if pm == 0 then
+        py, pm = y - 1, 12
+    end
+    return (renewal_day(y, m, calendar.day) - renewal_day(py, pm, calendar.day)) * 86400
 end
 
 return _M
