@@ -46,6 +46,31 @@ local function words(text)
     return out
 end
 
+-- The penalty's words at w[i] (`PENALTY d [ESCALATE max]`) appended to `clause`: the next
+-- index, or nil and why.
+local function penalty_words(text, w, i, clause)
+    local d = w[i + 1] and duration_ms(w[i + 1])
+    if not d then
+        return nil, "policy '" .. text .. "': PENALTY needs a duration from 1ms to 3650d"
+            .. " (ms, s, m, h or d; bare integers are seconds)"
+    end
+    clause[#clause + 1], clause[#clause + 2] = "PENALTY", w[i + 1]
+    i = i + 2
+    if w[i] and w[i]:upper() == "ESCALATE" then
+        local max = w[i + 1] and duration_ms(w[i + 1])
+        if not max then
+            return nil, "policy '" .. text .. "': ESCALATE needs a duration from 1ms to 3650d"
+                .. " (ms, s, m, h or d; bare integers are seconds)"
+        end
+        if max < d then
+            return nil, "policy '" .. text .. "': " .. facts.ESCALATE_BELOW_PENALTY
+        end
+        clause[#clause + 1], clause[#clause + 2] = "ESCALATE", w[i + 1]
+        i = i + 2
+    end
+    return i
+end
+
 -- `text` as a policy, or nil and why: { clause (its words in RL.ALL), named, quota, window_s,
 -- window_ms, fields, command, fcall, args (alone: `<command> key <args>`, `FCALL <fcall> 1 key <args>`) }.
 -- A spelled-out policy's `quota` is its count before the duration (GCRA's limit, the token
@@ -120,25 +145,9 @@ function _M.parse(text)
             clause[#clause + 1], clause[#clause + 2] = "BURST", w[i + 1]
             i = i + 2
         elseif option == "PENALTY" then
-            local d = w[i + 1] and duration_ms(w[i + 1])
-            if not d then
-                return nil, "policy '" .. text .. "': PENALTY needs a duration from 1ms to 3650d"
-                    .. " (ms, s, m, h or d; bare integers are seconds)"
-            end
-            clause[#clause + 1], clause[#clause + 2] = "PENALTY", w[i + 1]
-            i = i + 2
-            if w[i] and w[i]:upper() == "ESCALATE" then
-                local max = w[i + 1] and duration_ms(w[i + 1])
-                if not max then
-                    return nil, "policy '" .. text .. "': ESCALATE needs a duration from 1ms to 3650d"
-                        .. " (ms, s, m, h or d; bare integers are seconds)"
-                end
-                if max < d then
-                    return nil, "policy '" .. text .. "': " .. facts.ESCALATE_BELOW_PENALTY
-                end
-                clause[#clause + 1], clause[#clause + 2] = "ESCALATE", w[i + 1]
-                i = i + 2
-            end
+            local next_i, err = penalty_words(text, w, i, clause)
+            if not next_i then return nil, err end
+            i = next_i
         elseif option == "ESCALATE" then
             return nil, "policy '" .. text .. "': ESCALATE max follows PENALTY d"
         else
@@ -163,30 +172,6 @@ end
 -- A quota's units, and the window its insurance counts in (the longest such period).
 local QUOTA_UNITS = { DAY = 86400000, WEEK = 7 * 86400000, MONTH = 31 * 86400000 }
 
--- The penalty's words at w[i] (`PENALTY d [ESCALATE max]`) appended to `clause`: the next
--- index, or nil and why.
-local function penalty_words(text, w, i, clause)
-    local d = w[i + 1] and duration_ms(w[i + 1])
-    if not d then
-        return nil, "policy '" .. text .. "': PENALTY needs a duration from 1ms to 3650d"
-            .. " (ms, s, m, h or d; bare integers are seconds)"
-    end
-    clause[#clause + 1], clause[#clause + 2] = "PENALTY", w[i + 1]
-    i = i + 2
-    if w[i] and w[i]:upper() == "ESCALATE" then
-        local max = w[i + 1] and duration_ms(w[i + 1])
-        if not max then
-            return nil, "policy '" .. text .. "': ESCALATE needs a duration from 1ms to 3650d"
-                .. " (ms, s, m, h or d; bare integers are seconds)"
-        end
-        if max < d then
-            return nil, "policy '" .. text .. "': " .. facts.ESCALATE_BELOW_PENALTY
-        end
-        clause[#clause + 1], clause[#clause + 2] = "ESCALATE", w[i + 1]
-        i = i + 2
-    end
-    return i
-end
 
 -- `QUOTA limit DAY|WEEK|MONTH [TZ zone] [ANCHOR yyyy-mm-ddThh:mm] [PENALTY d [ESCALATE max]]`
 -- (RL.QUOTA's): its `calendar` is { unit, the anchor's day of the month }, for its
