@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
 """NGINX under a flood: clients flood a limit of 1 request per second each (bursts of 5)
 while a legitimate client sends 100 requests a second alongside, on a location of its own
-with a limit it stays under (1,000 a second): what the flood costs everyone else. Rows: NGINX's own `limit_req`; resty.rl on the
-module asking Redis on every request (the denial cache off); resty.rl with its denial cache
-(a `lua_shared_dict`) on the module and on the Functions library; and the same with a penalty
-(`PENALTY 10s`), which makes a denial's wait long; and a scraper's limit of one a minute. Two floods: one identity, and 1,000
-identities (a wrk script draws one of 1,000 `X-Client` values per request), each over its
-limit.
+with a limit it stays under (1,000 a second): what the flood costs everyone else. Rows:
+NGINX's own `limit_req`; resty.rl on the module asking Redis on every request (the denial
+cache off); resty.rl with its denial cache (a `lua_shared_dict`) on the module, with and
+without its exhaustion (`denial_cache_exhausted`), and on the Functions library; the same
+with a penalty (`PENALTY 10s`), which makes a denial's wait long; and a scraper's limit of
+one a minute. Two floods: one identity, and 1,000 identities (a wrk script draws one of 1,000
+`X-Client` values per request), each over its limit.
 
-Each row reports the flood's requests per second (wrk, 64 connections), the Redis calls per
-denied request after the first denials (INFO commandstats, less the legitimate client's
-requests, one call each; wrk counts the 429s), and the
-legitimate client's p50 and p99 latency in ms, next to its p50 and p99 with no flood. Every
-identity is `$http_x_client` (so that wrk, on one address, can be many clients).
+Each row reports the flood's requests per second (wrk, 64 connections, as fast as they are
+answered), the Redis calls per denied request after the first denials (INFO commandstats,
+less the legitimate client's requests, one call each; wrk counts the 429s), and of those the
+calls made for denied requests (less one per admission of the flood: Redis decides every
+admission), and the legitimate client's p50 and p99 latency in ms beside that flood; then
+beside a paced flood (each connection waiting PACE_MS between requests: about 10,000 a
+second, which every row serves without saturating the machine); next to its p50 and p99 with
+no flood. Every identity is `$http_x_client` (so that wrk, on one address, can be many
+clients).
 
 Usage: scripts/bench_flood.py [--module PATH] [--seconds N] [--quick] [--only TEXT]
        (or bench.py --flood-only)
@@ -74,10 +79,11 @@ LIMIT_REQ = (("    limit_req_zone $http_x_client zone=flood:10m rate=1r/s;\n"
              "            limit_req zone=legit burst=100 nodelay;\n")
 
 
-def resty(policy, cache):
+def resty(policy, cache, exhausted=False):
     """resty.rl, one layer keyed by X-Client (the flood's policy, or the legitimate
-    client's on /legit), with or without the denial cache."""
+    client's on /legit), with or without the denial cache (and its exhaustion)."""
     option = ', denial_cache = "rl_denials"' if cache else ""
+    option += ", denial_cache_exhausted = true" if exhausted else ""
 
     def limiter(name, p):
         return (f"        {name} = require(\"resty.rl\").new({{ redis = {{ host = \"127.0.0.1\", "
@@ -97,6 +103,8 @@ ROWS = [
     (f"`resty.rl`, module, `{LIMIT}`, no cache (a Redis call per request)",
      resty(LIMIT, False), "module", ["rl.gcra"]),
     (f"`resty.rl`, module, `{LIMIT}`, denial cache", resty(LIMIT, True), "module", ["rl.gcra"]),
+    (f"`resty.rl`, module, `{LIMIT}`, denial cache with exhaustion",
+     resty(LIMIT, True, True), "module", ["rl.gcra"]),
     (f"`resty.rl`, library, `{LIMIT}`, denial cache", resty(LIMIT, True), "plain", ["fcall"]),
     (f"`resty.rl`, module, `{PENALIZED}`, denial cache",
      resty(PENALIZED, True), "module", ["rl.gcra"]),
@@ -109,6 +117,13 @@ MANY = """request = function()
   return wrk.format(nil, nil, { ["X-Client"] = "flood-" .. math.random(1, 1000) })
 end
 """
+# The paced flood: each connection waits PACE_MS after each reply before its next request,
+# so 64 connections send at most 64,000 / PACE_MS requests a second (about 10,000), below
+# what every row serves. A flood that saturates the machine makes every server, NGINX's own
+# limit_req included, queue the legitimate client behind it: on two cores shared by wrk,
+# NGINX, Redis and the client, its latency then measures the machine, not the limiter.
+PACE_MS = 6
+PACED = f"delay = function() return {PACE_MS} end\n"
 
 
 def start_nginx(work, procs, row, redis_port):
@@ -147,16 +162,17 @@ def legit(port, seconds, out):
     conn.close()
 
 
-def flood(port, seconds, work, many):
-    """One wrk flood: (requests, non-2xx replies, requests per second)."""
+def flood(port, seconds, work, many, paced=False):
+    """One wrk flood, as fast as it is answered or paced: (requests, non-2xx replies,
+    requests per second)."""
     argv = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s"]
-    if many:
-        script = os.path.join(work, "many.lua")
-        with open(script, "w") as f:
-            f.write(MANY)
-        argv += ["-s", script]
-    else:
+    if not many:
         argv += ["-H", "X-Client: flood"]
+    if many or paced:
+        script = os.path.join(work, f"flood-{many}-{paced}.lua")
+        with open(script, "w") as f:
+            f.write((MANY if many else "") + (PACED if paced else ""))
+        argv += ["-s", script]
     out = subprocess.run([*argv, f"http://127.0.0.1:{port}/"], capture_output=True, text=True,
                          check=True).stdout
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -167,6 +183,16 @@ def flood(port, seconds, work, many):
 def percentile(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(len(values) * p / 100))]
+
+
+def paced(port, seconds, work, many):
+    """The legitimate client's p50 and p99 beside a paced flood, and the flood's rate."""
+    seen = {"ms": [], "denied": 0}
+    side = threading.Thread(target=legit, args=(port, seconds, seen))
+    side.start()
+    rps = flood(port, seconds, work, many, paced=True)[2]
+    side.join()
+    return percentile(seen["ms"], 50), percentile(seen["ms"], 99), rps
 
 
 def measure(port, client, commands, seconds, work, many):
@@ -180,10 +206,14 @@ def measure(port, client, commands, seconds, work, many):
     requests, denied, rps = flood(port, seconds, work, many)
     side.join()
     # Each of the legitimate client's requests is one Redis call of its own (admitted,
-    # never cached): what is left is the flood's.
+    # never cached): what is left is the flood's. Of those, each admission is one (Redis's
+    # to decide): the rest were made for the denied requests.
     calls = (redis_figures(client, commands)[0] - before - len(seen["ms"])) if client else None
+    for_denials = None if calls is None else calls - (requests - denied)
     return {"rps": rps, "denied": denied / max(requests, 1),
             "calls": None if calls is None or not denied else calls / denied,
+            "for_denials": None if for_denials is None or not denied
+            else max(0, for_denials) / denied,
             "p50": percentile(seen["ms"], 50), "p99": percentile(seen["ms"], 99),
             "legit_denied": seen["denied"]}
 
@@ -214,6 +244,7 @@ def flood_table(module=MODULE, seconds=5, only=None):
                 if client:
                     client.flushall()
                 r = measure(port, client, commands, seconds, work, many)
+                r["paced"] = paced(port, seconds, work, many)
                 results.append((label, many, calm, r))
                 print(f"bench_flood: {label} ({'1,000' if many else 'one'}): {r}", file=sys.stderr)
             stop(procs.pop())
@@ -222,14 +253,18 @@ def flood_table(module=MODULE, seconds=5, only=None):
             stop(p)
     print(f"\n## NGINX under a flood (nginx {nginx_version()}, worker_processes 1, wrk -c{CONNECTIONS}, "
           f"{seconds} s per row; a legitimate client at {LEGIT_RPS} requests/s alongside)\n")
-    print("| row | flood | flood rps | denied | Redis calls per denial | legitimate p50 / p99 ms "
+    print("| row | flood | flood rps | denied | Redis calls per denial | of which for denied "
+          "requests | legitimate p50 / p99 ms | paced flood rps | legitimate p50 / p99 ms, paced "
           "| without flood p50 / p99 ms | legitimate denied |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, many, (q50, q99), r in results:
         calls = "–" if r["calls"] is None else f"{r['calls']:.4f}"
+        for_denials = "–" if r["for_denials"] is None else f"{r['for_denials']:.4f}"
+        p50, p99, rps = r["paced"]
         print(f"| {label} | {'1,000 identities' if many else 'one identity'} | {r['rps']:,.0f} "
-              f"| {r['denied']:.1%} | {calls} | {r['p50']:.2f} / {r['p99']:.2f} "
-              f"| {q50:.2f} / {q99:.2f} | {r['legit_denied']} |")
+              f"| {r['denied']:.1%} | {calls} | {for_denials} | {r['p50']:.2f} / {r['p99']:.2f} "
+              f"| {rps:,.0f} | {p50:.2f} / {p99:.2f} | {q50:.2f} / {q99:.2f} "
+              f"| {r['legit_denied']} |")
 
 
 def main():

@@ -240,6 +240,59 @@ def test_denial_cache_max_ms_shortens_the_time_kept(server, nginx_for, upstream)
     assert decisions(server) == before + 3
 
 
+ENTRY = """
+        location = /entry { content_by_lua_block {
+            ngx.say(ngx.shared.rl_denials:get(ngx.var.arg_k) or "none")
+        } }
+"""
+
+
+@pytest.mark.parametrize("policy,next_free_ms", [
+    # GCRA: the TAT less (burst - 1) units (1 s each); a fixed window: its end.
+    ("GCRA 1 1s BURST 3", lambda state: int(state.split(":")[1]) / 1e6 - 2000),
+    ("FIXED 3 1h", lambda state: int(state.split(":")[1]) + 3_600_000),
+], ids=["gcra", "fixed"])
+def test_with_exhausted_an_admission_that_left_nothing_denies_until_the_next_unit(
+        server, nginx_for, upstream, policy, next_free_ms):
+    """`denial_cache_exhausted`: the admission that leaves nothing is kept as a denial, whose
+    end is never past the instant Redis admits again (read from the key's state), and the
+    requests after it are denied without a call, the first included."""
+    n = start(nginx_for, upstream, limiter_init(
+        server.port, f'{{ name = "user", by = "$http_x_user", policy = "{policy}" }}',
+        options=OPTIONS + " denial_cache_exhausted = true,"), server=ENTRY)
+    alice = {"X-User": "alice"}
+    assert [n.request("/a", alice)[0] for _ in range(3)] == [200, 200, 200]
+    entry = n.text("/entry?k=rl:user:alice").split()
+    free = next_free_ms(server.client().get("rl:user:alice"))
+    retry_end = int(entry[1])
+    assert free - 1000 < retry_end <= free, (entry, free)
+    assert (entry[4], entry[5]) == ("0", "1")  # remaining 0, for every cost
+    before, served = decisions(server), len(upstream.served)
+    denied = [n.request("/a", alice) for _ in range(5)]
+    assert [d[0] for d in denied] == [429] * 5
+    assert decisions(server) == before and len(upstream.served) == served
+    assert denied[0][1]["x-ratelimit-remaining"] == "0" and int(denied[0][1]["retry-after"]) >= 1
+    got = counters(n)
+    assert (got[("user", "within_limit")], got[("user", "over_limit")],
+            got[("user", "over_limit_with_local_cache")]) == (3, 0, 5)
+
+
+@pytest.mark.parametrize("policy", ["SLIDING 1 1h", "SLIDINGLOG 1 1h", "FIXED 1 1h PENALTY 1m"])
+def test_with_exhausted_what_the_reply_does_not_time_is_asked_of_redis(
+        server, nginx_for, upstream, policy):
+    """The sliding windows' replies do not say when the next unit is free; a penalty's first
+    denial must reach Redis (it starts the penalty)."""
+    n = start(nginx_for, upstream, limiter_init(
+        server.port, f'{{ name = "user", by = "$http_x_user", policy = "{policy}" }}',
+        options=OPTIONS + " denial_cache_exhausted = true,"), server=ENTRY)
+    alice = {"X-User": "alice"}
+    assert n.request("/a", alice)[0] == 200
+    assert n.text("/entry?k=rl:user:alice").strip() == "none"
+    before = decisions(server)
+    assert n.request("/a", alice)[0] == 429
+    assert decisions(server) == before + 1
+
+
 FLOOD = """
 local threads, made = {}, 0
 function setup(thread)

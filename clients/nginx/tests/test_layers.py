@@ -197,6 +197,10 @@ def test_a_policy_variable_holding_no_policy_is_an_error(servers, nginx_for, ups
      "`denial_cache_max_ms` is an integer from 1 to 315360000000: 0"),
     (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', "denial_cache_max_ms = 1000,"),
      "`denial_cache_max_ms` bounds the denial cache: name its lua_shared_dict in `denial_cache`"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', 'denial_cache = "d", denial_cache_exhausted = 1,'),
+     "`denial_cache_exhausted` is true or false: 1"),
+    (limiter(6379, '{ name = "a", by = "ip", policy = "p" }', "denial_cache_exhausted = true,"),
+     "`denial_cache_exhausted` keeps admissions in the denial cache: name its lua_shared_dict in"),
 ])
 def test_nginx_refuses_to_start_with_a_configuration_the_package_cannot_run(tmp_path, upstream, init, message):
     conf = tmp_path / "nginx.conf"

@@ -21,10 +21,17 @@
  * What it gives up: a `REFUND`, a raised policy or a lifted ban made elsewhere (another
  * process, `redis-cli`) is seen at the latest when R ends; the same limiter's own `refund`
  * and `ban` drop the key's entries at once.
+ *
+ * With `exhausted: true` (off by default), an admission that left nothing is written too: a
+ * spending call of a spelled-out policy without a penalty, admitted with `remaining` 0, whose
+ * algorithm says from the reply when the next unit is free (`exhaustedWait`). The calls until
+ * then are denied here, so a flooding identity's denials never reach the server, not even the
+ * first after each admission; the server then counts no denial of it (INFO rl, RL.TOP): only
+ * this process's counters do.
  */
 import { Decision } from "./decision.js";
 import { refused } from "./errors.js";
-import type { PolicyOrName } from "./policy.js";
+import { durationMs, type PolicyOrName } from "./policy.js";
 
 /** Entries kept by default. */
 export const DEFAULT_MAX_ENTRIES = 10_000;
@@ -45,16 +52,50 @@ export function policyId(p: PolicyOrName): string {
   return [p.algo, ...p.params, ...(p.penalty ?? [])].join(" ");
 }
 
+/** The limiters whose admission leaving `remaining` 0 says when the next unit is free: those
+ * at a rate (one instant, the time they are idle: the next unit frees `limit - 1` units' time
+ * before it) and those on windows (at the window's end, the renewal). */
+const RATES = new Set(["GCRA", "TOKENBUCKET", "LEAKY"]);
+const WINDOWS = new Set(["FIXED", "QUOTA"]);
+
+/** For a spending admission of `p` that left `remaining` 0: how long (ms, from the call's
+ * send) every call of the same key and policy is denied, or undefined when the reply does not
+ * say it (another algorithm, a policy named on the server, a penalty: the denial that starts
+ * it must reach the server) or when it is under 1 ms. With `T` the time one unit costs and
+ * `limit` the burst (capacity), the next unit is free when the limiter is `(limit - 1) * T`
+ * from idle (admitted iff debt + T <= limit * T); a window's, at its end. The reply's
+ * `resetAfterMs` is rounded up, so 1 ms less never denies a call the server would admit. */
+export function exhaustedWait(p: PolicyOrName, d: Decision): number | undefined {
+  if (typeof p === "string" || (p.penalty?.length ?? 0) > 0 || !d.allowed || d.remaining !== 0 || d.cached || d.insured) {
+    return undefined;
+  }
+  let wait: number;
+  if (WINDOWS.has(p.algo)) {
+    wait = d.resetAfterMs - 1;
+  } else if (RATES.has(p.algo)) {
+    const period = durationMs(p.window);
+    if (period === undefined) return undefined;
+    wait = d.resetAfterMs - 1 - ((d.limit - 1) * period) / p.quota;
+  } else {
+    return undefined;
+  }
+  return wait >= 1 ? wait : undefined;
+}
+
 export interface DenialCacheOptions {
   /** The most entries held at once (default 10,000). */
   maxEntries?: number;
   /** Milliseconds, monotonic (default `performance.now()`). */
   clock?: () => number;
+  /** Whether an admission that left nothing is written too (`exhaustedWait`; default false). */
+  exhausted?: boolean;
 }
 
 export class DenialCache {
   readonly maxEntries: number;
   readonly clock: () => number;
+  /** Whether an admission that left nothing is written too (`exhaustedWait`). */
+  readonly exhausted: boolean;
   /** Insertion order is recency: a hit is deleted and set again, the first is the LRU. */
   readonly #map = new Map<string, Entry>();
   /** The most entries ever held at once (never above maxEntries). */
@@ -65,8 +106,12 @@ export class DenialCache {
     if (typeof max !== "number" || !Number.isInteger(max) || max < 1) {
       throw refused(typeof max === "number" ? RangeError : TypeError, `maxEntries is an integer of at least 1: ${String(max)}`);
     }
+    if (o.exhausted !== undefined && typeof o.exhausted !== "boolean") {
+      throw refused(TypeError, `exhausted is a boolean: ${String(o.exhausted)}`);
+    }
     this.maxEntries = max;
     this.clock = o.clock ?? (() => performance.now());
+    this.exhausted = o.exhausted ?? false;
   }
 
   get size(): number {
@@ -97,15 +142,25 @@ export class DenialCache {
   }
 
   /** Records `d` (the server's answer to a call of `cost` sent at `sent`) if it is a denial
-   * with retryAfterMs > 0; anything else is not written. */
-  put(key: string, p: PolicyOrName, cost: number, d: Decision, sent: number): void {
-    if (d.allowed || d.retryAfterMs <= 0 || d.cached) return;
+   * with retryAfterMs > 0, or, with `exhausted` on, a spending (`spent`) admission that left
+   * nothing (`exhaustedWait`), as a denial of any cost until then; anything else is not
+   * written. */
+  put(key: string, p: PolicyOrName, cost: number, d: Decision, sent: number, spent = false): void {
+    let entry: Entry;
+    if (d.allowed) {
+      const wait = spent && this.exhausted ? exhaustedWait(p, d) : undefined;
+      if (wait === undefined) return;
+      entry = { cost: 1, remaining: 0, until: sent + wait, resetAt: sent + d.resetAfterMs, limit: d.limit, backend: d.backend };
+    } else {
+      if (d.retryAfterMs <= 0 || d.cached) return;
+      entry = {
+        cost, remaining: d.remaining, until: sent + d.retryAfterMs, resetAt: sent + d.resetAfterMs, limit: d.limit,
+        backend: d.backend,
+      };
+    }
     const id = DenialCache.#id(key, p);
     this.#map.delete(id);
-    this.#map.set(id, {
-      cost, remaining: d.remaining, until: sent + d.retryAfterMs, resetAt: sent + d.resetAfterMs, limit: d.limit,
-      backend: d.backend,
-    });
+    this.#map.set(id, entry);
     while (this.#map.size > this.maxEntries) this.#map.delete(this.#map.keys().next().value as string);
     if (this.#map.size > this.highWater) this.highWater = this.#map.size;
   }

@@ -148,7 +148,7 @@ export class Limiter {
     const insure = cached && counted ? this.insure([[key, p, cost]]) : undefined;
     return this.through(cmd,
       cache && (() => cache.get(key, p, cost)),
-      cache && ((d, sent) => cache.put(key, p, cost, d, sent)),
+      cache && ((d, sent) => cache.put(key, p, cost, d, sent, counted)),
       counted ? (d, err) => this.metrics.add(policyLabel(p), resultOf(d, err)) : undefined,
       insure && ((err) => insure(err)?.binding));
   }
@@ -179,7 +179,7 @@ export class Limiter {
     const insure = peek ? undefined : this.insure(given);
     if (cache === undefined) return { cmd, policies, insure };
     const record = (r: AllDecision, sent: number): void => {
-      r.layers.forEach((d, i) => d && cache.put(given[i][0], given[i][1], given[i][2], d, sent));
+      r.layers.forEach((d, i) => d && cache.put(given[i][0], given[i][1], given[i][2], d, sent, !peek && r.allowed));
     };
     if (peek) return { cmd, record, policies };
     const probe = (): AllDecision | undefined => {

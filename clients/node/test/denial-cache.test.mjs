@@ -219,6 +219,93 @@ for (const server of servers) {
       assert.equal(samples.get("rl_denial_cache_entries"), 1);
       await c.close();
     });
+
+    for (const p of [policy.gcra(1, "1s", { burst: 3 }), policy.tokenBucket(3, 1, "1s"), policy.leaky(3, 1, "1s"),
+      policy.fixed(3, "1h"), policy.quota(3, "DAY")]) {
+      test(`with exhausted, ${p.algo}'s admission that left nothing denies here, never past its next unit`, async () => {
+        server.reset();
+        const c = await createClient({ url: server.url }).connect();
+        try {
+          const limiter = new Limiter(c, { denialCache: new DenialCache({ exhausted: true }) });
+          const truth = new Limiter(c, { denialCache: false });
+          for (let i = 0; i < 3; i++) assert.ok((await limiter.decide("k", p)).allowed);
+          const before = await calls(c);
+          const started = performance.now();
+          const hit = await limiter.decide("k", p, { cost: 2 });
+          const serverSaid = await truth.peek("k", p);
+          const elapsed = Math.ceil(performance.now() - started);
+          assert.ok(hit.cached && !hit.allowed && hit.remaining === 0 && hit.limit === 3);
+          assert.equal(await calls(c), before + 1); // the peek only
+          assert.ok(!serverSaid.allowed && serverSaid.retryAfterMs > 0);
+          assert.ok(hit.retryAfterMs >= 1 && hit.retryAfterMs <= serverSaid.retryAfterMs + elapsed, `${hit.retryAfterMs} against ${serverSaid.retryAfterMs}`);
+          assert.ok(hit.resetAfterMs <= serverSaid.resetAfterMs + elapsed + 1); // both rounded up
+          assert.deepEqual(limiter.metrics.snapshot().default, { ...zero(), within_limit: 3, over_limit_with_local_cache: 1 });
+        } finally {
+          await c.close();
+        }
+      });
+    }
+
+    test("with exhausted, the entry ends when the next unit is free", async () => {
+      server.reset();
+      const c = await createClient({ url: server.url }).connect();
+      try {
+        const limiter = new Limiter(c, { denialCache: new DenialCache({ exhausted: true }) });
+        const p = policy.gcra(10, "1s"); // one every 100 ms
+        const first = await limiter.decide("k", p);
+        const replied = performance.now();
+        assert.ok(first.allowed && first.remaining === 0 && limiter.cache.size === 1);
+        await new Promise((r) => setTimeout(r, Math.max(0, replied + 150 - performance.now()))); // past the server's 100 ms
+        const before = await calls(c);
+        const again = await limiter.decide("k", p);
+        assert.ok(again.allowed && !again.cached);
+        assert.equal(await calls(c), before + 1);
+      } finally {
+        await c.close();
+      }
+    });
+
+    test("an exhaustion the reply does not time is not cached", async () => {
+      server.reset();
+      const c = await createClient({ url: server.url }).connect();
+      try {
+        const on = new Limiter(c, { denialCache: new DenialCache({ exhausted: true }) });
+        for (const p of [policy.sliding(1, "1h"), policy.slidingLog(1, "1h"), policy.fixed(1, "1h", { penalty: "1m" })]) {
+          const d = await on.decide(`k:${p.algo}:${p.penalty.length}`, p);
+          assert.ok(d.allowed && d.remaining === 0);
+        }
+        assert.equal(on.cache.size, 0);
+        const fixed = policy.fixed(1, "1h");
+        assert.ok((await on.peek("g", fixed)).allowed); // a peek spends nothing
+        assert.equal(on.cache.size, 0);
+        const off = new Limiter(c);
+        assert.ok((await off.decide("f", fixed)).allowed);
+        assert.equal(off.cache.size, 0);
+        assert.equal(off.cache.exhausted, false);
+        assert.throws(() => new DenialCache({ exhausted: 1 }), TypeError);
+      } finally {
+        await c.close();
+      }
+    });
+
+    test("with exhausted, a flood past the limit never reaches the server", async () => {
+      server.reset();
+      const c = await createClient({ url: server.url }).connect();
+      const limiter = new Limiter(c, { denialCache: new DenialCache({ exhausted: true }) });
+      const app = await serve(rateLimitLayers({ limiter, layers: [{ name: "user", identify: header("x-user"), policy: policy.fixed(2, "1h") }] }));
+      try {
+        assert.equal((await get(app.url, { "x-user": "warm" })).status, 200); // the library loaded, where it is used
+        const before = await calls(c);
+        const codes = [];
+        for (const user of ["a", "b"]) for (let i = 0; i < 6; i++) codes.push((await get(app.url, { "x-user": user })).status);
+        assert.deepEqual(codes, [200, 200, 429, 429, 429, 429, 200, 200, 429, 429, 429, 429]);
+        assert.equal(await calls(c), before + 4);
+        assert.deepEqual(limiter.metrics.snapshot().user, { ...zero(), within_limit: 5, over_limit_with_local_cache: 8 });
+      } finally {
+        await app.close();
+        await c.close();
+      }
+    });
   });
 }
 

@@ -310,3 +310,86 @@ def test_counters_equal_the_requests_and_their_text_parses(server, tmp_path):
         result = "unavailable_fail_open" if fail_open else "unavailable"
         assert limiter.metrics.snapshot() == {"user+key": {
             **dict.fromkeys(redis_rl.metrics.RESULTS, 0), result: 1}}
+
+
+EXHAUSTIBLE = [policy.gcra(1, "1s", 3), policy.token_bucket(3, 1, "1s"), policy.leaky(3, 1, "1s"),
+               policy.fixed(3, "1h"), policy.quota(3, "DAY")]
+
+
+@pytest.mark.parametrize("p", EXHAUSTIBLE, ids=lambda p: p.algo)
+def test_an_exhausted_limiter_is_denied_here_never_past_its_next_unit(server, p):
+    """With `exhausted=True`, the admission that leaves nothing is cached as a denial: the
+    next calls are denied without a call, never past the moment the server would admit
+    one (the server's own wait, read right after, bounds the cached one)."""
+    sync = redis.Redis(port=server.port)
+    limiter = redis_rl.Limiter(sync, denial_cache=redis_rl.DenialCache(exhausted=True))
+    truth = redis_rl.Limiter(sync, denial_cache=False)
+    assert [limiter.decide("k", p).allowed for _ in range(3)] == [True, True, True]
+    before = calls(sync)
+    started = time.monotonic()
+    hit = limiter.decide("k", p, cost=2)
+    server_said = truth.peek("k", p)
+    elapsed_ms = (time.monotonic() - started) * 1000
+    assert hit.cached and not hit.allowed and hit.remaining == 0 and hit.limit == 3
+    assert calls(sync) == before + 1  # the peek only
+    assert not server_said.allowed and server_said.retry_after_ms > 0
+    assert 1 <= hit.retry_after_ms <= server_said.retry_after_ms + math.ceil(elapsed_ms)
+    assert hit.reset_after_ms <= server_said.reset_after_ms + math.ceil(elapsed_ms) + 1  # both up
+    assert limiter.metrics.snapshot()["default"]["over_limit_with_local_cache"] == 1
+    assert limiter.metrics.snapshot()["default"]["over_limit"] == 0
+    sync.close()
+
+
+def test_an_exhausted_entry_ends_when_the_next_unit_is_free(server):
+    sync = redis.Redis(port=server.port)
+    limiter = redis_rl.Limiter(sync, denial_cache=redis_rl.DenialCache(exhausted=True))
+    p = policy.gcra(10, "1s")  # one every 100 ms
+    first = limiter.decide("k", p)
+    replied = time.monotonic()
+    assert first.allowed and first.remaining == 0 and len(limiter.cache) == 1
+    time.sleep(max(0.0, replied + 0.15 - time.monotonic()))  # past the server's 100 ms
+    before = calls(sync)
+    again = limiter.decide("k", p)
+    assert again.allowed and not again.cached and calls(sync) == before + 1
+    sync.close()
+
+
+@pytest.mark.parametrize("p", [policy.sliding(1, "1h"), policy.sliding_log(1, "1h"),
+                               policy.fixed(1, "1h", penalty="1m")], ids=["sliding", "log",
+                                                                         "penalty"])
+def test_an_exhaustion_the_reply_does_not_time_is_not_cached(server, p):
+    """The sliding windows' replies do not say when the next unit is free; a penalty's denial
+    must reach the server (it starts the penalty); a peek spends nothing; without
+    `exhausted` (the default) an admission is never cached."""
+    sync = redis.Redis(port=server.port)
+    limiter = redis_rl.Limiter(sync, denial_cache=redis_rl.DenialCache(exhausted=True))
+    d = limiter.decide("k", p)
+    assert d.allowed and d.remaining == 0 and len(limiter.cache) == 0
+    off = redis_rl.Limiter(sync)
+    fixed = policy.fixed(1, "1h")
+    assert off.peek("f", fixed).remaining == 0 and off.decide("f", fixed).allowed
+    assert len(off.cache) == 0 and not off.cache.exhausted
+    on = redis_rl.Limiter(sync, denial_cache=redis_rl.DenialCache(exhausted=True))
+    assert on.peek("g", fixed).allowed and len(on.cache) == 0
+    with pytest.raises(TypeError):
+        redis_rl.DenialCache(exhausted=1)
+    sync.close()
+
+
+def test_a_flood_past_an_exhausted_limit_never_reaches_the_server(server):
+    """Over HTTP: each identity's admissions are the server's, and every request after them
+    is denied by the middleware without a call, the first denial included."""
+    sync = redis.Redis(port=server.port)
+    a = redis.asyncio.Redis(port=server.port)
+    limiter = redis_rl.AsyncLimiter(a, denial_cache=redis_rl.DenialCache(exhausted=True))
+    app, _ = app_on(a, user_layer(policy.fixed(2, "1h")), limiter=limiter)
+    with served_asgi(app) as base:
+        assert get(base, "warm").status_code == 200  # the library loaded, where it is used
+        before = calls(sync)
+        codes = [get(base, user).status_code for user in ("a", "b") for _ in range(6)]
+        assert codes == [200, 200, 429, 429, 429, 429] * 2
+        assert calls(sync) == before + 4
+        counted = limiter.metrics.snapshot()["user"]
+        assert (counted["within_limit"], counted["over_limit"],
+                counted["over_limit_with_local_cache"]) == (5, 0, 8)
+    sync.close()

@@ -219,6 +219,10 @@ local function decided(self, cost)
         for i, r in ipairs(replies) do
             cache.put(self.cache, layers[i], r, sent, self.denial_cache_max_ms)
         end
+    elseif self.cache and self.denial_cache_exhausted then
+        for i, r in ipairs(replies) do
+            cache.put_exhausted(self.cache, layers[i], r, sent, self.denial_cache_max_ms)
+        end
     end
     local index = 1
     for i, r in ipairs(replies) do

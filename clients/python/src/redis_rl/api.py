@@ -154,7 +154,7 @@ class Api(Generic[D, A, B, R, S]):
                 return cache.get(key, policy, cost)
 
             def record(decision: Decision, sent: float) -> None:
-                cache.put(key, policy, cost, decision, sent)
+                cache.put(key, policy, cost, decision, sent, spent=counted)
         if counted:
             def count(decision: Decision | None, error: BaseException | None) -> None:
                 label = policy_label(policy)
@@ -182,7 +182,7 @@ class Api(Generic[D, A, B, R, S]):
             def record(result: AllDecision, sent: float) -> None:
                 for (k, p, c), d in zip(given, result.layers):
                     if d is not None:
-                        cache.put(k, p, c, d, sent)
+                        cache.put(k, p, c, d, sent, spent=result.allowed)
         elif cache is not None:  # a peek asks for every layer's state: it only writes
             def record(result: AllDecision, sent: float) -> None:
                 for (k, p, c), d in zip(given, result.layers):

@@ -22,6 +22,13 @@ passed (Upstash ratelimit's ephemeral cache, bounded).
 What it gives up: a `REFUND`, a raised policy or a lifted ban made elsewhere (another process,
 `redis-cli`) is seen at the latest when R ends; the same limiter's own `refund` and `ban`
 drop the key's entries at once.
+
+With `exhausted=True` (off by default), an admission that left nothing is written too: a
+spending call of a spelled-out policy without a penalty, admitted with `remaining` 0, whose
+algorithm says from the reply when the next unit is free (`exhausted_wait`). The calls until
+then are denied here, so a flooding identity's denials never reach the server, not even the
+first after each admission; the server then counts no denial of it (INFO rl, RL.TOP): only
+this process's counters do.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from .decision import Decision
-from .policy import Policy, PolicyOrName
+from .policy import Policy, PolicyOrName, duration_ms
 
 #: Entries kept by default: about 2 MB of Python objects at most.
 DEFAULT_MAX_ENTRIES = 10_000
@@ -51,6 +58,37 @@ def policy_id(policy: PolicyOrName) -> Any:
     return ("POLICY", policy)
 
 
+#: The limiters whose admission leaving `remaining` 0 says when the next unit is free: those
+#: at a rate (one instant, the time they are idle: the next unit frees `limit - 1` units'
+#: time before it) and those on windows (at the window's end, the renewal).
+_RATES = frozenset({"GCRA", "TOKENBUCKET", "LEAKY"})
+_WINDOWS = frozenset({"FIXED", "QUOTA"})
+
+
+def exhausted_wait(policy: PolicyOrName, decision: Decision) -> float | None:
+    """For a spending admission of `policy` that left `remaining` 0: how long (ms, from the
+    call's send) every call of the same key and policy is denied, or None when the reply does
+    not say it (another algorithm, a policy named on the server, a penalty: the denial that
+    starts it must reach the server) or when it is under 1 ms. With `T` the time one unit
+    costs and `limit` the burst (capacity), the next unit is free when the limiter is
+    `(limit - 1) * T` from idle (CONTRACT: admitted iff debt + T <= limit * T); a window's,
+    at its end. The reply's `reset_after_ms` is rounded up, so 1 ms less never denies a call
+    the server would admit."""
+    if (not isinstance(policy, Policy) or policy.penalty or not decision.allowed
+            or decision.remaining != 0 or decision.cached or decision.insured):
+        return None
+    if policy.algo in _WINDOWS:
+        wait = decision.reset_after_ms - 1.0
+    elif policy.algo in _RATES:
+        period = duration_ms(policy.window)
+        if period is None:
+            return None
+        wait = decision.reset_after_ms - 1.0 - (decision.limit - 1) * period / policy.quota
+    else:
+        return None
+    return wait if wait >= 1 else None
+
+
 class _Entry(NamedTuple):
     cost: int
     remaining: int
@@ -66,12 +104,16 @@ class DenialCache:
     (monotonic)."""
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES,
-                 clock: Callable[[], float] = now_ms) -> None:
+                 clock: Callable[[], float] = now_ms, *, exhausted: bool = False) -> None:
+        from .errors import refused
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
-            from .errors import refused
             raise refused(f"max_entries is an int of at least 1: {max_entries!r}",
                           wrong_type=not isinstance(max_entries, int))
+        if not isinstance(exhausted, bool):
+            raise refused(f"exhausted is a bool: {exhausted!r}", wrong_type=True)
         self.max_entries = max_entries
+        #: Whether an admission that left nothing is written too (`exhausted_wait`).
+        self.exhausted = exhausted
         self.clock = clock
         self._map: OrderedDict[tuple[str, Any], _Entry] = OrderedDict()
         self._lock = threading.Lock()
@@ -102,14 +144,23 @@ class DenialCache:
                         policy, False, cached=True)
 
     def put(self, key: str, policy: PolicyOrName, cost: int, decision: Decision,
-            sent: float) -> None:
+            sent: float, spent: bool = False) -> None:
         """Records `decision` (the server's answer to a call of `cost` sent at `sent`, ms) if
-        it is a denial with retry_after_ms > 0; anything else is not written."""
-        if decision.allowed or decision.retry_after_ms <= 0 or decision.cached:
+        it is a denial with retry_after_ms > 0, or, with `exhausted` on, a spending (`spent`)
+        admission that left nothing (`exhausted_wait`), as a denial of any cost until then;
+        anything else is not written."""
+        if decision.allowed:
+            wait = exhausted_wait(policy, decision) if spent and self.exhausted else None
+            if wait is None:
+                return
+            entry = _Entry(1, 0, sent + wait, sent + decision.reset_after_ms, decision.limit,
+                           decision.backend)
+        elif decision.retry_after_ms <= 0 or decision.cached:
             return
+        else:
+            entry = _Entry(cost, decision.remaining, sent + decision.retry_after_ms,
+                           sent + decision.reset_after_ms, decision.limit, decision.backend)
         ident = (key, policy_id(policy))
-        entry = _Entry(cost, decision.remaining, sent + decision.retry_after_ms,
-                       sent + decision.reset_after_ms, decision.limit, decision.backend)
         with self._lock:
             self._map[ident] = entry
             self._map.move_to_end(ident)

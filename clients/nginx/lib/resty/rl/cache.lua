@@ -24,6 +24,22 @@ local function clause_text(p)
     return text
 end
 
+-- Keeps layer `layer`'s denial of `cost` for `wait` ms (at most `max_ms` when given) from
+-- `sent`, with `r`'s limit and reset and `remaining`.
+local function keep_denial(dict, layer, r, sent, max_ms, wait, cost, remaining)
+    local keep = wait
+    if max_ms and max_ms < keep then
+        keep = max_ms
+    end
+    local start = floor(sent * 1000)
+    local value = format("%.0f %.0f %.0f %.0f %.0f %d %s", start + keep, start + wait, start + r[5], r[2], remaining,
+        cost, clause_text(layer.policy))
+    local ok, err = dict:set(layer.key, value, keep / 1000)
+    if not ok then
+        ngx.log(ngx.WARN, "rl: the denial cache did not keep a denial: ", err)
+    end
+end
+
 -- Records layer `layer`'s denial `r` (its five integers) of a request whose call started at
 -- `sent` (seconds, ngx.now()), when it says when the same request is admitted (R > 0), for at
 -- most `max_ms` when given.
@@ -32,16 +48,57 @@ function _M.put(dict, layer, r, sent, max_ms)
     if r[1] ~= 0 or wait <= 0 then
         return
     end
-    local keep = wait
-    if max_ms and max_ms < keep then
-        keep = max_ms
+    keep_denial(dict, layer, r, sent, max_ms, wait, layer.cost or 1, r[3])
+end
+
+-- The limiters whose admission leaving nothing says when the next unit is free: those at a
+-- rate (one instant, when they are idle: the next unit is free (limit - 1) units' time
+-- before it) and those on windows (at the window's end, the renewal: no unit's time).
+local RATES = { GCRA = true, TOKENBUCKET = true, LEAKY = true }
+local WINDOWS = { FIXED = true, QUOTA = true }
+
+-- The time one unit of policy `p` costs in ms for a rate, 0 for a window, or false when its
+-- admissions are not kept: another algorithm, a policy named on the server (its algorithm is
+-- Redis's), a penalty (the denial that starts it must reach Redis). Kept in `p`.
+local function unit_ms(p)
+    local u = p.unit_ms
+    if u ~= nil then
+        return u
     end
-    local start = floor(sent * 1000)
-    local value = format("%.0f %.0f %.0f %.0f %.0f %d %s", start + keep, start + wait, start + r[5], r[2], r[3],
-        layer.cost or 1, clause_text(layer.policy))
-    local ok, err = dict:set(layer.key, value, keep / 1000)
-    if not ok then
-        ngx.log(ngx.WARN, "rl: the denial cache did not keep a denial: ", err)
+    u = false
+    local algo = not p.named and p.clause[1]
+    if algo then
+        for _, word in ipairs(p.clause) do
+            if word == "PENALTY" then
+                algo = nil
+                break
+            end
+        end
+    end
+    if algo and WINDOWS[algo] then
+        u = 0
+    elseif algo and RATES[algo] then
+        u = p.window_ms / p.quota
+    end
+    p.unit_ms = u
+    return u
+end
+
+-- With `denial_cache_exhausted`: records layer `layer`'s admission `r` that left nothing
+-- (remaining 0) as a denial of every cost until its next unit is free, `reset_after` less
+-- (limit - 1) units' time, 1 ms less again (Redis rounds its times up): never past the
+-- instant Redis would admit, counted from `sent` as a denial is.
+function _M.put_exhausted(dict, layer, r, sent, max_ms)
+    if r[1] ~= 1 or r[3] ~= 0 then
+        return
+    end
+    local u = unit_ms(layer.policy)
+    if not u then
+        return
+    end
+    local wait = floor(r[5] - 1 - (r[2] - 1) * u)
+    if wait >= 1 then
+        keep_denial(dict, layer, r, sent, max_ms, wait, 1, 0)
     end
 end
 

@@ -13,7 +13,8 @@ local LAYER_NAME = "^[A-Za-z0-9_.-]+$"
 
 local OPTIONS = { redis = true, layers = true, prefix = true, tag = true, ipv6_bits = true,
                   headers = true, shadow = true, fail_open = true, library = true, shared_dict = true,
-                  denial_cache = true, denial_cache_max_ms = true, metrics = true, insurance = true }
+                  denial_cache = true, denial_cache_max_ms = true, denial_cache_exhausted = true,
+                  metrics = true, insurance = true }
 local REDIS_FIELDS = { host = true, port = true, socket = true, cluster = true, password = true,
                        username = true, database = true, timeout_ms = true, pool_size = true,
                        idle_ms = true }
@@ -142,6 +143,8 @@ end
 --   denial_cache the lua_shared_dict in which the workers keep Redis's denials until their
 --              wait ends, and deny from it without a call (default none: every request asks)
 --   denial_cache_max_ms  at most this long a denial is kept (default none: all of its wait)
+--   denial_cache_exhausted  keep an admission that left nothing too, as a denial until the
+--              next unit is free (false: cache.lua's put_exhausted)
 --   metrics    the lua_shared_dict in which the workers count decisions (default none)
 --   insurance  { dict, nodes }: while Redis cannot decide, this node decides alone in the
 --              lua_shared_dict `dict`, each policy divided by `nodes` (default none: off)
@@ -212,6 +215,16 @@ function _M.check(opts)
             refuse("`denial_cache_max_ms` bounds the denial cache: name its lua_shared_dict in `denial_cache`")
         end
         self.denial_cache_max_ms = opts.denial_cache_max_ms
+    end
+    if opts.denial_cache_exhausted ~= nil then
+        if type(opts.denial_cache_exhausted) ~= "boolean" then
+            refuse("`denial_cache_exhausted` is true or false: " .. tostring(opts.denial_cache_exhausted))
+        end
+        if opts.denial_cache_exhausted and not self.denial_cache then
+            refuse("`denial_cache_exhausted` keeps admissions in the denial cache: name its lua_shared_dict in "
+                .. "`denial_cache`")
+        end
+        self.denial_cache_exhausted = opts.denial_cache_exhausted
     end
     if opts.library ~= nil and type(opts.library) ~= "string" then
         refuse("`library` is the path of the Functions library's file")
