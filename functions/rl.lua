@@ -1538,10 +1538,18 @@ local function build()
       fail(ERR.unknown_zone(sanitize(s)))
     end
 
-    -- A named zone's rules, decoded from its line in ZONE_TABLE on first use:
+    -- A named zone's rules, decoded from its line in ZONE_TABLE when used:
     -- `offsets;unit;transitions` (see 06-zones.lua), as t[k] (ms; t[1] is the
     -- table's first instant) and o[k] (ms), offset o[k] from t[k] to t[k + 1].
-    local index, decoded, DIGIT = nil, {}, nil
+    -- Kept for the next calls in a bounded cache, as the module keeps its zones
+    -- (CACHED_ZONES in calendar.rs): at most CACHED_ZONES zones decoded at once,
+    -- a new one replacing the cached ones in turn (ring[next_slot] is the next to
+    -- go). Invariant: `decoded` holds exactly the names in `ring`, at most
+    -- CACHED_ZONES of them, whatever the calls, so the Lua heap holds a few
+    -- zones' transitions (kilobytes each), not the whole table's (megabytes with
+    -- every zone); a miss only decodes the line again.
+    local CACHED_ZONES = 16
+    local index, decoded, ring, next_slot, DIGIT = nil, {}, {}, 1, nil
     local function rules(name)
       local z = decoded[name]
       if z then return z end
@@ -1569,6 +1577,13 @@ local function build()
         end
       end
       z = { name = name, t = t, o = o, from = ZONE_TABLE.from_s * 1000 + DAY, to = ZONE_TABLE.to_s * 1000 - DAY }
+      if #ring < CACHED_ZONES then
+        ring[#ring + 1] = name
+      else
+        decoded[ring[next_slot]] = nil
+        ring[next_slot] = name
+        next_slot = next_slot % CACHED_ZONES + 1
+      end
       decoded[name] = z
       return z
     end
