@@ -256,32 +256,12 @@
       count = live and count or ZERO
       start, e = QUOTA.period(cal, div(now, NS_PER_MS))
     end
-    local until_end = sub_(mul(e, NS_PER_MS), now)
-    local function decision(allowed, c, retry)
-      return {
-        allowed = allowed, limit = limit, remaining = num(satsub(int(limit), c)),
-        retry = retry, reset = is_zero(c) and ZERO or until_end,
-      }
-    end
-    local function write_count(c)
+    -- The fixed window's count step (07-fixed.lua), on the calendar's period.
+    return charge_window(req, limit, count, sub_(mul(e, NS_PER_MS), now), function(c)
       if is_zero(c) then return { op = 'del' } end
       return {
         op = 'set', value = 'quota:' .. str(start) .. ':' .. str(e) .. ':' .. str(c) .. ':' .. cal.text,
         expire = min(e, MAX_EXPIRE_MS),
       }
-    end
-    local n = req.cost
-    if req.refund then
-      local after = satsub(count, int(n))
-      return decision(true, after, ZERO), cmp(after, count) < 0 and write_count(after) or nil
-    end
-    if req.debit then
-      local after = max(count, min(add(count, int(n)), int(limit + MAX_DEBT)))
-      local retry = cmp(after, int(limit)) < 0 and ZERO or until_end
-      return decision(true, after, retry), cmp(after, count) > 0 and write_count(after) or nil
-    end
-    if n > limit then return decision(false, count, NEVER) end
-    local after = add(count, int(n))
-    if cmp(after, int(limit)) > 0 then return decision(false, count, until_end) end
-    return decision(true, after, ZERO), n > 0 and write_count(after) or nil
+    end)
   end
