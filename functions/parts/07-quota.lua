@@ -42,10 +42,18 @@
       fail(ERR.unknown_zone(sanitize(s)))
     end
 
-    -- A named zone's rules, decoded from its line in ZONE_TABLE on first use:
+    -- A named zone's rules, decoded from its line in ZONE_TABLE when used:
     -- `offsets;unit;transitions` (see 06-zones.lua), as t[k] (ms; t[1] is the
     -- table's first instant) and o[k] (ms), offset o[k] from t[k] to t[k + 1].
-    local index, decoded, DIGIT = nil, {}, nil
+    -- Kept for the next calls in a bounded cache, as the module keeps its zones
+    -- (CACHED_ZONES in calendar.rs): at most CACHED_ZONES zones decoded at once,
+    -- a new one replacing the cached ones in turn (ring[next_slot] is the next to
+    -- go). Invariant: `decoded` holds exactly the names in `ring`, at most
+    -- CACHED_ZONES of them, whatever the calls, so the Lua heap holds a few
+    -- zones' transitions (kilobytes each), not the whole table's (megabytes with
+    -- every zone); a miss only decodes the line again.
+    local CACHED_ZONES = 16
+    local index, decoded, ring, next_slot, DIGIT = nil, {}, {}, 1, nil
     local function rules(name)
       local z = decoded[name]
       if z then return z end
@@ -73,6 +81,13 @@
         end
       end
       z = { name = name, t = t, o = o, from = ZONE_TABLE.from_s * 1000 + DAY, to = ZONE_TABLE.to_s * 1000 - DAY }
+      if #ring < CACHED_ZONES then
+        ring[#ring + 1] = name
+      else
+        decoded[ring[next_slot]] = nil
+        ring[next_slot] = name
+        next_slot = next_slot % CACHED_ZONES + 1
+      end
       decoded[name] = z
       return z
     end
@@ -241,32 +256,12 @@
       count = live and count or ZERO
       start, e = QUOTA.period(cal, div(now, NS_PER_MS))
     end
-    local until_end = sub_(mul(e, NS_PER_MS), now)
-    local function decision(allowed, c, retry)
-      return {
-        allowed = allowed, limit = limit, remaining = num(satsub(int(limit), c)),
-        retry = retry, reset = is_zero(c) and ZERO or until_end,
-      }
-    end
-    local function write_count(c)
+    -- The fixed window's count step (07-fixed.lua), on the calendar's period.
+    return charge_window(req, limit, count, sub_(mul(e, NS_PER_MS), now), function(c)
       if is_zero(c) then return { op = 'del' } end
       return {
         op = 'set', value = 'quota:' .. str(start) .. ':' .. str(e) .. ':' .. str(c) .. ':' .. cal.text,
         expire = min(e, MAX_EXPIRE_MS),
       }
-    end
-    local n = req.cost
-    if req.refund then
-      local after = satsub(count, int(n))
-      return decision(true, after, ZERO), cmp(after, count) < 0 and write_count(after) or nil
-    end
-    if req.debit then
-      local after = max(count, min(add(count, int(n)), int(limit + MAX_DEBT)))
-      local retry = cmp(after, int(limit)) < 0 and ZERO or until_end
-      return decision(true, after, retry), cmp(after, count) > 0 and write_count(after) or nil
-    end
-    if n > limit then return decision(false, count, NEVER) end
-    local after = add(count, int(n))
-    if cmp(after, int(limit)) > 0 then return decision(false, count, until_end) end
-    return decision(true, after, ZERO), n > 0 and write_count(after) or nil
+    end)
   end

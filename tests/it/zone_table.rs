@@ -4,7 +4,7 @@
 
 #[path = "../../scripts/zone_table.rs"]
 #[allow(dead_code)]
-mod generator;
+pub(crate) mod generator;
 
 #[test]
 fn the_library_zone_table_is_what_the_database_makes() {
