@@ -86,7 +86,21 @@ impl Server {
         Server::start_with(kind, &[])
     }
 
+    /// Started on a free port: again on another where the port was taken meanwhile (the
+    /// server exited, and another process answered there).
     pub fn start_with(kind: Kind, extra: &[&str]) -> Server {
+        for _ in 0..5 {
+            let mut server = Server::spawn(kind, extra);
+            server.wait_ready();
+            std::thread::sleep(Duration::from_millis(30));
+            if server.child.try_wait().unwrap().is_none() {
+                return server;
+            }
+        }
+        panic!("no server of {kind:?} could start");
+    }
+
+    fn spawn(kind: Kind, extra: &[&str]) -> Server {
         let port = free_port();
         let dir = tempdir::Dir::new();
         let binary = match kind {
