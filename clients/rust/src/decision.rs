@@ -64,6 +64,12 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The decision of a reply `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`
+    /// from `backend`, by `policy` (None for a lease).
+    pub fn new(reply: [i64; 5], backend: Backend, policy: Option<Policy>) -> Decision {
+        Decision::from_reply(reply, backend, policy, None)
+    }
+
     pub(crate) fn from_reply(
         reply: [i64; 5],
         backend: Backend,
