@@ -635,3 +635,24 @@ async fn cluster_with_the_module() {
         assert!(d.shadowed() && r.unwrap().layers().is_empty());
     }
 }
+
+/// The futures are `Send` (a tower service's must be), for each kind of connection.
+#[allow(dead_code)]
+fn futures_are_send() {
+    fn send<T: Send>(_: T) {}
+    fn all<C: ConnectionLike + Clone + Send + Sync + 'static>(l: Limiter<C>, p: Policy) {
+        send(async move {
+            let _ = l.decide("k", &p).await;
+            let _ = l.decide_all(&[("k", &p)]).await;
+            let _ = l.peek("k", &p, 1).await;
+            let _ = l.ban("k", 1).await;
+            let _ = l.refund("k", &p, 1).await;
+            if let Ok((_, Some(mut r))) = l.reserve("k", &p, 2).await {
+                let _ = r.settle(1).await;
+            }
+        });
+    }
+    let _ = all::<redis::aio::MultiplexedConnection>;
+    let _ = all::<redis::aio::ConnectionManager>;
+    let _ = all::<redis::cluster_async::ClusterConnection>;
+}
