@@ -656,3 +656,22 @@ fn futures_are_send() {
     let _ = all::<redis::aio::ConnectionManager>;
     let _ = all::<redis::cluster_async::ClusterConnection>;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases() {
+    for kind in [Kind::Module, Kind::Library] {
+        let s = Server::start(kind);
+        let limiter = Limiter::new(s.multiplexed().await);
+        let d = limiter.acquire("l:1", 2, "30s", "a").await.unwrap();
+        assert_eq!((d.allowed, d.limit, d.remaining), (true, 2, 1));
+        assert!(d
+            .ietf_headers(None)
+            .iter()
+            .all(|(k, _)| *k != "RateLimit-Policy"));
+        assert!(limiter.acquire("l:1", 2, 30u64, "b").await.unwrap().allowed);
+        assert!(!limiter.acquire("l:1", 2, "30s", "c").await.unwrap().allowed);
+        assert!(limiter.release("l:1", "a").await.unwrap());
+        assert!(!limiter.release("l:1", "a").await.unwrap());
+        assert!(limiter.acquire("l:1", 2, "30s", "c").await.unwrap().allowed);
+    }
+}
