@@ -675,3 +675,21 @@ async fn leases() {
         assert!(limiter.acquire("l:1", 2, "30s", "c").await.unwrap().allowed);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_waits_in_the_server_and_a_manager_reports_an_outage() {
+    let mut s = Server::start(Kind::Module);
+    let limiter = Limiter::new(s.manager().await);
+    let p = Policy::gcra(10, "1s");
+    assert!(limiter.decide("b:1", &p).await.unwrap().allowed);
+    assert!(!limiter.decide("b:1", &p).await.unwrap().allowed);
+    // Denied now (100 ms apart), admitted within the wait; the cached denial is not read.
+    let d = limiter
+        .decide_with("b:1", &p, Call::new().block_ms(400))
+        .await
+        .unwrap();
+    assert!(d.allowed && !d.cached, "{d:?}");
+    s.kill();
+    let e = limiter.decide("b:2", &p).await.unwrap_err();
+    assert!(e.is_unavailable(), "{e:?}");
+}
