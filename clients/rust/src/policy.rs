@@ -594,7 +594,8 @@ mod tests {
     #[test]
     fn units() {
         assert_eq!("month".parse::<QuotaUnit>().unwrap(), QuotaUnit::Month);
-        assert!("year".parse::<QuotaUnit>().unwrap_err().is_configuration());
+        let e = "year".parse::<QuotaUnit>().unwrap_err();
+        assert_eq!(e.to_string(), "unit must be DAY, WEEK or MONTH: \"year\"");
     }
 
     #[test]
