@@ -102,7 +102,6 @@ impl Sliding {
         }
     }
 
-    #[inline(always)]
     pub fn decide(
         &self,
         stored: Option<SlidingState>,

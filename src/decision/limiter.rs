@@ -105,37 +105,39 @@ pub trait OnKey {
 
 macro_rules! dispatch {
     ($($variant:ident($module:ident)),*) => {
-        /// The limiter's own decision on the key's state, penalty aside.
-        /// (Inlined, as everything it calls: `decide` is its one caller.)
-        #[inline(always)]
-        fn decide_own(key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
-            Ok(match &req.limiter {
-                $(Limiter::$variant(p) => p.decide_on(key, kind, req, now)?,)*
-            })
+        /// Decides `req` for the limiter on `key` at `now`, writing nothing: the
+        /// limiter's decision, as the key's penalty (if any) answers it (see
+        /// [`decide_as`], compiled once per kind).
+        pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<KeyWrite>, RlError> {
+            match &req.limiter {
+                $(Limiter::$variant(p) => decide_as(key, kind, p, req, now),)*
+            }
         }
     };
 }
 
 with_kinds!(dispatch);
 
-/// Decides `req` for the limiter on `key` at `now`, writing nothing: the
-/// limiter's decision, as the key's penalty (if any) answers it. A key
-/// without a penalty, decided without `PENALTY`, takes the limiter's own
-/// outcome as it is (the common call: it costs what it did before penalties).
+/// [`decide`] with `limiter`, the request's own. A key without a penalty,
+/// decided without `PENALTY`, takes the limiter's own outcome as it is (the
+/// common call: it costs what it did before penalties).
 ///
-/// The limiter runs from this one place, so that it is inlined here whole.
-/// Deciding again is a call of this function: on the now-absent key if the
-/// key vanished while its handle was closed around a server call (a legacy
-/// sliding-log census; once, as an absent key calls no server), and for the
-/// cost of 1 that a `COST 0` during a penalty reports.
-pub fn decide(
+/// One copy per kind, with only that kind's decision inlined in it: no kind
+/// pays for the others' code around its own. Deciding again is a call of
+/// [`decide`]: on the now-absent key if the key vanished while its handle was
+/// closed around a server call (a legacy sliding-log census; once, as an
+/// absent key calls no server), and for the cost of 1 that a `COST 0` during
+/// a penalty reports.
+#[inline(never)]
+fn decide_as(
     key: &Key,
     kind: Kind,
+    limiter: &impl OnKey,
     req: &Request,
     now: u64,
 ) -> Result<Outcome<KeyWrite>, RlError> {
     let (stored, alone) = open(key, kind)?;
-    let own = decide_own(&stored, kind, req, now)?;
+    let own = limiter.decide_on(&stored, kind, req, now)?;
     if key.take_vanished() {
         return decide(key, kind, req, now);
     }
