@@ -102,6 +102,7 @@ impl Sliding {
         }
     }
 
+    #[inline(always)]
     pub fn decide(
         &self,
         stored: Option<SlidingState>,
