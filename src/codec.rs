@@ -96,7 +96,7 @@ impl Fields {
 
 /// A quota's stored text: its period and count as `kind`'s fields, then its
 /// calendar's text. (Apart from [`Fields`], which every other kind's write
-/// carries: a calendar there would make every write larger.)
+/// carries: a calendar there is copied with each of their writes.)
 pub fn encode_quota(kind: Kind, fields: [u64; 3], calendar: &Calendar) -> Text {
     let mut text = Fields::new(kind, fields.map(u128::from)).encode();
     text.push(b":");
