@@ -67,8 +67,6 @@ pub struct Fields {
     kind: Kind,
     values: [u128; 3],
     len: u8,
-    /// A quota's calendar, written after the fields.
-    calendar: Option<Calendar>,
 }
 
 impl Fields {
@@ -80,15 +78,6 @@ impl Fields {
             kind,
             values,
             len: N as u8,
-            calendar: None,
-        }
-    }
-
-    /// A quota's state: its period, its count and its calendar.
-    pub fn quota(kind: Kind, fields: [u64; 3], calendar: Calendar) -> Fields {
-        Fields {
-            calendar: Some(calendar),
-            ..Fields::new(kind, fields.map(u128::from))
         }
     }
 
@@ -101,12 +90,18 @@ impl Fields {
         for &value in &self.values[..self.len as usize] {
             push_field(&mut text, value);
         }
-        if let Some(calendar) = &self.calendar {
-            text.push(b":");
-            text.push(calendar.text().as_bytes());
-        }
         text
     }
+}
+
+/// A quota's stored text: its period and count as `kind`'s fields, then its
+/// calendar's text. (Apart from [`Fields`], which every other kind's write
+/// carries: a calendar there is copied with each of their writes.)
+pub fn encode_quota(kind: Kind, fields: [u64; 3], calendar: &Calendar) -> Text {
+    let mut text = Fields::new(kind, fields.map(u128::from)).encode();
+    text.push(b":");
+    text.push(calendar.text().as_bytes());
+    text
 }
 
 /// A string state and its penalty: `tag:fields[|penalty:…]`, or a penalty alone.

@@ -15,7 +15,7 @@ use crate::algorithm::sliding_log::testing::VecLog;
 use crate::algorithm::sliding_log::{score_of, Entry, SlidingLog};
 use crate::algorithm::{expire_ms, Decision, Wait};
 use crate::bounds::{MAX_COST, MAX_COUNT, MAX_DURATION_MS};
-use crate::codec::{decode, decode_quota, encode, Fields};
+use crate::codec::{decode, decode_quota, encode, encode_quota};
 use crate::config::Caps;
 use crate::grammar::{parse, Kind, Limiter};
 
@@ -154,7 +154,7 @@ fn drive(limiter: Limiter, start: u64, steps: &[i128], costs: &[u64]) {
                     );
                     assert!(now / 1_000_000 < w.end_ms);
                     let fields = [w.start_ms, w.end_ms, w.count];
-                    let text = Fields::quota(Kind::Quota, fields, p.calendar).encode();
+                    let text = encode_quota(Kind::Quota, fields, &p.calendar);
                     assert_eq!(
                         decode_quota(Kind::Quota, text.as_bytes(), &p.calendar).unwrap(),
                         (fields, true, &b""[..])

@@ -14,17 +14,19 @@ use crate::units::Millis;
 use crate::wait;
 
 /// One key of a call: its open key (which knows its name and context) and
-/// what the call claims there.
+/// what the call claims there. (Laid out in this order: the key and the
+/// claim, copied in whole when a layer is made, at their natural places.)
+#[repr(C)]
 pub struct Layer {
-    pub key: Key,
+    outcome: Option<Outcome<ClaimWrite>>,
     pub claim: Claim,
-    /// A `SHADOW` policy's layer: its denial denies nothing (it writes
-    /// nothing, as any denial, while the call's other layers commit).
-    pub shadow: bool,
+    pub key: Key,
     /// The named policy of an `RL.ALL` `POLICY` clause (its id): its
     /// denials count in the policy's `RL.TOP`, not the command's.
     pub policy: Option<u32>,
-    outcome: Option<Outcome<ClaimWrite>>,
+    /// A `SHADOW` policy's layer: its denial denies nothing (it writes
+    /// nothing, as any denial, while the call's other layers commit).
+    pub shadow: bool,
 }
 
 impl Layer {

@@ -5,6 +5,7 @@
 //! [`OnKey`] (in `crate::kinds`) picks the helper for its state's shape: one
 //! instant, a window's counts, or a log.
 
+use crate::algorithm::calendar::Calendar;
 use crate::algorithm::penalty::Penalty;
 use crate::algorithm::quota::{Quota, QuotaState};
 use crate::algorithm::schedule::InstantLimiter;
@@ -13,7 +14,8 @@ use crate::algorithm::{expire_ms, Outcome, Wait};
 use std::cell::Cell;
 
 use crate::codec::{
-    after_state, decode_head, decode_quota, penalty_only, split_penalty, with_penalty, Fields,
+    after_state, decode_head, decode_quota, encode_quota, penalty_only, split_penalty,
+    with_penalty, Fields, Text,
 };
 use crate::error::RlError;
 use crate::facts::{with_kinds, PENALTY_TAG};
@@ -74,6 +76,12 @@ impl KeyWrite {
 pub enum Write {
     /// Store a string state with an absolute expiry.
     Set { state: Fields, expire_ms: u64 },
+    /// Store a quota's state (its fields, then its calendar) with an absolute expiry.
+    SetQuota {
+        fields: [u64; 3],
+        calendar: Calendar,
+        expire_ms: u64,
+    },
     /// The limiter is idle again: the key goes, as it would at its expiry.
     Delete,
     /// Add a sliding-log entry (after dropping a bounded number of lapsed ones).
@@ -97,37 +105,39 @@ pub trait OnKey {
 
 macro_rules! dispatch {
     ($($variant:ident($module:ident)),*) => {
-        /// The limiter's own decision on the key's state, penalty aside.
-        /// (Inlined, as everything it calls: `decide` is its one caller.)
-        #[inline(always)]
-        fn decide_own(key: &Stored, kind: Kind, req: &Request, now: u64) -> Result<Outcome<Write>, RlError> {
-            Ok(match &req.limiter {
-                $(Limiter::$variant(p) => p.decide_on(key, kind, req, now)?,)*
-            })
+        /// Decides `req` for the limiter on `key` at `now`, writing nothing: the
+        /// limiter's decision, as the key's penalty (if any) answers it (see
+        /// [`decide_as`], compiled once per kind).
+        pub fn decide(key: &Key, kind: Kind, req: &Request, now: u64) -> Result<Outcome<KeyWrite>, RlError> {
+            match &req.limiter {
+                $(Limiter::$variant(p) => decide_as(key, kind, p, req, now),)*
+            }
         }
     };
 }
 
 with_kinds!(dispatch);
 
-/// Decides `req` for the limiter on `key` at `now`, writing nothing: the
-/// limiter's decision, as the key's penalty (if any) answers it. A key
-/// without a penalty, decided without `PENALTY`, takes the limiter's own
-/// outcome as it is (the common call: it costs what it did before penalties).
+/// [`decide`] with `limiter`, the request's own. A key without a penalty,
+/// decided without `PENALTY`, takes the limiter's own outcome as it is (the
+/// common call: it costs what it did before penalties).
 ///
-/// The limiter runs from this one place, so that it is inlined here whole.
-/// Deciding again is a call of this function: on the now-absent key if the
-/// key vanished while its handle was closed around a server call (a legacy
-/// sliding-log census; once, as an absent key calls no server), and for the
-/// cost of 1 that a `COST 0` during a penalty reports.
-pub fn decide(
+/// One copy per kind, with only that kind's decision inlined in it: no kind
+/// pays for the others' code around its own. Deciding again is a call of
+/// [`decide`]: on the now-absent key if the key vanished while its handle was
+/// closed around a server call (a legacy sliding-log census; once, as an
+/// absent key calls no server), and for the cost of 1 that a `COST 0` during
+/// a penalty reports.
+#[inline(never)]
+fn decide_as(
     key: &Key,
     kind: Kind,
+    limiter: &impl OnKey,
     req: &Request,
     now: u64,
 ) -> Result<Outcome<KeyWrite>, RlError> {
     let (stored, alone) = open(key, kind)?;
-    let own = decide_own(&stored, kind, req, now)?;
+    let own = limiter.decide_on(&stored, kind, req, now)?;
     if key.take_vanished() {
         return decide(key, kind, req, now);
     }
@@ -328,8 +338,9 @@ pub fn decide_quota(
     .ok_or(RlError::Internal(kind.label()))?;
     Ok(out.map_write(|w| match w.count {
         0 => Write::Delete,
-        count => Write::Set {
-            state: Fields::quota(kind, [w.start_ms, w.end_ms, count], quota.calendar),
+        count => Write::SetQuota {
+            fields: [w.start_ms, w.end_ms, count],
+            calendar: quota.calendar,
             expire_ms: w.end_ms.min(crate::algorithm::MAX_EXPIRE_MS),
         },
     }))
@@ -408,10 +419,20 @@ pub fn commit(key: &Key, write: &KeyWrite) {
 fn commit_own(key: &Key, own: &Write) {
     match own {
         Write::Set { state, expire_ms } => key.write_string(state.encode().as_bytes(), *expire_ms),
+        Write::SetQuota {
+            fields,
+            calendar,
+            expire_ms,
+        } => key.write_string(quota_text(fields, calendar).as_bytes(), *expire_ms),
         Write::Delete => key.delete(),
         Write::LogAdd { write, expire_ms } => key.write_log(write, *expire_ms),
         Write::LogRefund { refund, expire_ms } => key.refund_log(refund, *expire_ms),
     }
+}
+
+/// A quota's stored text (`decide_quota` writes only `Kind::Quota`'s).
+fn quota_text(fields: &[u64; 3], calendar: &Calendar) -> Text {
+    encode_quota(Kind::Quota, *fields, calendar)
 }
 
 /// The limiter's own write on a key whose penalty was `before` and is `after`.
@@ -423,6 +444,25 @@ fn commit_around(key: &Key, own: &Write, before: Option<Penalty>, after: Option<
         }
         (Write::Set { state, expire_ms }, Some(p)) => {
             let text = with_penalty(Some(state.encode().as_bytes()), &p);
+            key.write_string(text.as_bytes(), keep(*expire_ms));
+        }
+        (
+            Write::SetQuota {
+                fields,
+                calendar,
+                expire_ms,
+            },
+            None,
+        ) => key.write_string(quota_text(fields, calendar).as_bytes(), *expire_ms),
+        (
+            Write::SetQuota {
+                fields,
+                calendar,
+                expire_ms,
+            },
+            Some(p),
+        ) => {
+            let text = with_penalty(Some(quota_text(fields, calendar).as_bytes()), &p);
             key.write_string(text.as_bytes(), keep(*expire_ms));
         }
         (Write::Delete, None) => key.delete(),

@@ -133,10 +133,9 @@ pub fn parse_form(
     let (cost, charge) = amount.finish(peek, block.is_some())?;
 
     // The kind reads its positionals after every option is checked.
-    let limiter = Limiter::build(
-        kind,
-        &Params::new(kind, positional, burst, options, calendar, caps),
-    )?;
+    let limiter = Limiter::build(kind, || {
+        Params::new(kind, positional, burst, options, calendar, caps)
+    })?;
     Ok(Request {
         limiter,
         cost,

@@ -122,10 +122,12 @@ macro_rules! limiter {
         }
 
         impl Limiter {
-            /// `kind`'s algorithm from the call's parameters.
-            pub(super) fn build(kind: Kind, p: &Params<'_>) -> Result<Limiter, RlError> {
+            /// `kind`'s algorithm from the call's parameters, made by `params`
+            /// in the kind's own arm: a kind whose reading is inlined keeps them
+            /// in registers (only the quota's, read out of line, are stored).
+            pub(super) fn build<'a>(kind: Kind, params: impl Fn() -> Params<'a>) -> Result<Limiter, RlError> {
                 Ok(match kind {
-                    $(Kind::$variant => Limiter::$variant(Parameters::from_params(p)?),)*
+                    $(Kind::$variant => Limiter::$variant(Parameters::from_params(&params())?),)*
                 })
             }
         }

@@ -29,10 +29,18 @@ impl OnKey for Fixed {
             Charge::Refund => self.refund(stored, now, n),
             Charge::Debit => self.debit(stored, now, n),
         };
-        Ok(out.map_write(|s| {
-            let idle_at = fixed::idle_at_ns(&s, self.window_ns);
-            window_write(kind, (s.count > 0).then(|| ([s.start_ms.into(), s.count.into()], idle_at)))
-        }))
+        // (A match, not a closure: the write is built in place, inlined.)
+        let write = match out.write {
+            None => None,
+            Some(s) => {
+                let idle_at = fixed::idle_at_ns(&s, self.window_ns);
+                Some(window_write(kind, (s.count > 0).then(|| ([s.start_ms.into(), s.count.into()], idle_at))))
+            }
+        };
+        Ok(Outcome {
+            decision: out.decision,
+            write,
+        })
     }
 }
 

@@ -33,11 +33,19 @@ impl OnKey for Sliding {
             Charge::Refund => self.refund(stored, now, n),
             Charge::Debit => self.debit(stored, now, n),
         };
-        Ok(out.map_write(|s| {
-            let idle_at = sliding::idle_at_ns(&s, self.window_ns);
-            let fields = [s.start_ms.into(), s.previous.into(), s.current.into()];
-            window_write(kind, (s.previous > 0 || s.current > 0).then_some((fields, idle_at)))
-        }))
+        // (A match, not a closure: the write is built in place, inlined.)
+        let write = match out.write {
+            None => None,
+            Some(s) => {
+                let idle_at = sliding::idle_at_ns(&s, self.window_ns);
+                let fields = [s.start_ms.into(), s.previous.into(), s.current.into()];
+                Some(window_write(kind, (s.previous > 0 || s.current > 0).then_some((fields, idle_at))))
+            }
+        };
+        Ok(Outcome {
+            decision: out.decision,
+            write,
+        })
     }
 }
 

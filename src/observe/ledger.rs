@@ -395,9 +395,11 @@ impl<const N: usize> Ledger<N> {
             }
             self.baseline[command] = now;
         }
-        let mut by_policy = self.policy_calls.iter().peekable();
+        // The next policy call's and the next denial's places (one compare
+        // each per call while there is none).
+        let mut next_policy = 0;
+        let mut policy_at = self.policy_calls.first().map_or(usize::MAX, |p| p.at);
         let denials = std::mem::take(&mut self.denials);
-        // The next denial's call (one compare per call while there is none).
         let mut next_denial = 0;
         let mut denial_at = denials.first().map_or(usize::MAX, |d| d.at);
         for (at, call) in self.recent.iter().enumerate() {
@@ -419,7 +421,13 @@ impl<const N: usize> Ledger<N> {
             if counted {
                 self.settled[command].add(call.outcome);
             }
-            if let Some(p) = by_policy.next_if(|p| p.at == at) {
+            if policy_at == at {
+                let p = &self.policy_calls[next_policy];
+                next_policy += 1;
+                policy_at = self
+                    .policy_calls
+                    .get(next_policy)
+                    .map_or(usize::MAX, |p| p.at);
                 if let (true, Some(t)) = (counted, self.policies.get_mut(&p.by.id)) {
                     t.add(call.outcome, p.by.shadow, p.by.penalized);
                 }
