@@ -24,7 +24,7 @@ build: deps-run build-only
 # The facts every language shares (facts/rl.toml: the kinds, the per-call bounds, the
 # duration units, the settings' defaults, the error texts) written into each: src/facts.rs,
 # functions/parts/04-facts.lua, clients/python/src/redis_rl/_facts.py, clients/node/src/facts.ts,
-# clients/nginx/lib/resty/rl/facts.lua.
+# clients/nginx/lib/resty/rl/facts.lua, clients/rust/src/facts.rs.
 facts:
 	python3 scripts/generate-facts.py
 

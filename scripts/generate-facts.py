@@ -8,6 +8,7 @@ settings' defaults, the error texts) into each language that uses them:
   clients/python/src/redis_rl/_facts.py    the Python package
   clients/node/src/facts.ts                the Node package
   clients/nginx/lib/resty/rl/facts.lua     the NGINX package (a Lua module)
+  clients/rust/src/facts.rs                the Rust client crate
 
 Every file written starts with the line saying so; edit facts/rl.toml, not them.
 
@@ -579,12 +580,89 @@ def typescript(facts: dict) -> str:
     return "\n".join(out)
 
 
+# --- Rust client crate (clients/rust) ---------------------------------------------------------
+
+
+def rust_client(facts: dict) -> str:
+    kinds, b = facts["kinds"], facts["bounds"]
+    out = [
+        f"// {NOTICE}",
+        "//! The facts this crate shares with the module, the Functions library and the other",
+        "//! client packages (facts/rl.toml): the kinds, the per-call bounds, the duration units and",
+        "//! the error texts.",
+        "#![allow(dead_code)]",
+        "",
+        "/// One algorithm: its `RL.ALL` word, its command and the Functions library's function.",
+        "#[derive(Clone, Copy, Debug, PartialEq, Eq)]",
+        "pub struct KindFacts {",
+        "    /// The word naming it in an `RL.ALL` clause and in `RL.PEEK`.",
+        "    pub algo: &'static str,",
+        "    /// Its command as users write it.",
+        "    pub label: &'static str,",
+        "    /// Its positional parameters after the key.",
+        "    pub params: &'static [&'static str],",
+        "    /// The Functions library's function.",
+        "    pub fcall: &'static str,",
+        "}",
+        "",
+        "/// The algorithms, in facts/rl.toml's order.",
+        f"pub const KINDS: [KindFacts; {len(kinds)}] = [",
+    ]
+    for k in kinds:
+        params = ", ".join(rust_str(x) for x in k["params"])
+        out.append(f"    KindFacts {{ algo: {rust_str(k['algo'])}, label: {rust_str(k['label'])}, "
+                   f"params: &[{params}], fcall: {rust_str(k['fcall'])} }},")
+    out += [
+        "];",
+        "",
+        "/// The largest count a limit, capacity or rate may be.",
+        f"pub const MAX_COUNT: u64 = {b['max_count']:_};",
+        "/// The largest cost of one call (`COST n`, `REFUND n`, `DEBIT n`).",
+        f"pub const MAX_COST: u64 = {b['max_cost']:_};",
+        "/// The largest debt a key may hold (a larger `DEBIT` saturates at it).",
+        f"pub const MAX_DEBT: u64 = {b['max_debt']:_};",
+        "/// The longest duration, in milliseconds.",
+        f"pub const MAX_DURATION_MS: u64 = {b['max_duration_ms'] // DAY_MS} * {DAY_MS:_};",
+        "/// The most layers (keys) of one `RL.ALL`.",
+        f"pub const MAX_LAYERS: u64 = {b['max_layers']};",
+        "/// The longest lease id, in bytes.",
+        f"pub const MAX_LEASE_ID: usize = {b['max_lease_id']};",
+        "/// The longest server-side policy name.",
+        f"pub const MAX_POLICY_NAME: usize = {b['max_policy_name']};",
+        "",
+        "/// Each duration unit (case-insensitive) in milliseconds; `\"\"` is a bare integer's.",
+        f"pub const DURATION_UNITS_MS: [(&str, u64); {len(units_ms(facts))}] = [",
+        *(f"    ({rust_str(u)}, {ms:_})," for u, ms in units_ms(facts)),
+        "];",
+        "",
+        "/// The error replies, by name, as templates whose `{name}` is the argument of that name.",
+        f"pub const ERRORS: [(&str, &str); {len(facts['errors'])}] = [",
+        *(f"    ({rust_str(n)}, {rust_str(e['text'])})," for n, e in facts["errors"].items()),
+        "];",
+        "",
+        "/// The error codes (a reply's first word) that mean Redis cannot decide right now: a",
+        "/// middleware answers 503, or lets the request through with `fail_open`. Every other",
+        "/// error is a configuration error: 500.",
+        f"pub const UNAVAILABLE_CODES: [&str; {len(facts['redis_errors']['unavailable'])}] = [",
+        *(f"    {rust_str(c)}," for c in facts["redis_errors"]["unavailable"]),
+        "];",
+        "",
+        "/// The `syntax` error's fixed texts (after `ERR `), by name.",
+        f"pub const MESSAGES: [(&str, &str); {len(messages(facts))}] = [",
+        *(f"    ({rust_str(n)}, {rust_str(m)})," for n, m in messages(facts).items()),
+        "];",
+        "",
+    ]
+    return "\n".join(out)
+
+
 OUTPUTS = {
     "src/facts.rs": rust,
     "functions/parts/04-facts.lua": lua,
     "clients/python/src/redis_rl/_facts.py": python,
     "clients/node/src/facts.ts": typescript,
     "clients/nginx/lib/resty/rl/facts.lua": nginx_lua,
+    "clients/rust/src/facts.rs": rust_client,
 }
 
 

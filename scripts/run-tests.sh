@@ -4,10 +4,11 @@
 # the examples, the client snippets, and the documentation's examples, claims and links) in
 # .tools/venv; the Python package's (scripts/test-python-package.sh: built, installed into a
 # fresh virtualenv, tested); the Node package's (scripts/test-node-package.sh: packed,
-# installed into a fresh project); and the NGINX package's (scripts/test-nginx-package.sh:
-# real NGINX over HTTP). Arguments go to cargo.
+# installed into a fresh project); the NGINX package's (scripts/test-nginx-package.sh:
+# real NGINX over HTTP); and the Rust client crate's (scripts/test-rust-package.sh: fmt,
+# clippy, rustdoc, its tests and examples against real servers). Arguments go to cargo.
 #
-# The Rust tests run first, 8 at a time. The four other suites spend most of their time
+# The Rust tests run first, 8 at a time. The five other suites spend most of their time
 # waiting on their servers and HTTP, so they then run side by side, each with several tests
 # at a time; each one's output goes to its own log, printed whole when every suite is done.
 # Every suite always runs; the script fails if any does.
@@ -63,6 +64,7 @@ else
   done
 fi
 start "Node package" bash scripts/test-node-package.sh --test-concurrency=4
+start "Rust package" bash scripts/test-rust-package.sh
 
 wait
 failed=$rust

@@ -1,0 +1,408 @@
+//! Each call as the module's command and as the Functions library's `FCALL`, with its reply.
+//!
+//! The two backends take the same words after the key: `RL.<ALGO> key params` is `FCALL
+//! rl_<algo> 1 key params`, `RL.ALL numkeys keys clauses` is `FCALL rl_all numkeys keys
+//! clauses`, `RL.PEEK ALGO key params` is `FCALL_RO rl_peek 1 key ALGO params`. A server-side
+//! policy is `RL.LIMIT key name [options]`, `RL.PEEK POLICY key name [COST n]` and the `RL.ALL`
+//! clause `POLICY name [COST n]`. Nothing here talks to a server.
+
+use redis::Value;
+
+use crate::decision::{AllDecision, Backend, Decision};
+use crate::error::{Error, Result};
+use crate::facts::{KINDS, MAX_DEBT};
+use crate::policy::Policy;
+
+/// How a reply is read.
+#[derive(Clone, Debug)]
+pub(crate) enum Decode {
+    One {
+        policy: Option<Policy>,
+        known_shadowed: Option<bool>,
+    },
+    All {
+        policies: Vec<Policy>,
+        never_denied: Vec<bool>,
+    },
+    Bool,
+    Line,
+}
+
+/// What a command's reply becomes.
+#[derive(Clone, Debug)]
+pub(crate) enum Reply {
+    One(Decision),
+    All(AllDecision),
+    Bool(bool),
+    Line(Option<String>),
+}
+
+/// One call: `module` is the module's command line; the library's is `FCALL[_RO] function
+/// numkeys keys... rest`.
+#[derive(Clone, Debug)]
+pub(crate) struct Command {
+    pub module: Vec<String>,
+    pub function: &'static str,
+    pub keys: Vec<String>,
+    pub rest: Vec<String>,
+    pub decode: Decode,
+    pub read_only: bool,
+    /// The key whose node the call goes to, where it is not `keys[0]` (a call without keys).
+    pub route: Option<String>,
+}
+
+impl Command {
+    pub fn node_key(&self) -> &str {
+        self.route
+            .as_deref()
+            .unwrap_or_else(|| self.keys.first().map_or("", String::as_str))
+    }
+
+    pub fn library(&self) -> Vec<String> {
+        let mut out = vec![
+            if self.read_only { "FCALL_RO" } else { "FCALL" }.to_string(),
+            self.function.to_string(),
+            self.keys.len().to_string(),
+        ];
+        out.extend(self.keys.iter().cloned());
+        out.extend(self.rest.iter().cloned());
+        out
+    }
+
+    /// Whether redis-rs's cluster client would route it by the wrong argument (`RL.ALL`'s
+    /// keys follow a count; `RL.POLICY GET name` has none): sent to its key's node instead.
+    pub fn routed_by_us(args: &[String]) -> bool {
+        matches!(args[0].as_str(), "RL.ALL" | "RL.POLICY")
+    }
+
+    pub fn decode(&self, reply: Value, backend: Backend) -> Result<Reply> {
+        Ok(match &self.decode {
+            Decode::One {
+                policy,
+                known_shadowed,
+            } => Reply::One(Decision::from_reply(
+                five(&reply)?,
+                backend,
+                policy.clone(),
+                *known_shadowed,
+            )),
+            Decode::All {
+                policies,
+                never_denied,
+            } => {
+                let items = array(&reply)?;
+                let head = five(&reply)?;
+                let per = items.get(5).map(array).transpose()?.unwrap_or_default();
+                let mut layers = Vec::with_capacity(per.len());
+                let mut index = None;
+                for (i, r) in per.iter().enumerate() {
+                    let r = five(r)?;
+                    if index.is_none() && r == head {
+                        index = Some(i);
+                    }
+                    let known = never_denied
+                        .get(i)
+                        .copied()
+                        .unwrap_or(false)
+                        .then_some(false);
+                    layers.push(Decision::from_reply(
+                        r,
+                        backend,
+                        policies.get(i).cloned(),
+                        known,
+                    ));
+                }
+                let index = index.ok_or_else(|| unexpected(&reply))?;
+                Reply::All(AllDecision {
+                    binding: layers[index].clone(),
+                    layers: layers.into_iter().map(Some).collect(),
+                    index,
+                })
+            }
+            Decode::Bool => Reply::Bool(integer(&reply)? == 1),
+            Decode::Line => Reply::Line(match reply {
+                Value::Nil => None,
+                Value::BulkString(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                Value::SimpleString(s) | Value::VerbatimString { text: s, .. } => Some(s),
+                other => return Err(unexpected(&other)),
+            }),
+        })
+    }
+}
+
+fn unexpected(reply: &Value) -> Error {
+    Error::Redis(redis::RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "unexpected reply",
+        format!("{reply:?}"),
+    )))
+}
+
+pub(crate) fn integer(v: &Value) -> Result<i64> {
+    match v {
+        Value::Int(n) => Ok(*n),
+        Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| unexpected(v)),
+        Value::SimpleString(s) => s.parse().map_err(|_| unexpected(v)),
+        Value::Boolean(b) => Ok(i64::from(*b)),
+        _ => Err(unexpected(v)),
+    }
+}
+
+pub(crate) fn array(v: &Value) -> Result<&[Value]> {
+    match v {
+        Value::Array(items) | Value::Set(items) => Ok(items),
+        _ => Err(unexpected(v)),
+    }
+}
+
+fn five(v: &Value) -> Result<[i64; 5]> {
+    let items = array(v)?;
+    if items.len() < 5 {
+        return Err(unexpected(v));
+    }
+    let mut out = [0; 5];
+    for (o, item) in out.iter_mut().zip(items) {
+        *o = integer(item)?;
+    }
+    Ok(out)
+}
+
+/// `COST n`, or nothing for the default 1.
+fn cost_words(cost: u64) -> Vec<String> {
+    if cost == 1 {
+        vec![]
+    } else {
+        vec!["COST".into(), cost.to_string()]
+    }
+}
+
+/// A call's options after the policy.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Options {
+    pub cost: u64,
+    pub refund: Option<u64>,
+    pub debit: Option<u64>,
+    pub peek: bool,
+    pub block_ms: Option<u64>,
+}
+
+impl Options {
+    fn words(&self) -> Vec<String> {
+        let mut out = cost_words(self.cost);
+        if let Some(n) = self.refund {
+            out = vec!["REFUND".into(), n.to_string()];
+        }
+        if let Some(n) = self.debit {
+            out = vec!["DEBIT".into(), n.to_string()];
+        }
+        if self.peek {
+            out.push("PEEK".into());
+        }
+        if let Some(ms) = self.block_ms {
+            out.extend(["BLOCK".into(), ms.to_string()]);
+        }
+        out
+    }
+}
+
+fn fcall_of(algo: &str) -> &'static str {
+    KINDS
+        .iter()
+        .find(|k| k.algo == algo)
+        .map_or("rl_limit", |k| k.fcall)
+}
+
+fn checked(policy: &Policy) -> Result<()> {
+    policy.check()?;
+    if policy.is_shadow() {
+        return Err(Error::refused(
+            "SHADOW is a server-side policy's: define it (Limiter::define) and call it by name",
+        ));
+    }
+    Ok(())
+}
+
+/// `RL.<ALGO> key params [PENALTY ...] [COST n | REFUND n | DEBIT n] [PEEK] [BLOCK ms]`, or
+/// `RL.LIMIT key name [options]`.
+pub(crate) fn decide(key: &str, policy: &Policy, options: Options) -> Result<Command> {
+    checked(policy)?;
+    let mut rest = policy.words(true);
+    rest.extend(options.words());
+    let (name, function) = if policy.is_named() {
+        ("RL.LIMIT".to_string(), "rl_limit")
+    } else {
+        (format!("RL.{}", policy.algo()), fcall_of(policy.algo()))
+    };
+    let mut module = vec![name, key.to_string()];
+    module.extend(rest.iter().cloned());
+    let never_denied = (options.refund.is_some() || options.debit.is_some()).then_some(false);
+    Ok(Command {
+        module,
+        function,
+        keys: vec![key.to_string()],
+        rest,
+        decode: Decode::One {
+            policy: Some(policy.clone()),
+            known_shadowed: never_denied,
+        },
+        read_only: false,
+        route: None,
+    })
+}
+
+/// `RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): read-only.
+pub(crate) fn peek(key: &str, policy: &Policy, cost: u64) -> Result<Command> {
+    checked(policy)?;
+    let word = policy.algo().to_string();
+    let mut params = policy.words(false);
+    params.extend(cost_words(cost));
+    let mut module = vec!["RL.PEEK".to_string(), word.clone(), key.to_string()];
+    module.extend(params.iter().cloned());
+    let mut rest = vec![word];
+    rest.extend(params);
+    Ok(Command {
+        module,
+        function: "rl_peek",
+        keys: vec![key.to_string()],
+        rest,
+        decode: Decode::One {
+            policy: Some(policy.clone()),
+            known_shadowed: None,
+        },
+        read_only: true,
+        route: None,
+    })
+}
+
+/// `RL.ALL numkeys key... clause [options] ... [PEEK]`, each layer's clause followed by its
+/// options (`COST n`, `REFUND n`, `DEBIT n` or nothing).
+pub(crate) fn all_clauses(
+    layers: &[(String, Policy)],
+    options: &[Vec<String>],
+    peek: bool,
+) -> Result<Command> {
+    if layers.is_empty() {
+        return Err(Error::refused(
+            "decide_all needs at least one (key, policy) layer",
+        ));
+    }
+    let mut rest = Vec::new();
+    for ((_, policy), opts) in layers.iter().zip(options) {
+        checked(policy)?;
+        rest.push(policy.algo().to_string());
+        rest.extend(policy.words(true));
+        rest.extend(opts.iter().cloned());
+    }
+    if peek {
+        rest.push("PEEK".into());
+    }
+    let keys: Vec<String> = layers.iter().map(|(k, _)| k.clone()).collect();
+    let mut module = vec!["RL.ALL".to_string(), keys.len().to_string()];
+    module.extend(keys.iter().cloned());
+    module.extend(rest.iter().cloned());
+    let never_denied = options
+        .iter()
+        .map(|o| o.iter().any(|w| w == "REFUND" || w == "DEBIT"))
+        .collect();
+    Ok(Command {
+        module,
+        function: "rl_all",
+        keys,
+        rest,
+        decode: Decode::All {
+            policies: layers.iter().map(|(_, p)| p.clone()).collect(),
+            never_denied,
+        },
+        read_only: false,
+        route: None,
+    })
+}
+
+/// `RL.ALL` with a cost per layer.
+pub(crate) fn all_of(layers: &[(String, Policy, u64)], peek: bool) -> Result<Command> {
+    let pairs: Vec<(String, Policy)> = layers
+        .iter()
+        .map(|(k, p, _)| (k.clone(), p.clone()))
+        .collect();
+    let costs: Vec<Vec<String>> = layers.iter().map(|(_, _, c)| cost_words(*c)).collect();
+    all_clauses(&pairs, &costs, peek)
+}
+
+/// What settles a reservation that spent `difference` too few units (too many, when
+/// negative): `DEBIT d` (at most MAX_DEBT), `REFUND -d`, or nothing for 0.
+pub(crate) fn settle_options(difference: i128) -> Vec<String> {
+    if difference > 0 {
+        vec![
+            "DEBIT".into(),
+            difference.min(i128::from(MAX_DEBT)).to_string(),
+        ]
+    } else if difference < 0 {
+        vec!["REFUND".into(), (-difference).to_string()]
+    } else {
+        vec![]
+    }
+}
+
+/// `RL.POLICY GET name` (`FCALL_RO rl_policy 0 GET name`), from the node holding `key`.
+pub(crate) fn policy_definition(key: &str, name: &str) -> Command {
+    Command {
+        module: vec!["RL.POLICY".into(), "GET".into(), name.into()],
+        function: "rl_policy",
+        keys: vec![],
+        rest: vec!["GET".into(), name.into()],
+        decode: Decode::Line,
+        read_only: true,
+        route: Some(key.to_string()),
+    }
+}
+
+/// `RL.BAN key ms` (`FCALL rl_ban 1 key ms`): true if the key existed.
+pub(crate) fn ban(key: &str, ms: u64) -> Command {
+    Command {
+        module: vec!["RL.BAN".into(), key.into(), ms.to_string()],
+        function: "rl_ban",
+        keys: vec![key.into()],
+        rest: vec![ms.to_string()],
+        decode: Decode::Bool,
+        read_only: false,
+        route: None,
+    }
+}
+
+/// `RL.ACQUIRE key limit timeout lease_id [PEEK]`.
+pub(crate) fn acquire(key: &str, limit: u64, timeout: &str, lease_id: &str, peek: bool) -> Command {
+    let mut rest = vec![limit.to_string(), timeout.to_string(), lease_id.to_string()];
+    if peek {
+        rest.push("PEEK".into());
+    }
+    let mut module = vec!["RL.ACQUIRE".to_string(), key.to_string()];
+    module.extend(rest.iter().cloned());
+    Command {
+        module,
+        function: "rl_acquire",
+        keys: vec![key.into()],
+        rest,
+        decode: Decode::One {
+            policy: None,
+            known_shadowed: None,
+        },
+        read_only: false,
+        route: None,
+    }
+}
+
+/// `RL.RELEASE key lease_id`: true if the lease was held.
+pub(crate) fn release(key: &str, lease_id: &str) -> Command {
+    Command {
+        module: vec!["RL.RELEASE".into(), key.into(), lease_id.into()],
+        function: "rl_release",
+        keys: vec![key.into()],
+        rest: vec![lease_id.into()],
+        decode: Decode::Bool,
+        read_only: false,
+        route: None,
+    }
+}
