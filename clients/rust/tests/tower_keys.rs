@@ -53,8 +53,18 @@ impl Draw {
 #[test]
 fn client_addresses_equal_uvicorn_and_the_python_package() {
     let python = root().join(".tools/venv/bin/python");
-    assert!(python.exists(), "no {python:?}: run `make test` once to install the tools");
-    let peers = ["127.0.0.1", "10.0.0.2", "198.51.100.9", "::1", "fd00::5", "2001:db8:1:1::1"];
+    assert!(
+        python.exists(),
+        "no {python:?}: run `make test` once to install the tools"
+    );
+    let peers = [
+        "127.0.0.1",
+        "10.0.0.2",
+        "198.51.100.9",
+        "::1",
+        "fd00::5",
+        "2001:db8:1:1::1",
+    ];
     let trusted: [&[&str]; 6] = [
         &["127.0.0.1"],
         &["10.0.0.0/8", "127.0.0.1"],
@@ -64,12 +74,38 @@ fn client_addresses_equal_uvicorn_and_the_python_package() {
         &["fe80::1", "127.0.0.1", "::1"],
     ];
     let hops = [
-        "203.0.113.7", "10.0.0.1", "  10.0.0.3 ", "", " ", "unknown", "1.2.3.4:80",
-        "[2001:db8::1]:443", "[::1]", "[abc", "[::1]x", "2001:db8:1:1::9", "fe80::1%eth0",
-        "fe80::2%", "1.2.3.4:x", "01.2.3.4", "1.2.3.4: 8_0", "1.2.3.4:+80", "1.2.3.4:8__0",
-        "\u{e9}t\u{e9}", "fd00::9", "1:2:3:4:5:6:7::", "1.2.3.4\t", "::ffff:1.2.3.4",
-        "127.0.0.1", "::1", "2001:DB8:1:1FF::1", "[1.2.3.4]:5", "a:b:c", "1.2.3.4%eth0",
-        "\u{a0}203.0.113.8\u{a0}", "\u{85}10.0.0.4",
+        "203.0.113.7",
+        "10.0.0.1",
+        "  10.0.0.3 ",
+        "",
+        " ",
+        "unknown",
+        "1.2.3.4:80",
+        "[2001:db8::1]:443",
+        "[::1]",
+        "[abc",
+        "[::1]x",
+        "2001:db8:1:1::9",
+        "fe80::1%eth0",
+        "fe80::2%",
+        "1.2.3.4:x",
+        "01.2.3.4",
+        "1.2.3.4: 8_0",
+        "1.2.3.4:+80",
+        "1.2.3.4:8__0",
+        "\u{e9}t\u{e9}",
+        "fd00::9",
+        "1:2:3:4:5:6:7::",
+        "1.2.3.4\t",
+        "::ffff:1.2.3.4",
+        "127.0.0.1",
+        "::1",
+        "2001:DB8:1:1FF::1",
+        "[1.2.3.4]:5",
+        "a:b:c",
+        "1.2.3.4%eth0",
+        "\u{a0}203.0.113.8\u{a0}",
+        "\u{85}10.0.0.4",
     ];
     let mut draw = Draw(0x9e37_79b9_7f4a_7c15);
     let mut cases = Vec::new();
@@ -114,10 +150,22 @@ fn client_addresses_equal_uvicorn_and_the_python_package() {
             headers.append("x-forwarded-for", HeaderValue::from_bytes(&bytes).unwrap());
         }
         let proxies = TrustedProxies::new(*trusted).unwrap();
-        let got = ip_key(&forwarded_client(peer.parse().unwrap(), &headers, &proxies), 56).unwrap();
+        let got = ip_key(
+            &forwarded_client(peer.parse().unwrap(), &headers, &proxies),
+            56,
+        )
+        .unwrap();
         if &got != want {
-            differ.push(format!("peer {peer} trusted {trusted:?} xff {xff:?}: {got:?}, python {want:?}"));
+            differ.push(format!(
+                "peer {peer} trusted {trusted:?} xff {xff:?}: {got:?}, python {want:?}"
+            ));
         }
     }
-    assert!(differ.is_empty(), "{} of {} differ:\n{}", differ.len(), cases.len(), differ.join("\n"));
+    assert!(
+        differ.is_empty(),
+        "{} of {} differ:\n{}",
+        differ.len(),
+        cases.len(),
+        differ.join("\n")
+    );
 }

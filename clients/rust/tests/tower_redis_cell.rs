@@ -17,7 +17,9 @@ use axum::routing::get;
 use axum::Router;
 use tower_common::{serve, server_time_ns, Flavor, Server};
 use tower_redis_cell::redis_cell::Policy;
-use tower_redis_cell::{Error, ProvideRule, ProvideRuleResult, RateLimitConfig, RateLimitLayer, Rule};
+use tower_redis_cell::{
+    Error, ProvideRule, ProvideRuleResult, RateLimitConfig, RateLimitLayer, Rule,
+};
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// Bursts of 5 (`max_burst` 4), one more an hour: T = 3600 s.
@@ -55,8 +57,14 @@ async fn app(url: &str) -> String {
             let h = r.headers_mut();
             h.insert("retry-after", HeaderValue::from(e.details.retry_after));
             h.insert("x-ratelimit-limit", HeaderValue::from(e.details.total));
-            h.insert("x-ratelimit-remaining", HeaderValue::from(e.details.remaining));
-            h.insert("x-ratelimit-reset", HeaderValue::from(e.details.reset_after));
+            h.insert(
+                "x-ratelimit-remaining",
+                HeaderValue::from(e.details.remaining),
+            );
+            h.insert(
+                "x-ratelimit-reset",
+                HeaderValue::from(e.details.reset_after),
+            );
             r
         }
         Error::ProvideRule(_) => StatusCode::UNAUTHORIZED.into_response(),
@@ -65,8 +73,14 @@ async fn app(url: &str) -> String {
     .on_success(|d, r: &mut Response| {
         let h = r.headers_mut();
         h.insert("x-ratelimit-limit", HeaderValue::from(d.details.total));
-        h.insert("x-ratelimit-remaining", HeaderValue::from(d.details.remaining));
-        h.insert("x-ratelimit-reset", HeaderValue::from(d.details.reset_after));
+        h.insert(
+            "x-ratelimit-remaining",
+            HeaderValue::from(d.details.remaining),
+        );
+        h.insert(
+            "x-ratelimit-reset",
+            HeaderValue::from(d.details.reset_after),
+        );
     });
     let router = Router::new()
         .route("/", get(|| async { "ok" }))
@@ -90,7 +104,11 @@ async fn check(flavor: Flavor) {
     let mut c = server.conn();
     let base = app(&server.url()).await;
     let http = reqwest::Client::new();
-    let get = |path: &str, key: &str| http.get(format!("{base}{path}")).header("x-api-key", key).send();
+    let get = |path: &str, key: &str| {
+        http.get(format!("{base}{path}"))
+            .header("x-api-key", key)
+            .send()
+    };
 
     // Five admitted, counting down; then denied.
     let mut remaining = Vec::new();
@@ -102,7 +120,12 @@ async fn check(flavor: Flavor) {
     }
     assert_eq!(remaining, [4, 3, 2, 1, 0]);
     // The state is redis-cell's: the TAT in nanoseconds, in a plain string.
-    let tat: i128 = redis::cmd("GET").arg("a").query::<String>(&mut c).unwrap().parse().unwrap();
+    let tat: i128 = redis::cmd("GET")
+        .arg("a")
+        .query::<String>(&mut c)
+        .unwrap()
+        .parse()
+        .unwrap();
     let t = i128::from(HOUR.as_secs()) * 1_000_000_000;
     for _ in 0..2 {
         let before = server_time_ns(&mut c);
@@ -115,7 +138,10 @@ async fn check(flavor: Flavor) {
         let retry = |now: i128| seconds(tat + t - 5 * t - now);
         let reset = |now: i128| seconds(tat - now);
         let got = header(&r, "retry-after");
-        assert!(retry(after) <= got && got <= retry(before), "Retry-After {got}");
+        assert!(
+            retry(after) <= got && got <= retry(before),
+            "Retry-After {got}"
+        );
         let got = header(&r, "x-ratelimit-reset");
         assert!(reset(after) <= got && got <= reset(before), "reset {got}");
     }
@@ -127,7 +153,10 @@ async fn check(flavor: Flavor) {
 
     // 60 concurrent requests against bursts of 30: exactly 30 admitted.
     let all = futures_util::future::join_all((0..60).map(|_| get("/thirty", "c"))).await;
-    let admitted = all.iter().filter(|r| r.as_ref().unwrap().status() == StatusCode::OK).count();
+    let admitted = all
+        .iter()
+        .filter(|r| r.as_ref().unwrap().status() == StatusCode::OK)
+        .count();
     let denied = all
         .iter()
         .filter(|r| r.as_ref().unwrap().status() == StatusCode::TOO_MANY_REQUESTS)
@@ -136,9 +165,19 @@ async fn check(flavor: Flavor) {
 
     // A cost above the limit: `CL.THROTTLE` replies limited with retry_after -1, which the
     // crate cannot parse (as against redis-cell): its error handler answers.
-    let reply: Vec<i64> = redis::cmd("CL.THROTTLE").arg("d").arg(4).arg(1).arg(3600).arg(10).query(&mut c).unwrap();
+    let reply: Vec<i64> = redis::cmd("CL.THROTTLE")
+        .arg("d")
+        .arg(4)
+        .arg(1)
+        .arg(3600)
+        .arg(10)
+        .query(&mut c)
+        .unwrap();
     assert_eq!(reply[..4], [1, 5, 5, -1]);
-    assert_eq!(get("/too-big", "d").await.unwrap().status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        get("/too-big", "d").await.unwrap().status(),
+        StatusCode::INTERNAL_SERVER_ERROR
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,18 +13,7 @@ use std::sync::Arc;
 use http::header::{HeaderMap, HeaderName};
 use http::request::Parts;
 
-/// A configuration the layer refuses: a trusted network that is not an address or a CIDR
-/// network, IPv6 bits out of 1 to 128, a header name HTTP does not allow.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidConfig(pub(crate) String);
-
-impl fmt::Display for InvalidConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for InvalidConfig {}
+use crate::error::Error;
 
 /// One trusted network: an address and its prefix length. `host` is true for an address
 /// given without a length (it trusts that address only, and never a zoned one).
@@ -43,7 +32,9 @@ impl Network {
                 u32::from(net) & mask == u32::from(ip) & mask
             }
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.bits)).unwrap_or(0);
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.bits))
+                    .unwrap_or(0);
                 u128::from(net) & mask == u128::from(ip) & mask
             }
             _ => false,
@@ -82,7 +73,7 @@ impl TrustedProxies {
     /// assert!(proxies.contains("10.1.2.3".parse().unwrap()));
     /// assert!(TrustedProxies::new(["10.0.0.1/8"]).is_err());
     /// ```
-    pub fn new<I, S>(networks: I) -> Result<Self, InvalidConfig>
+    pub fn new<I, S>(networks: I) -> Result<Self, Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -120,9 +111,9 @@ impl TrustedProxies {
     }
 }
 
-fn parse_network(text: &str) -> Result<Network, InvalidConfig> {
+fn parse_network(text: &str) -> Result<Network, Error> {
     let refuse = || {
-        InvalidConfig(format!(
+        Error::refused(format!(
             "a trusted proxy is an address or a network in CIDR notation (10.0.0.0/8): {text:?}"
         ))
     };
@@ -153,15 +144,15 @@ fn parse_network(text: &str) -> Result<Network, InvalidConfig> {
         host: false,
     };
     let masked = match addr {
-        IpAddr::V4(a) => {
-            IpAddr::V4(Ipv4Addr::from(u32::from(a) & u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0)))
-        }
+        IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(
+            u32::from(a) & u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0),
+        )),
         IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(
             u128::from(a) & u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0),
         )),
     };
     if masked != addr {
-        return Err(InvalidConfig(format!(
+        return Err(Error::refused(format!(
             "a trusted network has host bits set: {text:?} (its network is {masked}/{bits})"
         )));
     }
@@ -180,7 +171,9 @@ fn parse_ip(text: &str) -> Option<(IpAddr, bool)> {
     if let Ok(a) = text.parse::<Ipv4Addr>() {
         return Some((IpAddr::V4(a), false));
     }
-    text.parse::<Ipv6Addr>().ok().map(|a| (IpAddr::V6(a), false))
+    text.parse::<Ipv6Addr>()
+        .ok()
+        .map(|a| (IpAddr::V6(a), false))
 }
 
 /// Python's `str.isspace` on one character of latin-1 text (what `str.strip()` strips).
@@ -276,16 +269,16 @@ pub fn forwarded_client(peer: IpAddr, headers: &HeaderMap, trusted: &TrustedProx
 /// assert_eq!(ip_key("::ffff:203.0.113.7", 56).unwrap(), "203.0.113.7");
 /// assert!(ip_key("::1", 0).is_err());
 /// ```
-pub fn ip_key(address: &str, ipv6_bits: u8) -> Result<String, InvalidConfig> {
+pub fn ip_key(address: &str, ipv6_bits: u8) -> Result<String, Error> {
     check_bits(ipv6_bits)?;
     Ok(ip_key_checked(address, ipv6_bits))
 }
 
-pub(crate) fn check_bits(ipv6_bits: u8) -> Result<(), InvalidConfig> {
+pub(crate) fn check_bits(ipv6_bits: u8) -> Result<(), Error> {
     if (1..=128).contains(&ipv6_bits) {
         Ok(())
     } else {
-        Err(InvalidConfig(format!(
+        Err(Error::refused(format!(
             "ipv6_bits must be an integer from 1 to 128: {ipv6_bits}"
         )))
     }
@@ -384,7 +377,7 @@ impl Identify {
     /// network of that length), read from axum's `ConnectInfo<SocketAddr>` (serve the app
     /// with `into_make_service_with_connect_info::<SocketAddr>()`), or, when the peer is one
     /// of `trusted`, from `X-Forwarded-For` ([`forwarded_client`]).
-    pub fn client_subnet(trusted: TrustedProxies, ipv6_bits: u8) -> Result<Self, InvalidConfig> {
+    pub fn client_subnet(trusted: TrustedProxies, ipv6_bits: u8) -> Result<Self, Error> {
         check_bits(ipv6_bits)?;
         Ok(Self(Kind::Address { trusted, ipv6_bits }))
     }
@@ -400,10 +393,10 @@ impl Identify {
 
     /// The value of request header `name` (any case: `x-api-key`, `X-Api-Key`), the first if
     /// it comes more than once, bytes as latin-1 text; `None` when absent or empty.
-    pub fn header(name: &str) -> Result<Self, InvalidConfig> {
+    pub fn header(name: &str) -> Result<Self, Error> {
         HeaderName::from_bytes(name.as_bytes())
             .map(|n| Self(Kind::Header(n)))
-            .map_err(|_| InvalidConfig(format!("not an HTTP header name: {name:?}")))
+            .map_err(|_| Error::refused(format!("not an HTTP header name: {name:?}")))
     }
 
     /// Any function of the request's head (method, URI, headers, extensions); `None` skips
@@ -418,11 +411,6 @@ impl Identify {
     /// The request's path (`/export`): a layer per endpoint.
     pub fn path() -> Self {
         Self::func(|parts| Some(parts.uri.path().to_string()))
-    }
-
-    /// Whether this keys by the client's address (which every request must have).
-    pub(crate) fn is_address(&self) -> bool {
-        matches!(self.0, Kind::Address { .. })
     }
 
     /// The request's identity for this layer; `Err` when it keys by the address and the
@@ -463,10 +451,7 @@ mod tests {
     fn headers(xff: &[&[u8]]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for v in xff {
-            h.append(
-                "x-forwarded-for",
-                http::HeaderValue::from_bytes(v).unwrap(),
-            );
+            h.append("x-forwarded-for", http::HeaderValue::from_bytes(v).unwrap());
         }
         h
     }
@@ -514,40 +499,80 @@ mod tests {
             let ip = Ipv6Addr::from(base | low).to_string();
             assert_eq!(ip_key(&ip, 56).unwrap(), "2001:db8:aa:ff00::/56", "{ip}");
         }
-        assert_eq!(ip_key("2001:db8:aa:100::1", 56).unwrap(), "2001:db8:aa:100::/56");
+        assert_eq!(
+            ip_key("2001:db8:aa:100::1", 56).unwrap(),
+            "2001:db8:aa:100::/56"
+        );
     }
 
     #[test]
     fn x_forwarded_for_counts_only_from_a_trusted_peer() {
         // An untrusted peer: the header is whatever the client wrote, and ignored.
-        assert_eq!(client("198.51.100.9", &[b"203.0.113.7"], &["127.0.0.1"]), "198.51.100.9");
-        assert_eq!(client("198.51.100.9", &[b"203.0.113.7"], &[]), "198.51.100.9");
-        // A trusted peer: the rightmost hop that is not a trusted proxy.
-        assert_eq!(client("127.0.0.1", &[b"203.0.113.7"], &["127.0.0.1"]), "203.0.113.7");
         assert_eq!(
-            client("10.0.0.2", &[b"6.6.6.6, 203.0.113.7, 10.0.0.1"], &["10.0.0.0/8"]),
+            client("198.51.100.9", &[b"203.0.113.7"], &["127.0.0.1"]),
+            "198.51.100.9"
+        );
+        assert_eq!(
+            client("198.51.100.9", &[b"203.0.113.7"], &[]),
+            "198.51.100.9"
+        );
+        // A trusted peer: the rightmost hop that is not a trusted proxy.
+        assert_eq!(
+            client("127.0.0.1", &[b"203.0.113.7"], &["127.0.0.1"]),
+            "203.0.113.7"
+        );
+        assert_eq!(
+            client(
+                "10.0.0.2",
+                &[b"6.6.6.6, 203.0.113.7, 10.0.0.1"],
+                &["10.0.0.0/8"]
+            ),
             "203.0.113.7"
         );
         // Every hop trusted: the leftmost.
-        assert_eq!(client("10.0.0.2", &[b"10.0.0.3, 10.0.0.1"], &["10.0.0.0/8"]), "10.0.0.3");
+        assert_eq!(
+            client("10.0.0.2", &[b"10.0.0.3, 10.0.0.1"], &["10.0.0.0/8"]),
+            "10.0.0.3"
+        );
         // No header, an empty one, a trailing comma: the peer.
         assert_eq!(client("127.0.0.1", &[], &["127.0.0.1"]), "127.0.0.1");
         assert_eq!(client("127.0.0.1", &[b""], &["127.0.0.1"]), "127.0.0.1");
-        assert_eq!(client("127.0.0.1", &[b"203.0.113.7,"], &["127.0.0.1"]), "127.0.0.1");
+        assert_eq!(
+            client("127.0.0.1", &[b"203.0.113.7,"], &["127.0.0.1"]),
+            "127.0.0.1"
+        );
         // Two headers are one list, the second after the first.
         assert_eq!(
             client("127.0.0.1", &[b"203.0.113.7", b"127.0.0.1"], &["127.0.0.1"]),
             "203.0.113.7"
         );
         // Ports and brackets; text that is not an address is the client as it is.
-        assert_eq!(client("127.0.0.1", &[b"203.0.113.7:4711"], &["127.0.0.1"]), "203.0.113.7");
-        assert_eq!(client("127.0.0.1", &[b"[2001:db8::1]:80"], &["127.0.0.1"]), "2001:db8::1");
-        assert_eq!(client("127.0.0.1", &[b"unknown"], &["127.0.0.1"]), "unknown");
-        assert_eq!(client("127.0.0.1", &[b"1.2.3.4:x"], &["127.0.0.1"]), "1.2.3.4:x");
+        assert_eq!(
+            client("127.0.0.1", &[b"203.0.113.7:4711"], &["127.0.0.1"]),
+            "203.0.113.7"
+        );
+        assert_eq!(
+            client("127.0.0.1", &[b"[2001:db8::1]:80"], &["127.0.0.1"]),
+            "2001:db8::1"
+        );
+        assert_eq!(
+            client("127.0.0.1", &[b"unknown"], &["127.0.0.1"]),
+            "unknown"
+        );
+        assert_eq!(
+            client("127.0.0.1", &[b"1.2.3.4:x"], &["127.0.0.1"]),
+            "1.2.3.4:x"
+        );
         // A dual-stack listener's IPv4 peer is its IPv4 address.
-        assert_eq!(client("::ffff:127.0.0.1", &[b"203.0.113.7"], &["127.0.0.1"]), "203.0.113.7");
+        assert_eq!(
+            client("::ffff:127.0.0.1", &[b"203.0.113.7"], &["127.0.0.1"]),
+            "203.0.113.7"
+        );
         // Latin-1 bytes are text, never an error.
-        assert_eq!(client("127.0.0.1", &[b"\xe9t\xe9"], &["127.0.0.1"]), "\u{e9}t\u{e9}");
+        assert_eq!(
+            client("127.0.0.1", &[b"\xe9t\xe9"], &["127.0.0.1"]),
+            "\u{e9}t\u{e9}"
+        );
     }
 
     #[test]
@@ -559,10 +584,19 @@ mod tests {
         assert!(t.contains("192.0.2.1".parse().unwrap()));
         assert!(!t.contains("192.0.2.2".parse().unwrap()));
         assert!(!t.contains("11.0.0.1".parse().unwrap()));
-        for bad in ["10.0.0.1/8", "10.0.0.0/33", "::/129", "proxy", "10.0.0.0/", "1.2.3.4/+8"] {
+        for bad in [
+            "10.0.0.1/8",
+            "10.0.0.0/33",
+            "::/129",
+            "proxy",
+            "10.0.0.0/",
+            "1.2.3.4/+8",
+        ] {
             assert!(TrustedProxies::new([bad]).is_err(), "{bad}");
         }
-        assert!(TrustedProxies::new(["0.0.0.0/0", "::/0"]).unwrap().contains("1.1.1.1".parse().unwrap()));
+        assert!(TrustedProxies::new(["0.0.0.0/0", "::/0"])
+            .unwrap()
+            .contains("1.1.1.1".parse().unwrap()));
     }
 
     #[test]
@@ -576,13 +610,22 @@ mod tests {
             .unwrap()
             .into_parts();
         let id = |i: Identify| i.identify(&parts).unwrap();
-        assert_eq!(id(Identify::header("x-api-key").unwrap()), Some("k1".into()));
-        assert_eq!(id(Identify::header("X-API-KEY").unwrap()), Some("k1".into()));
+        assert_eq!(
+            id(Identify::header("x-api-key").unwrap()),
+            Some("k1".into())
+        );
+        assert_eq!(
+            id(Identify::header("X-API-KEY").unwrap()),
+            Some("k1".into())
+        );
         assert_eq!(id(Identify::header("x-empty").unwrap()), None);
         assert_eq!(id(Identify::header("x-absent").unwrap()), None);
         assert!(Identify::header("bad name").is_err());
         assert_eq!(id(Identify::path()), Some("/export".into()));
-        assert_eq!(id(Identify::func(|p| Some(p.method.to_string()))), Some("GET".into()));
+        assert_eq!(
+            id(Identify::func(|p| Some(p.method.to_string()))),
+            Some("GET".into())
+        );
         let address = Identify::client_ip(TrustedProxies::none());
         assert_eq!(address.identify(&parts), Err(Missing::Address));
     }
@@ -595,9 +638,9 @@ mod tests {
                 b = b.header("x-forwarded-for", x);
             }
             let (mut parts, _) = b.body(()).unwrap().into_parts();
-            parts
-                .extensions
-                .insert(axum::extract::ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
+            parts.extensions.insert(axum::extract::ConnectInfo(
+                peer.parse::<SocketAddr>().unwrap(),
+            ));
             parts
         };
         let ip = Identify::client_ip(TrustedProxies::loopback());
@@ -605,11 +648,16 @@ mod tests {
         assert_eq!(at("[2001:db8:1:1::1]:5000", None), "2001:db8:1::/56");
         assert_eq!(at("[::ffff:203.0.113.7]:5000", None), "203.0.113.7");
         assert_eq!(at("198.51.100.1:5000", Some("203.0.113.7")), "198.51.100.1");
-        assert_eq!(at("127.0.0.1:5000", Some("2001:db8:1:ff::9")), "2001:db8:1::/56");
+        assert_eq!(
+            at("127.0.0.1:5000", Some("2001:db8:1:ff::9")),
+            "2001:db8:1::/56"
+        );
         assert_eq!(at("[::1]:5000", Some("::ffff:1.2.3.4")), "1.2.3.4");
         let sub = Identify::client_subnet(TrustedProxies::none(), 64).unwrap();
         assert_eq!(
-            sub.identify(&req("[2001:db8:1:2:3::1]:1", None)).unwrap().unwrap(),
+            sub.identify(&req("[2001:db8:1:2:3::1]:1", None))
+                .unwrap()
+                .unwrap(),
             "2001:db8:1:2::/64"
         );
         assert!(Identify::client_subnet(TrustedProxies::none(), 0).is_err());
