@@ -6,7 +6,8 @@
 //! - `governor`: tower_governor, in-process (its `PeerIpKeyExtractor`), without headers;
 //! - `governor-headers`: the same with its `x-ratelimit-*` headers;
 //! - `redis-cell`: tower-redis-cell over `CL.THROTTLE` on the module;
-//! - `rl`: this crate's layer (one `RL.ALL` per request, its headers on every response).
+//! - `rl`: this crate's layer (one `RL.ALL` per request, its headers on every response), on
+//!   the module or, against a server without it, the Functions library.
 //!
 //! Usage: `axum_layer MODE PORT [REDIS_URL]`; it serves until killed.
 
@@ -19,6 +20,8 @@ use axum::http::{Request, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
+use redis_rl::tower::{Identify, RateLimitLayer, TrustedProxies};
+use redis_rl::{Limiter, Policy};
 
 #[derive(Clone)]
 struct ByPeer;
@@ -88,6 +91,22 @@ async fn main() {
                     StatusCode::TOO_MANY_REQUESTS.into_response()
                 });
             app.layer(tower_redis_cell::RateLimitLayer::new(config, connection))
+        }
+        "rl" => {
+            let client = redis::Client::open(url.as_str()).expect("a Redis URL");
+            let conn = client
+                .get_multiplexed_async_connection()
+                .await
+                .expect("connect to Redis");
+            let layer = RateLimitLayer::builder(Limiter::new(conn))
+                .layer(
+                    "ip",
+                    Identify::client_ip(TrustedProxies::none()),
+                    Policy::gcra(1_000_000_000, "1s").burst(1_000_000_000),
+                )
+                .build()
+                .expect("a layer");
+            app.layer(layer)
         }
         other => {
             eprintln!("axum_layer: unknown mode {other:?}");
