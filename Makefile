@@ -68,8 +68,8 @@ memcheck: deps build
 # and the Python and Node middlewares under a flood (scripts/bench_flood.py, `--flood-only`;
 # scripts/bench_flood_pkg.py, `--flood-pkg-only`); an axum app with tower_governor,
 # tower-redis-cell and the redis-rl tower layer (scripts/bench_rust.py, `--rust-only`). Runs
-# under .tools/venv, which has redis-py,
-# limits, FastAPI and uvicorn. Not a test: figures are as measured.
+# under .tools/venv, which has redis-py, limits, FastAPI and uvicorn. Not a test: figures are
+# as measured.
 bench: deps build
 	.tools/venv/bin/python scripts/bench.py --module $(MODULE)
 
