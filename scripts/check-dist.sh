@@ -12,7 +12,10 @@
 # The client packages (the Python sdist and wheel, the npm tarball) must match their .sha256
 # files; docs/python.md's and docs/node.md's `install release` blocks run as written (a fresh
 # virtualenv, a fresh npm project), the sdist installs into a virtualenv of its own, and each
-# decides one call through the module in both servers. The NGINX package (rl-nginx) must match
+# decides one call through the module in both servers. The Rust crate (redis-rl-*.crate) must
+# match its .sha256; docs/rust.md's `install release` block adds it to a fresh cargo project as
+# written, and an app built against it decides one call through the module in both servers.
+# The NGINX package (rl-nginx) must match
 # its .sha256; docs/nginx.md's `install release` block unpacks it as written, and NGINX serves
 # the example nginx.conf from the unpacked folder, deciding through the module in both servers.
 # Then it runs README.md's install steps (its `install release` block) as written beside this
@@ -144,6 +147,45 @@ edge_lib=$nginx_app/rl-nginx-$nginxversion/lib
   fail "docs/nginx.md's install steps did not unpack rl-nginx-$nginxversion/lib"
 say "the packages' install steps ran in $python_app, $node_app and $nginx_app; $sdist installed"
 
+# --- The Rust crate, added to a fresh cargo project as docs/rust.md says ---------------------
+# docs/rust.md's `install release` block runs as written in a new project beside the .crate
+# (cargo fetches redis and tokio from the registry where its cache lacks them), then the app
+# below is built against the unpacked crate; check_server runs it. More Rust apps built against
+# the same unpacked crate (an axum app) go in check_rust_apps.
+rustversion=$(sed -n 's/^version *= *"\(.*\)"/\1/p' clients/rust/Cargo.toml | head -n1)
+crate=redis-rl-$rustversion.crate
+[ -f "dist/$crate" ] && [ -f "dist/$crate.sha256" ] || fail "dist/$crate or its .sha256 is missing: run scripts/dist.sh"
+(cd dist && sha256sum --quiet --strict -c "$crate.sha256") || fail "dist/$crate: checksum mismatch"
+rust_app=$scratch/rust-app
+(cd "$scratch" && cargo new --quiet --vcs none --name rl-check rust-app) || fail "cargo new failed"
+cp "dist/$crate" "dist/$crate.sha256" "$rust_app/"
+release_steps docs/rust.md "$rust_app"
+[ -f "$rust_app/redis-rl-$rustversion/rl.lua" ] || fail "docs/rust.md's install steps unpacked no redis-rl-$rustversion"
+cat >"$rust_app/src/main.rs" <<'EOF'
+// One decision through the packaged crate: allowed, limit, remaining, backend.
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", args[1]))?;
+    let limiter = redis_rl::Limiter::new(client.get_multiplexed_async_connection().await?);
+    let policy = redis_rl::Policy::gcra(10, "1s").burst(5);
+    let d = limiter.decide(&args[2], &policy).await?;
+    println!("{} {} {} {}", d.allowed, d.limit, d.remaining, d.backend.as_str());
+    Ok(())
+}
+EOF
+# Its own target directory (clients/rust/target's builds are of other features).
+(cd "$rust_app" && unset CARGO_TARGET_DIR && { cargo build --quiet --offline 2>/dev/null || cargo build --quiet; }) ||
+  fail "the app against $crate does not build"
+rust_bin=$rust_app/target/debug/rl-check
+# Further Rust apps against the unpacked crate: each built here, run by check_rust_apps.
+check_rust_apps() {
+  local got
+  got=$("$rust_bin" "$port" "d:rust" 2>&1) || true
+  [ "$got" = "true 5 4 module" ] || fail "$server_name: redis-rl from $crate answered '$got'"
+}
+say "docs/rust.md's install steps ran in $rust_app; an app against $crate built"
+
 # --- Loading the x86_64 module ---------------------------------------------------------------
 valkey=.tools/bin/valkey-server
 [ -x "$valkey" ] || valkey=$(command -v valkey-server) ||
@@ -255,7 +297,8 @@ console.log(d.allowed, d.limit, d.remaining, d.backend); await c.close();'
   done
   got=$(cd "$node_app" && node --input-type=module -e "$js" "$port" d:node 2>&1) || true
   [ "$got" = "true 5 4 module" ] || fail "$server_name: redis-rl from $tarball answered '$got'"
-  say "$server_name: the wheel, the sdist and the npm tarball each decide through the module"
+  check_rust_apps
+  say "$server_name: the wheel, the sdist, the npm tarball and the crate each decide through the module"
   check_nginx
   ! grep -qi 'panic\|# Module .* failed' "$log" || { cat "$log" >&2; fail "$server_name logged an error"; }
 

@@ -7,6 +7,9 @@
 #     the Python package's sdist, and its wheel built from that sdist (as pip builds one)
 #   dist/redis-rl-<nodeversion>.tgz (+ .sha256): the Node package, as `npm pack` makes it
 #   dist/rl-nginx-<nginxversion>.tar.gz (+ .sha256): the NGINX package (scripts/pack-nginx.sh)
+#   dist/redis-rl-<rustversion>.crate (+ .sha256): the Rust client crate (clients/rust), as
+#     `cargo package` makes it (and builds it from the packed files), with the Functions
+#     library copied in as rl.lua
 #
 # <version> is Cargo.toml's. Each archive holds one folder, rl-<version>-linux-<arch>/, with
 # librl.so, README.md (its install section: download, verify, loadmodule), docs/ and LICENSE. Each
@@ -129,7 +132,19 @@ rm -f dist/redis_rl-* dist/redis-rl-* dist/rl-nginx-*
 (cd clients/node && npm ci --silent --no-audit --no-fund &&
   npm pack --silent --pack-destination "$root/dist" >"$stage/pack.log")
 bash scripts/pack-nginx.sh dist >/dev/null
-for f in dist/redis_rl-*.tar.gz dist/redis_rl-*.whl dist/redis-rl-*.tgz dist/rl-nginx-*.tar.gz; do
+# The crate carries the library it loads (build.rs reads clients/rust/rl.lua where it is, which
+# only the packed crate has); --allow-dirty for that copy, which is not committed.
+cp functions/rl.lua clients/rust/rl.lua
+trap 'rm -rf "$stage" "$root/clients/rust/rl.lua"' EXIT
+(cd clients/rust && cargo package --locked --allow-dirty --quiet)
+crate_dir=$(cd clients/rust && cargo metadata --format-version 1 --no-deps --locked |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/package
+rustversion=$(sed -n 's/^version *= *"\(.*\)"/\1/p' clients/rust/Cargo.toml | head -n1)
+tar -tzf "$crate_dir/redis-rl-$rustversion.crate" | grep -qx "redis-rl-$rustversion/rl.lua" ||
+  { echo "dist: the crate carries no rl.lua" >&2; exit 1; }
+cp "$crate_dir/redis-rl-$rustversion.crate" dist/
+rm -f clients/rust/rl.lua
+for f in dist/redis_rl-*.tar.gz dist/redis_rl-*.whl dist/redis-rl-*.tgz dist/rl-nginx-*.tar.gz dist/redis-rl-*.crate; do
   [ -f "$f" ] || { echo "dist: $f was not built" >&2; exit 1; }
   (cd dist && sha256sum "${f#dist/}" >"${f#dist/}.sha256")
   echo "dist: $f ($(du -h "$f" | cut -f1)), sha256 $(cut -d' ' -f1 "$f.sha256")"

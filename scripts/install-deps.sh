@@ -13,7 +13,9 @@
 #                          tests, its luacheck, promtool, which checks the packages' and the
 #                          NGINX metrics text, and tests/python/test_prometheus.py),
 #                          and clients/node's dev dependencies (`npm ci`: Express,
-#                          express-rate-limit, rate-limit-redis, for make bench's flood table).
+#                          express-rate-limit, rate-limit-redis, for make bench's flood table),
+#                          and rustup's clippy and rustfmt where they are missing (make lint,
+#                          scripts/test-rust-package.sh).
 # Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -137,4 +139,14 @@ fi
 if [ ! -d clients/node/node_modules/express-rate-limit ]; then
   echo "install-deps: installing clients/node's dev dependencies (npm ci)"
   (cd clients/node && npm ci --silent --no-audit --no-fund >/dev/null)
+fi
+# clippy and rustfmt, for make lint and the Rust crate's suite (scripts/test-rust-package.sh),
+# where rustup manages the toolchain and they are missing.
+if command -v rustup >/dev/null; then
+  for component in clippy rustfmt; do
+    if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+      echo "install-deps: adding the Rust component $component"
+      rustup component add "$component"
+    fi
+  done
 fi

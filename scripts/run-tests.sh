@@ -52,6 +52,11 @@ else
 fi
 summary="Rust tests $([ $rust -eq 0 ] && echo ok || echo "FAILED (exit $rust)") in ${SECONDS} s"
 
+# The Rust crate's builds (clippy, rustdoc, its tests and examples: `cargo test --no-run`)
+# first, alone: compiling beside the suites below would take their cores. Its suite then runs
+# with them, built; a build that failed here fails there, with its errors.
+bash scripts/test-rust-package.sh --no-run >/dev/null 2>&1 || true
+
 if [ -x .tools/venv/bin/python ]; then
   start "Python tests" .tools/venv/bin/python -m pytest tests/python -q -n 3
   start "Python package" bash scripts/test-python-package.sh -n 4

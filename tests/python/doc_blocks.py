@@ -1,6 +1,6 @@
 """The documentation's fenced blocks: README.md, CONTRIBUTING.md, every docs/*.md and the
 packages' READMEs (whose examples their own tests run: clients/python/tests,
-clients/node/test, clients/nginx/tests). Each block is preceded by a marker that says what kind of example it is:
+clients/node/test, clients/nginx/tests, clients/rust/tests). Each block is preceded by a marker that says what kind of example it is:
 
     <!-- example: KIND [ARGUMENT] -->
 
@@ -35,7 +35,7 @@ README = ROOT / "README.md"
 # Every file whose examples run and whose links are checked, README first.
 DOCS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
         ROOT / "clients/python/README.md", ROOT / "clients/node/README.md",
-        ROOT / "clients/nginx/README.md"]
+        ROOT / "clients/nginx/README.md", ROOT / "clients/rust/README.md"]
 MARKER = re.compile(r"^<!-- example: (\S+)(?: ([^\n]*?))? -->\n```(\w*)\n(.*?)^```$", re.M | re.S)
 FENCE = re.compile(r"^```\w*\n.*?^```$", re.M | re.S)
 KINDS = {"cli", "python", "curl", "file", "quoted", "not-run", "install", "shell", "text"}

@@ -10,7 +10,7 @@ from conftest import ROOT
 
 GENERATED = ["src/facts.rs", "functions/parts/04-facts.lua",
              "clients/python/src/redis_rl/_facts.py", "clients/node/src/facts.ts",
-             "clients/nginx/lib/resty/rl/facts.lua"]
+             "clients/nginx/lib/resty/rl/facts.lua", "clients/rust/src/facts.rs"]
 NOTICE = "generated from facts/rl.toml by scripts/generate-facts.py: do not edit"
 
 

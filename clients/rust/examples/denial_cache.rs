@@ -1,4 +1,4 @@
-//! The denial cache and the counters, in Prometheus' text format.
+//! The denial cache, bans, and the counters in Prometheus' text format.
 use redis_rl::{DenialCache, Limiter, Policy};
 
 #[tokio::main]
@@ -16,6 +16,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let denied = limiter.decide("cache:1.2.3.4", &scraper).await?; // denied by the server
     let again = limiter.decide("cache:1.2.3.4", &scraper).await?; // denied here, no call
     assert!(!denied.cached && again.cached && !again.allowed);
+
+    // RL.BAN: a key denied for a while whatever its rate (0 lifts it); the limiter's own ban
+    // drops the key's cached denials.
+    assert!(limiter.ban("cache:1.2.3.4", 0).await?);
+    assert!(limiter.cache().unwrap().is_empty());
+    limiter.ban("cache:5.6.7.8", 3_600_000).await?;
+    let banned = limiter.decide("cache:5.6.7.8", &scraper).await?;
+    assert!(!banned.allowed && banned.retry_after_ms > 3_500_000);
 
     let text = limiter.metrics().prometheus();
     print!("{text}");

@@ -64,6 +64,12 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The decision of a reply `[allowed, limit, remaining, retry_after_ms, reset_after_ms]`
+    /// from `backend`, by `policy` (None for a lease).
+    pub fn new(reply: [i64; 5], backend: Backend, policy: Option<Policy>) -> Decision {
+        Decision::from_reply(reply, backend, policy, None)
+    }
+
     pub(crate) fn from_reply(
         reply: [i64; 5],
         backend: Backend,
@@ -170,6 +176,22 @@ impl Decision {
 
     /// [`headers`](Decision::headers) and [`ietf_headers`](Decision::ietf_headers) together,
     /// each field once, in that order.
+    ///
+    /// ```
+    /// use redis_rl::{Backend, Decision, Policy};
+    /// // RL.SLIDING's reply to a denied request: retry in 1.2 s, idle in 30.5 s.
+    /// let policy = Policy::sliding(100, "1m").name("api");
+    /// let d = Decision::new([0, 100, 0, 1200, 30_500], Backend::Module, Some(policy));
+    /// let text: Vec<String> = d.all_headers(None).iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    /// assert_eq!(text, [
+    ///     "X-RateLimit-Limit: 100",
+    ///     "X-RateLimit-Remaining: 0",
+    ///     "X-RateLimit-Reset: 31",
+    ///     "Retry-After: 2",
+    ///     "RateLimit-Policy: \"api\";q=100;w=60",
+    ///     "RateLimit: \"api\";r=0;t=31",
+    /// ]);
+    /// ```
     pub fn all_headers(&self, name: Option<&str>) -> Vec<(&'static str, String)> {
         let mut out = self.headers();
         for (k, v) in self.ietf_headers(name) {

@@ -472,6 +472,11 @@ where
         self.decide_with(key, policy, Call::new()).await
     }
 
+    /// [`decide`](Limiter::decide) under the name other rate-limit crates give it.
+    pub async fn check(&self, key: &str, policy: &Policy) -> Result<Decision> {
+        self.decide(key, policy).await
+    }
+
     /// [`decide`](Limiter::decide) of a request of `cost` (`COST n`).
     pub async fn decide_cost(&self, key: &str, policy: &Policy, cost: u64) -> Result<Decision> {
         self.decide_with(key, policy, Call::new().cost(cost)).await

@@ -48,15 +48,17 @@ fn examples_on_the_module_and_the_library() {
         } else {
             "library"
         };
-        assert!(
-            out.starts_with(&format!("allowed=true remaining=4 on the {backend}\n")),
-            "{out}"
-        );
-        assert!(
-            out.contains("\nRetry-After: 1\n")
-                && out.contains("RateLimit-Policy: \"api\";q=10;w=1\n"),
-            "{out}"
-        );
+        // As docs/rust.md shows it.
+        let expected = [
+            format!("allowed=true remaining=4 on the {backend}"),
+            "X-RateLimit-Limit: 5".into(),
+            "X-RateLimit-Remaining: 0".into(),
+            "X-RateLimit-Reset: 1".into(),
+            "Retry-After: 1".into(),
+            "RateLimit-Policy: \"api\";q=10;w=1".into(),
+            "RateLimit: \"api\";r=0;t=1".into(),
+        ];
+        assert_eq!(out.lines().collect::<Vec<_>>(), expected);
         run("reservations", &env);
         run("errors", &env);
         run("denial_cache", &env);

@@ -635,3 +635,61 @@ async fn cluster_with_the_module() {
         assert!(d.shadowed() && r.unwrap().layers().is_empty());
     }
 }
+
+/// The futures are `Send` (a tower service's must be), for each kind of connection.
+#[allow(dead_code)]
+fn futures_are_send() {
+    fn send<T: Send>(_: T) {}
+    fn all<C: ConnectionLike + Clone + Send + Sync + 'static>(l: Limiter<C>, p: Policy) {
+        send(async move {
+            let _ = l.decide("k", &p).await;
+            let _ = l.decide_all(&[("k", &p)]).await;
+            let _ = l.peek("k", &p, 1).await;
+            let _ = l.ban("k", 1).await;
+            let _ = l.refund("k", &p, 1).await;
+            if let Ok((_, Some(mut r))) = l.reserve("k", &p, 2).await {
+                let _ = r.settle(1).await;
+            }
+        });
+    }
+    let _ = all::<redis::aio::MultiplexedConnection>;
+    let _ = all::<redis::aio::ConnectionManager>;
+    let _ = all::<redis::cluster_async::ClusterConnection>;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases() {
+    for kind in [Kind::Module, Kind::Library] {
+        let s = Server::start(kind);
+        let limiter = Limiter::new(s.multiplexed().await);
+        let d = limiter.acquire("l:1", 2, "30s", "a").await.unwrap();
+        assert_eq!((d.allowed, d.limit, d.remaining), (true, 2, 1));
+        assert!(d
+            .ietf_headers(None)
+            .iter()
+            .all(|(k, _)| *k != "RateLimit-Policy"));
+        assert!(limiter.acquire("l:1", 2, 30u64, "b").await.unwrap().allowed);
+        assert!(!limiter.acquire("l:1", 2, "30s", "c").await.unwrap().allowed);
+        assert!(limiter.release("l:1", "a").await.unwrap());
+        assert!(!limiter.release("l:1", "a").await.unwrap());
+        assert!(limiter.acquire("l:1", 2, "30s", "c").await.unwrap().allowed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_waits_in_the_server_and_a_manager_reports_an_outage() {
+    let mut s = Server::start(Kind::Module);
+    let limiter = Limiter::new(s.manager().await);
+    let p = Policy::gcra(10, "1s");
+    assert!(limiter.decide("b:1", &p).await.unwrap().allowed);
+    assert!(!limiter.decide("b:1", &p).await.unwrap().allowed);
+    // Denied now (100 ms apart), admitted within the wait; the cached denial is not read.
+    let d = limiter
+        .decide_with("b:1", &p, Call::new().block_ms(400))
+        .await
+        .unwrap();
+    assert!(d.allowed && !d.cached, "{d:?}");
+    s.kill();
+    let e = limiter.decide("b:2", &p).await.unwrap_err();
+    assert!(e.is_unavailable(), "{e:?}");
+}
