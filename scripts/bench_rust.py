@@ -38,8 +38,8 @@ ROWS = [
     ("tower_governor 0.8 (in-process)", "governor", None, []),
     ("tower_governor 0.8 with its headers", "governor-headers", None, []),
     ("tower-redis-cell 0.3 (CL.THROTTLE, module)", "redis-cell", "module", ["cl.throttle"]),
-    ("redis-rl tower layer (module)", "rl", "module", ["rl.all", "rl.gcra"]),
-    ("redis-rl tower layer (library)", "rl", "plain", ["fcall", "fcall_ro"]),
+    ("redis-rl tower layer (module: one layer, RL.GCRA)", "rl", "module", ["rl.all", "rl.gcra"]),
+    ("redis-rl tower layer (library: FCALL rl_gcra)", "rl", "plain", ["fcall", "fcall_ro"]),
 ]
 
 

@@ -425,15 +425,18 @@ async fn cached_denials_reach_no_server_and_the_counters_say_so() {
     let metrics = layer.metrics();
     let router = app(layer).route("/metrics", route_get(metrics_handler(metrics)));
     let base = serve(router).await;
+    // Every rl command the server ran (one layer: its own command, RL.FIXED).
     let calls = || {
         let stats = server.cli(&["info", "commandstats"]);
         stats
             .lines()
-            .find(|l| l.starts_with("cmdstat_rl.all:"))
-            .and_then(|l| l.split("calls=").nth(1))
-            .and_then(|s| s.split(',').next())
-            .map_or(0u64, |n| n.parse().unwrap())
+            .filter(|l| l.starts_with("cmdstat_rl."))
+            .filter_map(|l| l.split("calls=").nth(1))
+            .filter_map(|s| s.split(',').next())
+            .map(|n| n.parse::<u64>().unwrap())
+            .sum::<u64>()
     };
+    assert_eq!(calls(), 0);
     let statuses: Vec<u16> = {
         let mut v = Vec::new();
         for _ in 0..3 {
@@ -464,6 +467,7 @@ async fn cached_denials_reach_no_server_and_the_counters_say_so() {
             r#"{"error": "rate limited", "layer": "ip"}"#
         );
     }
+    assert!(before >= 3);
     assert_eq!(calls(), before, "cached denials made no call");
     // Another address still reaches the server.
     assert_eq!(from(&base, "203.0.113.8").await, 200);

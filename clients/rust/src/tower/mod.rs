@@ -1,7 +1,8 @@
 //! A [`tower::Layer`](::tower::Layer) for axum (and any tower service over `http` requests):
 //! the layers of a request (per client address, per API key, per endpoint, ...) decided
 //! together by **one** `RL.ALL`, all or nothing, as the Python package's ASGI middleware and the
-//! Node package's Express middleware do.
+//! Node package's Express middleware do (a request only one layer applies to, by that layer's
+//! own command).
 //!
 //! - A denial is answered by the layer itself: `429`, the binding layer's headers
 //!   ([`Decision::all_headers`]: `X-RateLimit-*`, `RateLimit-Policy`, `RateLimit`, and
@@ -389,11 +390,27 @@ where
             if applying.is_empty() {
                 return inner.call(req).await.map(|r| r.map(Body::new));
             }
-            let layers: Vec<Layer> = applying
-                .iter()
-                .map(|a| Layer::new(a.key.clone(), &a.policy))
-                .collect();
-            let result: AllDecision = match config.limiter.decide_all(&layers).await {
+            // One layer applying is decided by its own command (`RL.GCRA`, ...), whose reply
+            // is half of a one-layer `RL.ALL`'s, as resty.rl does; several by one `RL.ALL`.
+            let decided = match &applying[..] {
+                [one] => config
+                    .limiter
+                    .decide(&one.key, &one.policy)
+                    .await
+                    .map(|d| AllDecision {
+                        binding: d.clone(),
+                        layers: vec![Some(d)],
+                        index: 0,
+                    }),
+                _ => {
+                    let layers: Vec<Layer> = applying
+                        .iter()
+                        .map(|a| Layer::new(a.key.clone(), &a.policy))
+                        .collect();
+                    config.limiter.decide_all(&layers).await
+                }
+            };
+            let result: AllDecision = match decided {
                 Ok(r) => r,
                 Err(e) if e.is_unavailable() => {
                     if config.fail_open {
