@@ -83,7 +83,10 @@ async fn main() {
         }
         "redis-cell" => {
             let client = redis::Client::open(url.as_str()).expect("a Redis URL");
-            let connection = redis::aio::ConnectionManager::new(client)
+            // No response timeout (redis-rs's is 500 ms): a stall of the shared machine is
+            // measured, not failed.
+            let config = redis::aio::ConnectionManagerConfig::new().set_response_timeout(None);
+            let connection = redis::aio::ConnectionManager::new_with_config(client, config)
                 .await
                 .expect("connect to Redis");
             let config =
@@ -94,8 +97,9 @@ async fn main() {
         }
         "rl" => {
             let client = redis::Client::open(url.as_str()).expect("a Redis URL");
+            let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
             let conn = client
-                .get_multiplexed_async_connection()
+                .get_multiplexed_async_connection_with_config(&config)
                 .await
                 .expect("connect to Redis");
             let layer = RateLimitLayer::builder(Limiter::new(conn))
