@@ -8,8 +8,7 @@ to it, and the Redis server time each spends per request (INFO commandstats).
 
 Each row is one process of clients/rust/benches/axum_layer.rs (a tokio runtime of one worker
 thread; its Redis connection without a response timeout), keyed by the client's address, with
-limits so high that nothing is denied: every row
-measures the admitted path. wrk drives each row in rounds (every row once per round); the
+limits so high that nothing is denied: every row measures the admitted path. wrk drives each row in rounds (every row once per round); the
 table shows medians. Figures are as measured; nothing here is a test.
 
 Usage: scripts/bench_rust.py [--module PATH] [--rounds N] [--seconds N] [--quick]
