@@ -104,6 +104,7 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	$(CARGO) run -q --release --example zone-table -- --check
+	cd clients/rust && $(CARGO) fmt --check && $(CARGO) clippy --locked --all-targets -- -D warnings
 
 clean:
 	$(CARGO) clean

@@ -140,7 +140,8 @@ trap 'rm -rf "$stage" "$root/clients/rust/rl.lua"' EXIT
 crate_dir=$(cd clients/rust && cargo metadata --format-version 1 --no-deps --locked |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/package
 rustversion=$(sed -n 's/^version *= *"\(.*\)"/\1/p' clients/rust/Cargo.toml | head -n1)
-tar -tzf "$crate_dir/redis-rl-$rustversion.crate" | grep -qx "redis-rl-$rustversion/rl.lua" ||
+packed=$(tar -tzf "$crate_dir/redis-rl-$rustversion.crate")
+grep -qx "redis-rl-$rustversion/rl.lua" <<<"$packed" ||
   { echo "dist: the crate carries no rl.lua" >&2; exit 1; }
 cp "$crate_dir/redis-rl-$rustversion.crate" dist/
 rm -f clients/rust/rl.lua

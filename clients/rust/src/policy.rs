@@ -114,6 +114,22 @@ impl QuotaUnit {
     }
 }
 
+impl std::str::FromStr for QuotaUnit {
+    type Err = crate::Error;
+
+    /// `DAY`, `WEEK` or `MONTH`, any case (as `RL.QUOTA` takes them).
+    fn from_str(s: &str) -> Result<QuotaUnit, crate::Error> {
+        match s.to_ascii_uppercase().as_str() {
+            "DAY" => Ok(QuotaUnit::Day),
+            "WEEK" => Ok(QuotaUnit::Week),
+            "MONTH" => Ok(QuotaUnit::Month),
+            _ => Err(crate::Error::refused(format!(
+                "unit must be DAY, WEEK or MONTH: {s:?}"
+            ))),
+        }
+    }
+}
+
 /// What identifies a policy's kind.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Spec {
@@ -573,6 +589,13 @@ mod tests {
         assert_eq!(quota_period_s((QuotaUnit::Month, 31), ms), 28 * 86_400);
         let ms = days_from_civil(2026, 5, 1) * 86_400_000;
         assert_eq!(quota_period_s((QuotaUnit::Month, 1), ms), 30 * 86_400);
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!("month".parse::<QuotaUnit>().unwrap(), QuotaUnit::Month);
+        let e = "year".parse::<QuotaUnit>().unwrap_err();
+        assert_eq!(e.to_string(), "unit must be DAY, WEEK or MONTH: \"year\"");
     }
 
     #[test]

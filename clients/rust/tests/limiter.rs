@@ -693,3 +693,29 @@ async fn block_waits_in_the_server_and_a_manager_reports_an_outage() {
     let e = limiter.decide("b:2", &p).await.unwrap_err();
     assert!(e.is_unavailable(), "{e:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_memory_is_unavailable() {
+    for kind in [Kind::Module, Kind::Library] {
+        let s = Server::start(kind);
+        let limiter = Limiter::new(s.multiplexed().await);
+        let p = Policy::fixed(5, "1m");
+        if kind == Kind::Library {
+            // The library loaded first: then the call's own OOM.
+            limiter.decide("o:0", &p).await.unwrap();
+        }
+        s.cli(&["config", "set", "maxmemory", "1"]);
+        let e = limiter.decide("o:1", &p).await.unwrap_err();
+        assert!(e.is_unavailable() && e.code() == Some("OOM"), "{e:?}");
+        assert_eq!(limiter.metrics().snapshot()["default"]["unavailable"], 1);
+    }
+    // The library's load refused for memory: unavailable too, not a configuration's.
+    let s = Server::start(Kind::Library);
+    s.cli(&["config", "set", "maxmemory", "1"]);
+    let limiter = Limiter::new(s.multiplexed().await);
+    let e = limiter
+        .decide("o:2", &Policy::fixed(5, "1m"))
+        .await
+        .unwrap_err();
+    assert!(e.is_unavailable(), "{e:?}");
+}
