@@ -14,33 +14,50 @@
 //! - When the server cannot decide ([`Error::is_unavailable`]: out of reach, `LOADING`, `BUSY`,
 //!   `MASTERDOWN`, `CLUSTERDOWN`, `TRYAGAIN`, `OOM`, `READONLY`) the request is answered `503`
 //!   `{"error": "rate limiter unavailable"}` (fail closed), or with
-//!   [`fail_open`](crate::tower::RateLimitBuilder::fail_open) let through. Any other error (a policy the
-//!   server refuses, a foreign key, the library that cannot be loaded, `NOPERM`) is a `500`
-//!   `{"error": "rate limiter error"}` whatever `fail_open` says: never let through unchecked,
-//!   never a panic. So is a request without a client address where a layer keys by it (serve
+//!   [`fail_open`](crate::tower::RateLimitBuilder::fail_open) let through. Any other error (a
+//!   policy the server refuses, a foreign key, the library that cannot be loaded, `NOPERM`) is a
+//!   `500` `{"error": "rate limiter error"}` whatever `fail_open` says: never let through
+//!   unchecked, never a panic. So is a request without a client address where a layer keys by it (serve
 //!   the app with `into_make_service_with_connect_info::<SocketAddr>()`).
 //! - The binding layer's [`Decision`] is in the extensions of the request the inner service
 //!   gets (a handler reads it with `Extension<Decision>`) and of the response, a 429's too.
 //! - The limiter's denial cache answers a request one of whose layers is cached denied with the
 //!   same 429, without a call; its counters count each request once
-//!   ([`RateLimitLayer::metrics`](crate::tower::RateLimitLayer::metrics), [`metrics_handler`](crate::tower::metrics_handler)).
+//!   ([`RateLimitLayer::metrics`](crate::tower::RateLimitLayer::metrics),
+//!   [`metrics_handler`](crate::tower::metrics_handler)).
 //!
-//! ```no_run
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let url = std::env::var("RL_REDIS_URL").unwrap_or("redis://127.0.0.1:6379".into());
 //! use std::net::SocketAddr;
-//! use axum::{routing::get, Router};
+//!
+//! use axum::{body::Body, extract::ConnectInfo, http::Request, routing::get, Router};
 //! use redis_rl::tower::{Identify, RateLimitLayer, TrustedProxies};
 //! use redis_rl::{Limiter, Policy};
+//! use tower::ServiceExt;
 //!
-//! let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+//! let client = redis::Client::open(url)?;
 //! let limiter = Limiter::new(client.get_multiplexed_async_connection().await?);
 //! let layer = RateLimitLayer::builder(limiter)
+//!     .prefix("doc:tower")
 //!     .layer("ip", Identify::client_ip(TrustedProxies::none()), Policy::gcra(100, "1s").burst(20))
 //!     .layer("key", Identify::header("x-api-key")?, Policy::sliding(1000, "1h"))
 //!     .build()?;
 //! let app = Router::new().route("/", get(|| async { "ok" })).layer(layer);
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-//! axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await?;
+//!
+//! // Served by `axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())`;
+//! // here one request, with the peer address axum gives it.
+//! let peer = SocketAddr::from(([203, 0, 113, 7], 4711));
+//! let request = Request::get("/")
+//!     .header("x-api-key", "k1")
+//!     .extension(ConnectInfo(peer))
+//!     .body(Body::empty())?;
+//! let response = app.oneshot(request).await?;
+//! assert_eq!(response.status(), 200);
+//! // Both layers spent one; the address's 19 left bind (the key has 999).
+//! assert_eq!(response.headers()["x-ratelimit-remaining"], "19");
+//! assert_eq!(response.headers()["ratelimit-policy"], "\"ip\";q=100;w=1");
 //! # Ok(())
 //! # }
 //! ```
