@@ -64,6 +64,7 @@
 
 mod key;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -327,15 +328,15 @@ impl<S: fmt::Debug, C> fmt::Debug for RateLimit<S, C> {
 }
 
 /// One applying layer of a request: its name, key and policy.
-struct Applying {
-    name: String,
+struct Applying<'a> {
+    name: &'a str,
     key: String,
-    policy: Policy,
+    policy: Cow<'a, Policy>,
 }
 
 impl<C> Config<C> {
     /// The layers that apply to a request; Err when an address layer finds no address.
-    fn applying(&self, parts: &Parts) -> Result<Vec<Applying>, ()> {
+    fn applying(&self, parts: &Parts) -> Result<Vec<Applying<'_>>, ()> {
         let mut identities = Vec::with_capacity(self.layers.len());
         for l in &self.layers {
             identities.push(l.identify.identify(parts).map_err(|_| ())?);
@@ -352,13 +353,13 @@ impl<C> Config<C> {
         for (l, identity) in self.layers.iter().zip(identities) {
             let Some(identity) = identity else { continue };
             let policy = match &l.policy {
-                PolicyFor::Fixed(p) => Some(p.clone()),
-                PolicyFor::Func(f) => f(parts).map(|p| named_after(p, &l.name)),
+                PolicyFor::Fixed(p) => Some(Cow::Borrowed(p)),
+                PolicyFor::Func(f) => f(parts).map(|p| Cow::Owned(named_after(p, &l.name))),
             };
             if let Some(policy) = policy {
                 out.push(Applying {
                     key: format!("{base}:{}:{identity}", l.name),
-                    name: l.name.clone(),
+                    name: &l.name,
                     policy,
                 });
             }
@@ -414,20 +415,20 @@ where
                     .limiter
                     .decide(&one.key, &one.policy)
                     .await
-                    .map(|d| AllDecision {
-                        binding: d.clone(),
-                        layers: vec![Some(d)],
-                        index: 0,
-                    }),
+                    .map(|d| (d, 0)),
                 _ => {
                     let layers: Vec<Layer> = applying
                         .iter()
                         .map(|a| Layer::new(a.key.clone(), &a.policy))
                         .collect();
-                    config.limiter.decide_all(&layers).await
+                    config
+                        .limiter
+                        .decide_all(&layers)
+                        .await
+                        .map(|r: AllDecision| (r.binding, r.index))
                 }
             };
-            let result: AllDecision = match decided {
+            let (decision, index) = match decided {
                 Ok(r) => r,
                 Err(e) if e.is_unavailable() => {
                     if config.fail_open {
@@ -445,17 +446,15 @@ where
                     ));
                 }
             };
-            let decision = &result.binding;
-            let name = &applying[result.index].name;
             if !decision.allowed {
-                let mut r = too_many(decision, name);
-                r.extensions_mut().insert(decision.clone());
+                let mut r = too_many(&decision, applying[index].name);
+                r.extensions_mut().insert(decision);
                 return Ok(r);
             }
             let mut req = req;
             req.extensions_mut().insert(decision.clone());
-            let mut response = with_headers(inner.call(req).await?.map(Body::new), decision);
-            response.extensions_mut().insert(decision.clone());
+            let mut response = with_headers(inner.call(req).await?.map(Body::new), &decision);
+            response.extensions_mut().insert(decision);
             Ok(response)
         })
     }
