@@ -66,8 +66,10 @@ memcheck: deps build
 # at the edge: requests per second and Redis time per request with limit_req, a hand-written
 # EVALSHA script and resty.rl, driven by wrk (scripts/bench_nginx.py; `--nginx-only`); NGINX
 # and the Python and Node middlewares under a flood (scripts/bench_flood.py, `--flood-only`;
-# scripts/bench_flood_pkg.py, `--flood-pkg-only`). Runs under .tools/venv, which has redis-py,
-# limits, FastAPI and uvicorn. Not a test: figures are as measured.
+# scripts/bench_flood_pkg.py, `--flood-pkg-only`); an axum app with tower_governor,
+# tower-redis-cell and the redis-rl tower layer (scripts/bench_rust.py, `--rust-only`). Runs
+# under .tools/venv, which has redis-py, limits, FastAPI and uvicorn. Not a test: figures are
+# as measured.
 bench: deps build
 	.tools/venv/bin/python scripts/bench.py --module $(MODULE)
 

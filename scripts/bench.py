@@ -29,11 +29,13 @@ limit_req, resty.rl asking Redis per request, and resty.rl with its denial cache
 legitimate client alongside (scripts/bench_flood.py; --flood-only runs that table alone); and
 the Python and Node middlewares under the same flood, each in its own server (uvicorn,
 Express), next to a stock store (scripts/bench_flood_pkg.py; --flood-pkg-only runs that table
-alone).
+alone). Then Rust: an axum app with no limit, tower_governor, tower-redis-cell and the redis-rl
+crate's tower layer, per request (scripts/bench_rust.py; --rust-only runs that table alone).
 
 Usage: scripts/bench.py [--module PATH] [--library PATH] [--requests N] [--rounds N]
                        [--quick] [--valkey PATH] [--bounds-only] [--limits-only] [--stores]
                        [--debit-only] [--nginx-only] [--flood-only] [--flood-pkg-only]
+                       [--rust-only]
 """
 
 import argparse
@@ -51,6 +53,7 @@ import bench_flood
 import bench_flood_pkg
 import bench_limits
 import bench_nginx
+import bench_rust
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -804,6 +807,9 @@ def main():
     p.add_argument("--flood-pkg-only", action="store_true",
                    help="only the Python and Node middlewares' flood table (uvicorn, Express; "
                         "scripts/bench_flood_pkg.py)")
+    p.add_argument("--rust-only", action="store_true",
+                   help="only the Rust table (axum with tower_governor, tower-redis-cell and the "
+                        "redis-rl tower layer; scripts/bench_rust.py)")
     a = p.parse_args()
     requests = a.requests or (100_000 if a.quick else 400_000)
     rounds = max(a.rounds or (3 if a.quick else 5), 1)
@@ -823,6 +829,9 @@ def main():
         return
     if a.flood_pkg_only:
         bench_flood_pkg.flood_pkg_table(a.module, 2 if a.quick else 3)
+        return
+    if a.rust_only:
+        bench_rust.rust_table(a.module, rounds, 2 if a.quick else 5)
         return
     if a.stores:
         stores_table(a.module, a.requests or 20_000, rounds)
@@ -859,6 +868,7 @@ def main():
     bench_nginx.nginx_table(a.module, rounds, 2 if a.quick else 5)
     bench_flood.flood_table(a.module, 2 if a.quick else 5)
     bench_flood_pkg.flood_pkg_table(a.module, 2 if a.quick else 3)
+    bench_rust.rust_table(a.module, rounds, 2 if a.quick else 5)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@
 # virtualenv, a fresh npm project), the sdist installs into a virtualenv of its own, and each
 # decides one call through the module in both servers. The Rust crate (redis-rl-*.crate) must
 # match its .sha256; docs/rust.md's `install release` block adds it to a fresh cargo project as
-# written, and an app built against it decides one call through the module in both servers.
+# written, and an app built against it decides one call through the module in both servers, as
+# does an axum app behind its tower layer (the `tower` feature), built in a fresh project too.
 # The NGINX package (rl-nginx) must match
 # its .sha256; docs/nginx.md's `install release` block unpacks it as written, and NGINX serves
 # the example nginx.conf from the unpacked folder, deciding through the module in both servers.
@@ -178,13 +179,69 @@ EOF
 (cd "$rust_app" && unset CARGO_TARGET_DIR && { cargo build --quiet --offline 2>/dev/null || cargo build --quiet; }) ||
   fail "the app against $crate does not build"
 rust_bin=$rust_app/target/debug/rl-check
+# An axum app behind the crate's tower layer (its `tower` feature), in a fresh project of its
+# own against the same unpacked crate: it serves itself on 127.0.0.1:0, sends itself two
+# requests over HTTP from one address against a limit of 1, and prints both statuses and the
+# denial's body.
+axum_app=$scratch/axum-app
+(cd "$scratch" && cargo new --quiet --vcs none --name rl-axum-check axum-app) || fail "cargo new failed"
+cat >>"$axum_app/Cargo.toml" <<EOF
+redis-rl = { path = "$rust_app/redis-rl-$rustversion", features = ["tower"] }
+redis = { version = "1.8", default-features = false, features = ["tokio-comp"] }
+tokio = { version = "1", features = ["macros", "rt-multi-thread", "net", "io-util"] }
+axum = "0.8"
+EOF
+cat >"$axum_app/src/main.rs" <<'EOF'
+// The tower layer from the packaged crate: two requests, the second denied.
+use std::net::SocketAddr;
+
+use axum::{routing::get, Router};
+use redis_rl::tower::{Identify, RateLimitLayer, TrustedProxies};
+use redis_rl::{Limiter, Policy};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", args[1]))?;
+    let limiter = Limiter::new(client.get_multiplexed_async_connection().await?);
+    let layer = RateLimitLayer::builder(limiter)
+        .prefix(&args[2])
+        .layer("ip", Identify::client_ip(TrustedProxies::none()), Policy::fixed(1, "1h"))
+        .build()?;
+    let app = Router::new().route("/", get(|| async { "ok" })).layer(layer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut said = Vec::new();
+    for i in 0..2 {
+        let mut s = tokio::net::TcpStream::connect(addr).await?;
+        s.write_all(b"GET / HTTP/1.1\r\nHost: check\r\nConnection: close\r\n\r\n").await?;
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).await?;
+        said.push(reply.split(' ').nth(1).unwrap_or("?").to_string());
+        if i == 1 {
+            said.push(reply.split_once("\r\n\r\n").map_or("", |(_, body)| body).to_string());
+        }
+    }
+    println!("{}", said.join(" "));
+    Ok(())
+}
+EOF
+(cd "$axum_app" && unset CARGO_TARGET_DIR && { cargo build --quiet --offline 2>/dev/null || cargo build --quiet; }) ||
+  fail "the axum app against $crate (feature tower) does not build"
+axum_bin=$axum_app/target/debug/rl-axum-check
 # Further Rust apps against the unpacked crate: each built here, run by check_rust_apps.
 check_rust_apps() {
   local got
   got=$("$rust_bin" "$port" "d:rust" 2>&1) || true
   [ "$got" = "true 5 4 module" ] || fail "$server_name: redis-rl from $crate answered '$got'"
+  got=$("$axum_bin" "$port" "d:axum" 2>&1) || true
+  [ "$got" = '200 429 {"error": "rate limited", "layer": "ip"}' ] ||
+    fail "$server_name: the axum app's tower layer from $crate answered '$got'"
 }
-say "docs/rust.md's install steps ran in $rust_app; an app against $crate built"
+say "docs/rust.md's install steps ran in $rust_app; an app and an axum app against $crate built"
 
 # --- Loading the x86_64 module ---------------------------------------------------------------
 valkey=.tools/bin/valkey-server
