@@ -3,7 +3,9 @@
 //! denials, `Retry-After` and remaining counts are the ones docs/commands.md documents
 //! (redis-cell 0.5's rules), and 60 concurrent requests admit exactly the limit. A cost above
 //! the limit is replied with `retry_after -1`, as redis-cell does, which tower-redis-cell's
-//! parser refuses: its error handler gets an error (a 500 here), as on redis-cell.
+//! parser refuses: its error handler gets an error (a 500 here), as on redis-cell. Its rule
+//! provider sees the request (a request it refuses reaches no server), each request is one
+//! `CL.THROTTLE`, and with the server down its error handler gets the connection's error.
 #![cfg(feature = "tower")]
 
 mod tower_common;
@@ -50,7 +52,11 @@ impl<T> ProvideRule<Request<T>> for ByKey {
 
 async fn app(url: &str) -> String {
     let client = redis::Client::open(url).unwrap();
-    let connection = redis::aio::ConnectionManager::new(client).await.unwrap();
+    // One reconnection attempt, not six with their backoff: the server is stopped at the end.
+    let config = redis::aio::ConnectionManagerConfig::new().set_number_of_retries(1);
+    let connection = redis::aio::ConnectionManager::new_with_config(client, config)
+        .await
+        .unwrap();
     let config = RateLimitConfig::new(ByKey, |err, _req: &Request<Body>| match err {
         Error::RateLimit(e) => {
             let mut r = StatusCode::TOO_MANY_REQUESTS.into_response();
@@ -68,6 +74,15 @@ async fn app(url: &str) -> String {
             r
         }
         Error::ProvideRule(_) => StatusCode::UNAUTHORIZED.into_response(),
+        // The server unreachable: the error handler decides (here, a 503).
+        Error::Redis(e)
+            if e.is_io_error()
+                || e.is_connection_dropped()
+                || e.is_connection_refusal()
+                || e.is_timeout() =>
+        {
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
         _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     })
     .on_success(|d, r: &mut Response| {
@@ -100,7 +115,7 @@ fn header(r: &reqwest::Response, name: &str) -> i128 {
 }
 
 async fn check(flavor: Flavor) {
-    let server = Server::start(flavor, true);
+    let mut server = Server::start(flavor, true);
     let mut c = server.conn();
     let base = app(&server.url()).await;
     let http = reqwest::Client::new();
@@ -178,6 +193,39 @@ async fn check(flavor: Flavor) {
         get("/too-big", "d").await.unwrap().status(),
         StatusCode::INTERNAL_SERVER_ERROR
     );
+
+    // The rule provider sees the request: without the header it refuses, and the error
+    // handler gets its error (a 401 here), with no call to the server.
+    let before = throttle_calls(&mut c);
+    let r = http.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(throttle_calls(&mut c), before);
+    // One rule per request: one `CL.THROTTLE` each, admitted or denied.
+    let statuses = futures_util::future::join_all((0..7).map(|_| get("/", "e"))).await;
+    let admitted = statuses
+        .iter()
+        .filter(|r| r.as_ref().unwrap().status() == StatusCode::OK)
+        .count();
+    assert_eq!(admitted, 5);
+    assert_eq!(throttle_calls(&mut c), before + 7);
+
+    // The server down: the error handler gets the connection's error (a 503 here).
+    server.stop();
+    for _ in 0..2 {
+        assert_eq!(
+            get("/", "a").await.unwrap().status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
+}
+
+/// How many `CL.THROTTLE` the server has run (`INFO commandstats`).
+fn throttle_calls(c: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_cl.throttle:calls="))
+        .map(|rest| rest.split(',').next().unwrap().parse().unwrap())
+        .unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
