@@ -24,7 +24,8 @@
 //! - The limiter's denial cache answers a request one of whose layers is cached denied with the
 //!   same 429, without a call; its counters count each request once
 //!   ([`RateLimitLayer::metrics`](crate::tower::RateLimitLayer::metrics),
-//!   [`metrics_handler`](crate::tower::metrics_handler)).
+//!   [`metrics_handler`](crate::tower::metrics_handler)): a request the server could not
+//!   decide as `unavailable` when answered 503, `unavailable_fail_open` when let through.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -166,7 +167,8 @@ impl<C> RateLimitBuilder<C> {
         self
     }
 
-    /// Let a request through when the server cannot decide (default: `503`).
+    /// Let a request through when the server cannot decide (default: `503`); counted
+    /// `unavailable_fail_open`.
     pub fn fail_open(mut self, fail_open: bool) -> Self {
         self.fail_open = fail_open;
         self
@@ -410,10 +412,12 @@ where
             }
             // One layer applying is decided by its own command (`RL.GCRA`, ...), whose reply
             // is half of a one-layer `RL.ALL`'s, as resty.rl does; several by one `RL.ALL`.
+            // Counted by the limiter, once; a request `fail_open` lets through where the
+            // server cannot decide as `unavailable_fail_open`.
             let decided = match &applying[..] {
                 [one] => config
                     .limiter
-                    .decide(&one.key, &one.policy)
+                    .decide_request(&one.key, &one.policy, config.fail_open)
                     .await
                     .map(|d| (d, 0)),
                 _ => {
@@ -423,7 +427,7 @@ where
                         .collect();
                     config
                         .limiter
-                        .decide_all(&layers)
+                        .decide_all_request(&layers, config.fail_open)
                         .await
                         .map(|r: AllDecision| (r.binding, r.index))
                 }
