@@ -17,8 +17,8 @@
 //!   [`fail_open`](crate::tower::RateLimitBuilder::fail_open) let through. Any other error (a
 //!   policy the server refuses, a foreign key, the library that cannot be loaded, `NOPERM`) is a
 //!   `500` `{"error": "rate limiter error"}` whatever `fail_open` says: never let through
-//!   unchecked, never a panic. So is a request without a client address where a layer keys by it (serve
-//!   the app with `into_make_service_with_connect_info::<SocketAddr>()`).
+//!   unchecked, never a panic. So is a request without a client address where a layer keys by
+//!   it (serve the app with `into_make_service_with_connect_info::<SocketAddr>()`).
 //! - The binding layer's [`Decision`] is in the extensions of the request the inner service
 //!   gets (a handler reads it with `Extension<Decision>`) and of the response, a 429's too.
 //! - The limiter's denial cache answers a request one of whose layers is cached denied with the
