@@ -8,7 +8,6 @@
 #![cfg(feature = "tower")]
 
 mod common;
-mod tower_common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -17,11 +16,10 @@ use axum::extract::Extension;
 use axum::response::Response;
 use axum::routing::get as route_get;
 use axum::Router;
-use common::{Cluster, Kind, Server};
+use common::{serve, Cluster, Kind, Server};
 use redis::aio::ConnectionLike;
 use redis_rl::tower::{metrics_handler, Identify, RateLimitLayer, TrustedProxies};
 use redis_rl::{Decision, Limiter, Policy};
-use tower_common::serve;
 
 /// Exposes the binding decision the layer put in the response's extensions as a header, so
 /// the test can give the Python package the same decision.

@@ -6,7 +6,7 @@
 //! parser refuses: its error handler gets an error (a 500 here), as on redis-cell.
 #![cfg(feature = "tower")]
 
-mod tower_common;
+mod common;
 
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use axum::http::{HeaderValue, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tower_common::{serve, server_time_ns, Flavor, Server};
+use common::{serve, server_time_ns, Kind, Server};
 use tower_redis_cell::redis_cell::Policy;
 use tower_redis_cell::{
     Error, ProvideRule, ProvideRuleResult, RateLimitConfig, RateLimitLayer, Rule,
@@ -99,8 +99,8 @@ fn header(r: &reqwest::Response, name: &str) -> i128 {
     r.headers()[name].to_str().unwrap().parse().unwrap()
 }
 
-async fn check(flavor: Flavor) {
-    let server = Server::start(flavor, true);
+async fn check(kind: Kind) {
+    let server = Server::start(kind);
     let mut c = server.conn();
     let base = app(&server.url()).await;
     let http = reqwest::Client::new();
@@ -182,10 +182,10 @@ async fn check(flavor: Flavor) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tower_redis_cell_works_against_our_cl_throttle_on_redis() {
-    check(Flavor::Redis).await;
+    check(Kind::Module).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tower_redis_cell_works_against_our_cl_throttle_on_valkey() {
-    check(Flavor::Valkey).await;
+    check(Kind::ValkeyModule).await;
 }
