@@ -10,7 +10,7 @@ use redis::Value;
 
 use crate::decision::{AllDecision, Backend, Decision};
 use crate::error::{Error, Result};
-use crate::facts::{KINDS, MAX_DEBT};
+use crate::facts::{KindFacts, KINDS, MAX_DEBT};
 use crate::policy::Policy;
 
 /// How a reply is read.
@@ -37,11 +37,24 @@ pub(crate) enum Reply {
     Line(Option<String>),
 }
 
-/// One call: `module` is the module's command line; the library's is `FCALL[_RO] function
-/// numkeys keys... rest`.
+/// How the module's command line is laid out around the keys.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Layout {
+    /// `head key... rest...` (`head rest...` without keys).
+    Keyed,
+    /// `head numkeys key... rest...` (`RL.ALL`).
+    Counted,
+    /// `head rest[0] key... rest[1..]...` (`RL.PEEK`: the algorithm's word before the key).
+    WordFirst,
+}
+
+/// One call: the module's command line is `head` and the words laid out by `layout`; the
+/// library's is `FCALL[_RO] function numkeys keys... rest`. Each is written straight into the
+/// `redis::Cmd` sent (no line of its own).
 #[derive(Clone, Debug)]
 pub(crate) struct Command {
-    pub module: Vec<String>,
+    pub head: &'static str,
+    pub layout: Layout,
     pub function: &'static str,
     pub keys: Vec<String>,
     pub rest: Vec<String>,
@@ -51,6 +64,12 @@ pub(crate) struct Command {
     pub route: Option<String>,
 }
 
+fn args<'a>(cmd: &mut redis::Cmd, words: impl IntoIterator<Item = &'a String>) {
+    for w in words {
+        cmd.arg(w.as_bytes());
+    }
+}
+
 impl Command {
     pub fn node_key(&self) -> &str {
         self.route
@@ -58,21 +77,42 @@ impl Command {
             .unwrap_or_else(|| self.keys.first().map_or("", String::as_str))
     }
 
-    pub fn library(&self) -> Vec<String> {
-        let mut out = vec![
-            if self.read_only { "FCALL_RO" } else { "FCALL" }.to_string(),
-            self.function.to_string(),
-            self.keys.len().to_string(),
-        ];
-        out.extend(self.keys.iter().cloned());
-        out.extend(self.rest.iter().cloned());
-        out
+    /// The module's command.
+    pub fn module(&self) -> redis::Cmd {
+        let mut cmd = redis::cmd(self.head);
+        match self.layout {
+            Layout::Keyed => {
+                args(&mut cmd, &self.keys);
+                args(&mut cmd, &self.rest);
+            }
+            Layout::Counted => {
+                cmd.arg(self.keys.len());
+                args(&mut cmd, &self.keys);
+                args(&mut cmd, &self.rest);
+            }
+            Layout::WordFirst => {
+                args(&mut cmd, self.rest.first());
+                args(&mut cmd, &self.keys);
+                args(&mut cmd, self.rest.iter().skip(1));
+            }
+        }
+        cmd
     }
 
-    /// Whether redis-rs's cluster client would route it by the wrong argument (`RL.ALL`'s
-    /// keys follow a count; `RL.POLICY GET name` has none): sent to its key's node instead.
-    pub fn routed_by_us(args: &[String]) -> bool {
-        matches!(args[0].as_str(), "RL.ALL" | "RL.POLICY")
+    /// The library's: `FCALL[_RO] function numkeys keys... rest`.
+    pub fn library(&self) -> redis::Cmd {
+        let mut cmd = redis::cmd(if self.read_only { "FCALL_RO" } else { "FCALL" });
+        cmd.arg(self.function).arg(self.keys.len());
+        args(&mut cmd, &self.keys);
+        args(&mut cmd, &self.rest);
+        cmd
+    }
+
+    /// Whether redis-rs's cluster client would route the module's command by the wrong
+    /// argument (`RL.ALL`'s keys follow a count; `RL.POLICY GET name` has none): sent to its
+    /// key's node instead.
+    pub fn routed_by_us(&self) -> bool {
+        matches!(self.head, "RL.ALL" | "RL.POLICY")
     }
 
     pub fn decode(&self, reply: Value, backend: Backend) -> Result<Reply> {
@@ -208,11 +248,12 @@ impl Options {
     }
 }
 
-fn fcall_of(algo: &str) -> &'static str {
+/// The facts of the algorithm `algo` (`GCRA`, ...): its command (`RL.GCRA`) and function.
+fn kind_of(algo: &str) -> Result<&'static KindFacts> {
     KINDS
         .iter()
         .find(|k| k.algo == algo)
-        .map_or("rl_limit", |k| k.fcall)
+        .ok_or_else(|| Error::refused(format!("no such algorithm: {algo}")))
 }
 
 fn checked(policy: &Policy) -> Result<()> {
@@ -231,16 +272,16 @@ pub(crate) fn decide(key: &str, policy: &Policy, options: Options) -> Result<Com
     checked(policy)?;
     let mut rest = policy.words(true);
     rest.extend(options.words());
-    let (name, function) = if policy.is_named() {
-        ("RL.LIMIT".to_string(), "rl_limit")
+    let (head, function) = if policy.is_named() {
+        ("RL.LIMIT", "rl_limit")
     } else {
-        (format!("RL.{}", policy.algo()), fcall_of(policy.algo()))
+        let kind = kind_of(policy.algo())?;
+        (kind.label, kind.fcall)
     };
-    let mut module = vec![name, key.to_string()];
-    module.extend(rest.iter().cloned());
     let never_denied = (options.refund.is_some() || options.debit.is_some()).then_some(false);
     Ok(Command {
-        module,
+        head,
+        layout: Layout::Keyed,
         function,
         keys: vec![key.to_string()],
         rest,
@@ -256,15 +297,12 @@ pub(crate) fn decide(key: &str, policy: &Policy, options: Options) -> Result<Com
 /// `RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): read-only.
 pub(crate) fn peek(key: &str, policy: &Policy, cost: u64) -> Result<Command> {
     checked(policy)?;
-    let word = policy.algo().to_string();
-    let mut params = policy.words(false);
-    params.extend(cost_words(cost));
-    let mut module = vec!["RL.PEEK".to_string(), word.clone(), key.to_string()];
-    module.extend(params.iter().cloned());
-    let mut rest = vec![word];
-    rest.extend(params);
+    let mut rest = vec![policy.algo().to_string()];
+    rest.extend(policy.words(false));
+    rest.extend(cost_words(cost));
     Ok(Command {
-        module,
+        head: "RL.PEEK",
+        layout: Layout::WordFirst,
         function: "rl_peek",
         keys: vec![key.to_string()],
         rest,
@@ -300,15 +338,13 @@ pub(crate) fn all_clauses(
         rest.push("PEEK".into());
     }
     let keys: Vec<String> = layers.iter().map(|(k, _)| k.clone()).collect();
-    let mut module = vec!["RL.ALL".to_string(), keys.len().to_string()];
-    module.extend(keys.iter().cloned());
-    module.extend(rest.iter().cloned());
     let never_denied = options
         .iter()
         .map(|o| o.iter().any(|w| w == "REFUND" || w == "DEBIT"))
         .collect();
     Ok(Command {
-        module,
+        head: "RL.ALL",
+        layout: Layout::Counted,
         function: "rl_all",
         keys,
         rest,
@@ -349,7 +385,8 @@ pub(crate) fn settle_options(difference: i128) -> Vec<String> {
 /// `RL.POLICY GET name` (`FCALL_RO rl_policy 0 GET name`), from the node holding `key`.
 pub(crate) fn policy_definition(key: &str, name: &str) -> Command {
     Command {
-        module: vec!["RL.POLICY".into(), "GET".into(), name.into()],
+        head: "RL.POLICY",
+        layout: Layout::Keyed,
         function: "rl_policy",
         keys: vec![],
         rest: vec!["GET".into(), name.into()],
@@ -362,7 +399,8 @@ pub(crate) fn policy_definition(key: &str, name: &str) -> Command {
 /// `RL.BAN key ms` (`FCALL rl_ban 1 key ms`): true if the key existed.
 pub(crate) fn ban(key: &str, ms: u64) -> Command {
     Command {
-        module: vec!["RL.BAN".into(), key.into(), ms.to_string()],
+        head: "RL.BAN",
+        layout: Layout::Keyed,
         function: "rl_ban",
         keys: vec![key.into()],
         rest: vec![ms.to_string()],
@@ -378,10 +416,9 @@ pub(crate) fn acquire(key: &str, limit: u64, timeout: &str, lease_id: &str, peek
     if peek {
         rest.push("PEEK".into());
     }
-    let mut module = vec!["RL.ACQUIRE".to_string(), key.to_string()];
-    module.extend(rest.iter().cloned());
     Command {
-        module,
+        head: "RL.ACQUIRE",
+        layout: Layout::Keyed,
         function: "rl_acquire",
         keys: vec![key.into()],
         rest,
@@ -397,12 +434,108 @@ pub(crate) fn acquire(key: &str, limit: u64, timeout: &str, lease_id: &str, peek
 /// `RL.RELEASE key lease_id`: true if the lease was held.
 pub(crate) fn release(key: &str, lease_id: &str) -> Command {
     Command {
-        module: vec!["RL.RELEASE".into(), key.into(), lease_id.into()],
+        head: "RL.RELEASE",
+        layout: Layout::Keyed,
         function: "rl_release",
         keys: vec![key.into()],
         rest: vec![lease_id.into()],
         decode: Decode::Bool,
         read_only: false,
         route: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each call's module and library lines, as sent.
+    fn lines(cmd: &Command) -> (String, String) {
+        let text = |c: redis::Cmd| {
+            c.args_iter()
+                .map(|a| match a {
+                    redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+                    _ => "<not simple>".into(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        (text(cmd.module()), text(cmd.library()))
+    }
+
+    #[test]
+    fn command_lines() {
+        let gcra = Policy::gcra(10, "1s").burst(5);
+        let cmd = decide(
+            "k",
+            &gcra,
+            Options {
+                cost: 3,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            lines(&cmd),
+            (
+                "RL.GCRA k 10 1s BURST 5 COST 3".into(),
+                "FCALL rl_gcra 1 k 10 1s BURST 5 COST 3".into()
+            )
+        );
+        let named = decide(
+            "k",
+            &Policy::named("free"),
+            Options {
+                cost: 1,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            lines(&named),
+            ("RL.LIMIT k free".into(), "FCALL rl_limit 1 k free".into())
+        );
+        let cmd = peek("k", &Policy::sliding(100, "1m"), 2).unwrap();
+        assert_eq!(
+            lines(&cmd),
+            (
+                "RL.PEEK SLIDING k 100 1m COST 2".into(),
+                "FCALL_RO rl_peek 1 k SLIDING 100 1m COST 2".into()
+            )
+        );
+        let layers = [
+            ("a".to_string(), Policy::fixed(5, "1m"), 1),
+            ("b".to_string(), Policy::named("free"), 2),
+        ];
+        let cmd = all_of(&layers, true).unwrap();
+        assert_eq!(
+            lines(&cmd),
+            (
+                "RL.ALL 2 a b FIXED 5 1m POLICY free COST 2 PEEK".into(),
+                "FCALL rl_all 2 a b FIXED 5 1m POLICY free COST 2 PEEK".into()
+            )
+        );
+        assert!(cmd.routed_by_us());
+        let cmd = policy_definition("k", "free");
+        assert_eq!(
+            lines(&cmd),
+            (
+                "RL.POLICY GET free".into(),
+                "FCALL_RO rl_policy 0 GET free".into()
+            )
+        );
+        assert_eq!(cmd.node_key(), "k");
+        assert_eq!(lines(&ban("k", 10)).0, "RL.BAN k 10");
+        assert_eq!(
+            lines(&acquire("k", 3, "10s", "l1", true)),
+            (
+                "RL.ACQUIRE k 3 10s l1 PEEK".into(),
+                "FCALL rl_acquire 1 k 3 10s l1 PEEK".into()
+            )
+        );
+        assert_eq!(lines(&release("k", "l1")).0, "RL.RELEASE k l1");
+        for k in KINDS {
+            assert_eq!(k.label, format!("RL.{}", k.algo));
+        }
     }
 }

@@ -327,13 +327,16 @@ where
         &self.inner.conn
     }
 
-    async fn send(&self, args: &[String], key: &str) -> std::result::Result<Value, RedisError> {
-        let mut cmd = redis::cmd(&args[0]);
-        for a in &args[1..] {
-            cmd.arg(a.as_bytes());
-        }
+    /// `cmd` sent; on a cluster, to `key`'s node where `routed_by_us` (redis-rs would route
+    /// it by the wrong argument).
+    async fn send(
+        &self,
+        cmd: redis::Cmd,
+        routed_by_us: bool,
+        key: &str,
+    ) -> std::result::Result<Value, RedisError> {
         let mut conn = self.inner.conn.clone();
-        if Command::routed_by_us(args) {
+        if routed_by_us {
             if let Some(cluster) = (&mut conn as &mut (dyn Any + Send))
                 .downcast_mut::<redis::cluster_async::ClusterConnection>()
             {
@@ -350,7 +353,7 @@ where
     async fn run(&self, cmd: &Command) -> Result<Reply> {
         let key = cmd.node_key();
         if self.inner.backend.load(Ordering::Relaxed) != LIB {
-            match self.send(&cmd.module, key).await {
+            match self.send(cmd.module(), cmd.routed_by_us(), key).await {
                 Ok(reply) => {
                     self.inner.backend.store(MODULE, Ordering::Relaxed);
                     return cmd.decode(reply, Backend::Module);
@@ -365,13 +368,12 @@ where
             }
         }
         let sent = Instant::now();
-        let args = cmd.library();
-        match self.send(&args, key).await {
+        match self.send(cmd.library(), false, key).await {
             Ok(reply) => cmd.decode(reply, Backend::Library),
             Err(e) if unknown_command(&e) => Err(library_unavailable(e, NO_FUNCTIONS)),
             Err(e) if function_missing(&e) => {
                 self.load_once(sent).await?;
-                match self.send(&args, key).await {
+                match self.send(cmd.library(), false, key).await {
                     Ok(reply) => cmd.decode(reply, Backend::Library),
                     Err(e) if function_missing(&e) => Err(library_unavailable(e, NOT_LOADED)),
                     Err(e) => Err(classify(e)),
@@ -757,9 +759,15 @@ where
         let definition = policy
             .definition()
             .ok_or_else(|| Error::refused("a server-side policy is defined already"))?;
-        let mut args = vec!["RL.POLICY".to_string(), "SET".into(), name.into()];
-        args.extend(definition.split(' ').map(str::to_string));
-        self.send(&args, name).await.map(|_| ()).map_err(classify)
+        let mut cmd = redis::cmd("RL.POLICY");
+        cmd.arg("SET").arg(name);
+        for word in definition.split(' ') {
+            cmd.arg(word);
+        }
+        self.send(cmd, true, name)
+            .await
+            .map(|_| ())
+            .map_err(classify)
     }
 
     /// `RL.TOP policy COUNT n`: the keys the server-side policy `name` denied most on the node
