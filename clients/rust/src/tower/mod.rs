@@ -343,15 +343,15 @@ impl<C> Config<C> {
         for l in &self.layers {
             identities.push(l.identify.identify(parts).map_err(|_| ())?);
         }
-        let base = match self.tag {
-            Some(at) => format!(
+        let base: Cow<'_, str> = match self.tag {
+            Some(at) => Cow::Owned(format!(
                 "{}:{{{}}}",
                 self.prefix,
                 tag_text(identities[at].as_deref())
-            ),
-            None => self.prefix.clone(),
+            )),
+            None => Cow::Borrowed(&self.prefix),
         };
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.layers.len());
         for (l, identity) in self.layers.iter().zip(identities) {
             let Some(identity) = identity else { continue };
             let policy = match &l.policy {
@@ -359,8 +359,12 @@ impl<C> Config<C> {
                 PolicyFor::Func(f) => f(parts).map(|p| Cow::Owned(named_after(p, &l.name))),
             };
             if let Some(policy) = policy {
+                let mut key = String::with_capacity(base.len() + l.name.len() + identity.len() + 2);
+                for part in [&*base, ":", &l.name, ":", &identity] {
+                    key.push_str(part);
+                }
                 out.push(Applying {
-                    key: format!("{base}:{}:{identity}", l.name),
+                    key,
                     name: &l.name,
                     policy,
                 });
@@ -527,11 +531,17 @@ fn too_many(decision: &Decision, layer: &str) -> Response<Body> {
     );
     let mut r = json_response(StatusCode::TOO_MANY_REQUESTS, body);
     for (k, v) in decision.all_headers(None) {
-        if let Ok(v) = HeaderValue::from_str(&v) {
+        if let Ok(v) = header_value(v) {
             r.headers_mut().insert(HeaderName::from_static(lower(k)), v);
         }
     }
     r
+}
+
+/// A header's value, its text moved in (not copied); refused as `HeaderValue::from_str`
+/// refuses.
+fn header_value(v: String) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
+    HeaderValue::from_maybe_shared(Bytes::from(v))
 }
 
 /// A header name of [`Decision::all_headers`] in the lowercase `http` wants.
@@ -571,7 +581,7 @@ fn with_headers(mut response: Response<Body>, decision: &Decision) -> Response<B
         if k == "Retry-After" {
             continue;
         }
-        if let Ok(v) = HeaderValue::from_str(&v) {
+        if let Ok(v) = header_value(v) {
             headers.insert(name, v);
         }
     }
