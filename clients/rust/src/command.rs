@@ -57,6 +57,9 @@ pub(crate) struct Command {
     pub layout: Layout,
     pub function: &'static str,
     pub keys: Vec<String>,
+    /// The policy whose words (its penalty's too) follow the keys, before `rest`: a
+    /// decision's, written from the policy itself.
+    pub policy: Option<Policy>,
     pub rest: Vec<String>,
     pub decode: Decode,
     pub read_only: bool,
@@ -77,12 +80,25 @@ impl Command {
             .unwrap_or_else(|| self.keys.first().map_or("", String::as_str))
     }
 
+    /// An empty command with room for this call's words (one allocation per buffer rather
+    /// than a buffer grown word by word), starting with `head`.
+    fn sized(&self, head: &str) -> redis::Cmd {
+        let words: usize = self.keys.iter().chain(&self.rest).map(String::len).sum();
+        let mut cmd = redis::Cmd::with_capacity(
+            self.keys.len() + self.rest.len() + 12,
+            words + head.len() + self.function.len() + 96,
+        );
+        cmd.arg(head);
+        cmd
+    }
+
     /// The module's command.
     pub fn module(&self) -> redis::Cmd {
-        let mut cmd = redis::cmd(self.head);
+        let mut cmd = self.sized(self.head);
         match self.layout {
             Layout::Keyed => {
                 args(&mut cmd, &self.keys);
+                self.policy_words(&mut cmd);
                 args(&mut cmd, &self.rest);
             }
             Layout::Counted => {
@@ -101,11 +117,18 @@ impl Command {
 
     /// The library's: `FCALL[_RO] function numkeys keys... rest`.
     pub fn library(&self) -> redis::Cmd {
-        let mut cmd = redis::cmd(if self.read_only { "FCALL_RO" } else { "FCALL" });
+        let mut cmd = self.sized(if self.read_only { "FCALL_RO" } else { "FCALL" });
         cmd.arg(self.function).arg(self.keys.len());
         args(&mut cmd, &self.keys);
+        self.policy_words(&mut cmd);
         args(&mut cmd, &self.rest);
         cmd
+    }
+
+    fn policy_words(&self, cmd: &mut redis::Cmd) {
+        if let Some(policy) = &self.policy {
+            policy.write_words(cmd);
+        }
     }
 
     /// Whether redis-rs's cluster client would route the module's command by the wrong
@@ -270,8 +293,7 @@ fn checked(policy: &Policy) -> Result<()> {
 /// `RL.LIMIT key name [options]`.
 pub(crate) fn decide(key: &str, policy: &Policy, options: Options) -> Result<Command> {
     checked(policy)?;
-    let mut rest = policy.words(true);
-    rest.extend(options.words());
+    let rest = options.words();
     let (head, function) = if policy.is_named() {
         ("RL.LIMIT", "rl_limit")
     } else {
@@ -284,6 +306,7 @@ pub(crate) fn decide(key: &str, policy: &Policy, options: Options) -> Result<Com
         layout: Layout::Keyed,
         function,
         keys: vec![key.to_string()],
+        policy: Some(policy.clone()),
         rest,
         decode: Decode::One {
             policy: Some(policy.clone()),
@@ -305,6 +328,7 @@ pub(crate) fn peek(key: &str, policy: &Policy, cost: u64) -> Result<Command> {
         layout: Layout::WordFirst,
         function: "rl_peek",
         keys: vec![key.to_string()],
+        policy: None,
         rest,
         decode: Decode::One {
             policy: Some(policy.clone()),
@@ -347,6 +371,7 @@ pub(crate) fn all_clauses(
         layout: Layout::Counted,
         function: "rl_all",
         keys,
+        policy: None,
         rest,
         decode: Decode::All {
             policies: layers.iter().map(|(_, p)| p.clone()).collect(),
@@ -389,6 +414,7 @@ pub(crate) fn policy_definition(key: &str, name: &str) -> Command {
         layout: Layout::Keyed,
         function: "rl_policy",
         keys: vec![],
+        policy: None,
         rest: vec!["GET".into(), name.into()],
         decode: Decode::Line,
         read_only: true,
@@ -403,6 +429,7 @@ pub(crate) fn ban(key: &str, ms: u64) -> Command {
         layout: Layout::Keyed,
         function: "rl_ban",
         keys: vec![key.into()],
+        policy: None,
         rest: vec![ms.to_string()],
         decode: Decode::Bool,
         read_only: false,
@@ -421,6 +448,7 @@ pub(crate) fn acquire(key: &str, limit: u64, timeout: &str, lease_id: &str, peek
         layout: Layout::Keyed,
         function: "rl_acquire",
         keys: vec![key.into()],
+        policy: None,
         rest,
         decode: Decode::One {
             policy: None,
@@ -438,6 +466,7 @@ pub(crate) fn release(key: &str, lease_id: &str) -> Command {
         layout: Layout::Keyed,
         function: "rl_release",
         keys: vec![key.into()],
+        policy: None,
         rest: vec![lease_id.into()],
         decode: Decode::Bool,
         read_only: false,

@@ -484,6 +484,20 @@ impl Policy {
         }
     }
 
+    /// [`words`](Policy::words) with the penalty, written into `cmd` (without copies).
+    pub(crate) fn write_words(&self, cmd: &mut redis::Cmd) {
+        match &self.d.spec {
+            Spec::Inline { params, .. } => {
+                for w in params.iter().chain(self.d.penalty.iter()) {
+                    cmd.arg(w.as_bytes());
+                }
+            }
+            Spec::Named(name) => {
+                cmd.arg(name.as_bytes());
+            }
+        }
+    }
+
     /// Its server-side definition after the name: `ALGO params [PENALTY d [ESCALATE max]]
     /// [SHADOW]` (what `RL.POLICY SET name` takes); None for a server-side policy.
     pub fn definition(&self) -> Option<String> {
