@@ -100,11 +100,15 @@ dist: deps
 check-dist: deps
 	bash scripts/check-dist.sh
 
+# The Rust client crate is linted without its features and with its tower layer
+# (`--features tower`: src/tower, the tower tests, examples and bench), as
+# scripts/test-rust-package.sh does.
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	$(CARGO) run -q --release --example zone-table -- --check
 	cd clients/rust && $(CARGO) fmt --check && $(CARGO) clippy --locked --all-targets -- -D warnings
+	cd clients/rust && $(CARGO) clippy --locked --all-targets --features tower -- -D warnings
 
 clean:
 	$(CARGO) clean

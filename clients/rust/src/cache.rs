@@ -121,9 +121,13 @@ impl DenialCache {
     /// The cached denial of `cost` on (key, policy), or None: nothing cached, expired (then
     /// dropped), or a cost smaller than the denied one.
     pub fn get(&self, key: &str, policy: &Policy, cost: u64) -> Option<Decision> {
-        let ident = (key.to_string(), policy.identity());
         let now = Instant::now();
         let mut inner = self.lock();
+        // Nothing denied (the common case): no identity to build.
+        if inner.map.is_empty() {
+            return None;
+        }
+        let ident = (key.to_string(), policy.identity());
         let entry = inner.map.get(&ident)?.clone();
         if entry.until <= now {
             inner.remove(&ident);

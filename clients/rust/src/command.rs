@@ -10,7 +10,7 @@ use redis::Value;
 
 use crate::decision::{AllDecision, Backend, Decision};
 use crate::error::{Error, Result};
-use crate::facts::{KINDS, MAX_DEBT};
+use crate::facts::{KindFacts, KINDS, MAX_DEBT};
 use crate::policy::Policy;
 
 /// How a reply is read.
@@ -37,18 +37,40 @@ pub(crate) enum Reply {
     Line(Option<String>),
 }
 
-/// One call: `module` is the module's command line; the library's is `FCALL[_RO] function
-/// numkeys keys... rest`.
+/// How the module's command line is laid out around the keys.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Layout {
+    /// `head key... rest...` (`head rest...` without keys).
+    Keyed,
+    /// `head numkeys key... rest...` (`RL.ALL`).
+    Counted,
+    /// `head rest[0] key... rest[1..]...` (`RL.PEEK`: the algorithm's word before the key).
+    WordFirst,
+}
+
+/// One call: the module's command line is `head` and the words laid out by `layout`; the
+/// library's is `FCALL[_RO] function numkeys keys... rest`. Each is written straight into the
+/// `redis::Cmd` sent (no line of its own).
 #[derive(Clone, Debug)]
 pub(crate) struct Command {
-    pub module: Vec<String>,
+    pub head: &'static str,
+    pub layout: Layout,
     pub function: &'static str,
     pub keys: Vec<String>,
+    /// The policy whose words (its penalty's too) follow the keys, before `rest`: a
+    /// decision's, written from the policy itself.
+    pub policy: Option<Policy>,
     pub rest: Vec<String>,
     pub decode: Decode,
     pub read_only: bool,
     /// The key whose node the call goes to, where it is not `keys[0]` (a call without keys).
     pub route: Option<String>,
+}
+
+fn args<'a>(cmd: &mut redis::Cmd, words: impl IntoIterator<Item = &'a String>) {
+    for w in words {
+        cmd.arg(w.as_bytes());
+    }
 }
 
 impl Command {
@@ -58,21 +80,62 @@ impl Command {
             .unwrap_or_else(|| self.keys.first().map_or("", String::as_str))
     }
 
-    pub fn library(&self) -> Vec<String> {
-        let mut out = vec![
-            if self.read_only { "FCALL_RO" } else { "FCALL" }.to_string(),
-            self.function.to_string(),
-            self.keys.len().to_string(),
-        ];
-        out.extend(self.keys.iter().cloned());
-        out.extend(self.rest.iter().cloned());
-        out
+    /// An empty command with room for this call's words (one allocation per buffer rather
+    /// than a buffer grown word by word), starting with `head`.
+    fn sized(&self, head: &str) -> redis::Cmd {
+        let words: usize = self.keys.iter().chain(&self.rest).map(String::len).sum();
+        let mut cmd = redis::Cmd::with_capacity(
+            self.keys.len() + self.rest.len() + 12,
+            words + head.len() + self.function.len() + 96,
+        );
+        cmd.arg(head);
+        cmd
     }
 
-    /// Whether redis-rs's cluster client would route it by the wrong argument (`RL.ALL`'s
-    /// keys follow a count; `RL.POLICY GET name` has none): sent to its key's node instead.
-    pub fn routed_by_us(args: &[String]) -> bool {
-        matches!(args[0].as_str(), "RL.ALL" | "RL.POLICY")
+    /// The module's command.
+    pub fn module(&self) -> redis::Cmd {
+        let mut cmd = self.sized(self.head);
+        match self.layout {
+            Layout::Keyed => {
+                args(&mut cmd, &self.keys);
+                self.policy_words(&mut cmd);
+                args(&mut cmd, &self.rest);
+            }
+            Layout::Counted => {
+                cmd.arg(self.keys.len());
+                args(&mut cmd, &self.keys);
+                args(&mut cmd, &self.rest);
+            }
+            Layout::WordFirst => {
+                args(&mut cmd, self.rest.first());
+                args(&mut cmd, &self.keys);
+                args(&mut cmd, self.rest.iter().skip(1));
+            }
+        }
+        cmd
+    }
+
+    /// The library's: `FCALL[_RO] function numkeys keys... rest`.
+    pub fn library(&self) -> redis::Cmd {
+        let mut cmd = self.sized(if self.read_only { "FCALL_RO" } else { "FCALL" });
+        cmd.arg(self.function).arg(self.keys.len());
+        args(&mut cmd, &self.keys);
+        self.policy_words(&mut cmd);
+        args(&mut cmd, &self.rest);
+        cmd
+    }
+
+    fn policy_words(&self, cmd: &mut redis::Cmd) {
+        if let Some(policy) = &self.policy {
+            policy.write_words(cmd);
+        }
+    }
+
+    /// Whether redis-rs's cluster client would route the module's command by the wrong
+    /// argument (`RL.ALL`'s keys follow a count; `RL.POLICY GET name` has none): sent to its
+    /// key's node instead.
+    pub fn routed_by_us(&self) -> bool {
+        matches!(self.head, "RL.ALL" | "RL.POLICY")
     }
 
     pub fn decode(&self, reply: Value, backend: Backend) -> Result<Reply> {
@@ -208,11 +271,12 @@ impl Options {
     }
 }
 
-fn fcall_of(algo: &str) -> &'static str {
+/// The facts of the algorithm `algo` (`GCRA`, ...): its command (`RL.GCRA`) and function.
+fn kind_of(algo: &str) -> Result<&'static KindFacts> {
     KINDS
         .iter()
         .find(|k| k.algo == algo)
-        .map_or("rl_limit", |k| k.fcall)
+        .ok_or_else(|| Error::refused(format!("no such algorithm: {algo}")))
 }
 
 fn checked(policy: &Policy) -> Result<()> {
@@ -229,20 +293,20 @@ fn checked(policy: &Policy) -> Result<()> {
 /// `RL.LIMIT key name [options]`.
 pub(crate) fn decide(key: &str, policy: &Policy, options: Options) -> Result<Command> {
     checked(policy)?;
-    let mut rest = policy.words(true);
-    rest.extend(options.words());
-    let (name, function) = if policy.is_named() {
-        ("RL.LIMIT".to_string(), "rl_limit")
+    let rest = options.words();
+    let (head, function) = if policy.is_named() {
+        ("RL.LIMIT", "rl_limit")
     } else {
-        (format!("RL.{}", policy.algo()), fcall_of(policy.algo()))
+        let kind = kind_of(policy.algo())?;
+        (kind.label, kind.fcall)
     };
-    let mut module = vec![name, key.to_string()];
-    module.extend(rest.iter().cloned());
     let never_denied = (options.refund.is_some() || options.debit.is_some()).then_some(false);
     Ok(Command {
-        module,
+        head,
+        layout: Layout::Keyed,
         function,
         keys: vec![key.to_string()],
+        policy: Some(policy.clone()),
         rest,
         decode: Decode::One {
             policy: Some(policy.clone()),
@@ -256,17 +320,15 @@ pub(crate) fn decide(key: &str, policy: &Policy, options: Options) -> Result<Com
 /// `RL.PEEK ALGO key params [COST n]` (`RL.PEEK POLICY key name [COST n]`): read-only.
 pub(crate) fn peek(key: &str, policy: &Policy, cost: u64) -> Result<Command> {
     checked(policy)?;
-    let word = policy.algo().to_string();
-    let mut params = policy.words(false);
-    params.extend(cost_words(cost));
-    let mut module = vec!["RL.PEEK".to_string(), word.clone(), key.to_string()];
-    module.extend(params.iter().cloned());
-    let mut rest = vec![word];
-    rest.extend(params);
+    let mut rest = vec![policy.algo().to_string()];
+    rest.extend(policy.words(false));
+    rest.extend(cost_words(cost));
     Ok(Command {
-        module,
+        head: "RL.PEEK",
+        layout: Layout::WordFirst,
         function: "rl_peek",
         keys: vec![key.to_string()],
+        policy: None,
         rest,
         decode: Decode::One {
             policy: Some(policy.clone()),
@@ -300,17 +362,16 @@ pub(crate) fn all_clauses(
         rest.push("PEEK".into());
     }
     let keys: Vec<String> = layers.iter().map(|(k, _)| k.clone()).collect();
-    let mut module = vec!["RL.ALL".to_string(), keys.len().to_string()];
-    module.extend(keys.iter().cloned());
-    module.extend(rest.iter().cloned());
     let never_denied = options
         .iter()
         .map(|o| o.iter().any(|w| w == "REFUND" || w == "DEBIT"))
         .collect();
     Ok(Command {
-        module,
+        head: "RL.ALL",
+        layout: Layout::Counted,
         function: "rl_all",
         keys,
+        policy: None,
         rest,
         decode: Decode::All {
             policies: layers.iter().map(|(_, p)| p.clone()).collect(),
@@ -349,9 +410,11 @@ pub(crate) fn settle_options(difference: i128) -> Vec<String> {
 /// `RL.POLICY GET name` (`FCALL_RO rl_policy 0 GET name`), from the node holding `key`.
 pub(crate) fn policy_definition(key: &str, name: &str) -> Command {
     Command {
-        module: vec!["RL.POLICY".into(), "GET".into(), name.into()],
+        head: "RL.POLICY",
+        layout: Layout::Keyed,
         function: "rl_policy",
         keys: vec![],
+        policy: None,
         rest: vec!["GET".into(), name.into()],
         decode: Decode::Line,
         read_only: true,
@@ -362,9 +425,11 @@ pub(crate) fn policy_definition(key: &str, name: &str) -> Command {
 /// `RL.BAN key ms` (`FCALL rl_ban 1 key ms`): true if the key existed.
 pub(crate) fn ban(key: &str, ms: u64) -> Command {
     Command {
-        module: vec!["RL.BAN".into(), key.into(), ms.to_string()],
+        head: "RL.BAN",
+        layout: Layout::Keyed,
         function: "rl_ban",
         keys: vec![key.into()],
+        policy: None,
         rest: vec![ms.to_string()],
         decode: Decode::Bool,
         read_only: false,
@@ -378,12 +443,12 @@ pub(crate) fn acquire(key: &str, limit: u64, timeout: &str, lease_id: &str, peek
     if peek {
         rest.push("PEEK".into());
     }
-    let mut module = vec!["RL.ACQUIRE".to_string(), key.to_string()];
-    module.extend(rest.iter().cloned());
     Command {
-        module,
+        head: "RL.ACQUIRE",
+        layout: Layout::Keyed,
         function: "rl_acquire",
         keys: vec![key.into()],
+        policy: None,
         rest,
         decode: Decode::One {
             policy: None,
@@ -397,12 +462,109 @@ pub(crate) fn acquire(key: &str, limit: u64, timeout: &str, lease_id: &str, peek
 /// `RL.RELEASE key lease_id`: true if the lease was held.
 pub(crate) fn release(key: &str, lease_id: &str) -> Command {
     Command {
-        module: vec!["RL.RELEASE".into(), key.into(), lease_id.into()],
+        head: "RL.RELEASE",
+        layout: Layout::Keyed,
         function: "rl_release",
         keys: vec![key.into()],
+        policy: None,
         rest: vec![lease_id.into()],
         decode: Decode::Bool,
         read_only: false,
         route: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each call's module and library lines, as sent.
+    fn lines(cmd: &Command) -> (String, String) {
+        let text = |c: redis::Cmd| {
+            c.args_iter()
+                .map(|a| match a {
+                    redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+                    _ => "<not simple>".into(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        (text(cmd.module()), text(cmd.library()))
+    }
+
+    #[test]
+    fn command_lines() {
+        let gcra = Policy::gcra(10, "1s").burst(5);
+        let cmd = decide(
+            "k",
+            &gcra,
+            Options {
+                cost: 3,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            lines(&cmd),
+            (
+                "RL.GCRA k 10 1s BURST 5 COST 3".into(),
+                "FCALL rl_gcra 1 k 10 1s BURST 5 COST 3".into()
+            )
+        );
+        let named = decide(
+            "k",
+            &Policy::named("free"),
+            Options {
+                cost: 1,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            lines(&named),
+            ("RL.LIMIT k free".into(), "FCALL rl_limit 1 k free".into())
+        );
+        let cmd = peek("k", &Policy::sliding(100, "1m"), 2).unwrap();
+        assert_eq!(
+            lines(&cmd),
+            (
+                "RL.PEEK SLIDING k 100 1m COST 2".into(),
+                "FCALL_RO rl_peek 1 k SLIDING 100 1m COST 2".into()
+            )
+        );
+        let layers = [
+            ("a".to_string(), Policy::fixed(5, "1m"), 1),
+            ("b".to_string(), Policy::named("free"), 2),
+        ];
+        let cmd = all_of(&layers, true).unwrap();
+        assert_eq!(
+            lines(&cmd),
+            (
+                "RL.ALL 2 a b FIXED 5 1m POLICY free COST 2 PEEK".into(),
+                "FCALL rl_all 2 a b FIXED 5 1m POLICY free COST 2 PEEK".into()
+            )
+        );
+        assert!(cmd.routed_by_us());
+        let cmd = policy_definition("k", "free");
+        assert_eq!(
+            lines(&cmd),
+            (
+                "RL.POLICY GET free".into(),
+                "FCALL_RO rl_policy 0 GET free".into()
+            )
+        );
+        assert_eq!(cmd.node_key(), "k");
+        assert_eq!(lines(&ban("k", 10)).0, "RL.BAN k 10");
+        assert_eq!(
+            lines(&acquire("k", 3, "10s", "l1", true)),
+            (
+                "RL.ACQUIRE k 3 10s l1 PEEK".into(),
+                "FCALL rl_acquire 1 k 3 10s l1 PEEK".into()
+            )
+        );
+        assert_eq!(lines(&release("k", "l1")).0, "RL.RELEASE k l1");
+        for k in KINDS {
+            assert_eq!(k.label, format!("RL.{}", k.algo));
+        }
     }
 }

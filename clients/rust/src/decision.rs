@@ -128,11 +128,13 @@ impl Decision {
 
     /// `X-RateLimit-Limit`, `-Remaining`, `-Reset`, and `Retry-After` on a denial.
     pub fn headers(&self) -> Vec<(&'static str, String)> {
-        let mut out = vec![
+        // Room for all_headers' too (IETF fields appended).
+        let mut out = Vec::with_capacity(6);
+        out.extend([
             ("X-RateLimit-Limit", self.limit.to_string()),
             ("X-RateLimit-Remaining", self.remaining.to_string()),
             ("X-RateLimit-Reset", self.reset_after().to_string()),
-        ];
+        ]);
         if let Some(s) = self.retry_after() {
             out.push(("Retry-After", s.to_string()));
         }
@@ -149,7 +151,7 @@ impl Decision {
             _ if !self.policy_name().is_empty() => self.policy_name(),
             _ => "default",
         };
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(3);
         match &self.policy {
             Some(p) if p.is_named() => {
                 out.push(("RateLimit-Policy", format!("\"{label}\";q={}", self.limit)));

@@ -265,11 +265,25 @@ fn result_of(decision: &Decision) -> &'static str {
     }
 }
 
-fn error_result(err: &Error) -> &'static str {
-    if err.is_unavailable() {
-        metrics::UNAVAILABLE
-    } else {
+/// How a call is counted in the limiter's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Count {
+    /// Not at all (`PEEK`).
+    Not,
+    /// Once; an error the server could not decide is `unavailable`.
+    Call,
+    /// Once, as a request a middleware lets through where the server cannot decide
+    /// (`fail_open`): such an error is `unavailable_fail_open`.
+    FailOpen,
+}
+
+fn error_result(err: &Error, count: Count) -> &'static str {
+    if !err.is_unavailable() {
         metrics::ERROR
+    } else if count == Count::FailOpen {
+        metrics::UNAVAILABLE_OPEN
+    } else {
+        metrics::UNAVAILABLE
     }
 }
 
@@ -313,13 +327,16 @@ where
         &self.inner.conn
     }
 
-    async fn send(&self, args: &[String], key: &str) -> std::result::Result<Value, RedisError> {
-        let mut cmd = redis::cmd(&args[0]);
-        for a in &args[1..] {
-            cmd.arg(a.as_bytes());
-        }
+    /// `cmd` sent; on a cluster, to `key`'s node where `routed_by_us` (redis-rs would route
+    /// it by the wrong argument).
+    async fn send(
+        &self,
+        cmd: redis::Cmd,
+        routed_by_us: bool,
+        key: &str,
+    ) -> std::result::Result<Value, RedisError> {
         let mut conn = self.inner.conn.clone();
-        if Command::routed_by_us(args) {
+        if routed_by_us {
             if let Some(cluster) = (&mut conn as &mut (dyn Any + Send))
                 .downcast_mut::<redis::cluster_async::ClusterConnection>()
             {
@@ -336,7 +353,7 @@ where
     async fn run(&self, cmd: &Command) -> Result<Reply> {
         let key = cmd.node_key();
         if self.inner.backend.load(Ordering::Relaxed) != LIB {
-            match self.send(&cmd.module, key).await {
+            match self.send(cmd.module(), cmd.routed_by_us(), key).await {
                 Ok(reply) => {
                     self.inner.backend.store(MODULE, Ordering::Relaxed);
                     return cmd.decode(reply, Backend::Module);
@@ -351,13 +368,12 @@ where
             }
         }
         let sent = Instant::now();
-        let args = cmd.library();
-        match self.send(&args, key).await {
+        match self.send(cmd.library(), false, key).await {
             Ok(reply) => cmd.decode(reply, Backend::Library),
             Err(e) if unknown_command(&e) => Err(library_unavailable(e, NO_FUNCTIONS)),
             Err(e) if function_missing(&e) => {
                 self.load_once(sent).await?;
-                match self.send(&args, key).await {
+                match self.send(cmd.library(), false, key).await {
                     Ok(reply) => cmd.decode(reply, Backend::Library),
                     Err(e) if function_missing(&e) => Err(library_unavailable(e, NOT_LOADED)),
                     Err(e) => Err(classify(e)),
@@ -429,9 +445,10 @@ where
         key: &str,
         policy: &Policy,
         cost: u64,
-        counted: bool,
+        count: Count,
         cached: bool,
     ) -> Result<Decision> {
+        let counted = count != Count::Not;
         let cache = if cached {
             self.inner.cache.as_ref()
         } else {
@@ -459,7 +476,10 @@ where
                     self.inner.metrics.add(policy.label(), result_of(d), 1);
                 }
             }
-            Err(e) if counted => self.inner.metrics.add(policy.label(), error_result(e), 1),
+            Err(e) if counted => self
+                .inner
+                .metrics
+                .add(policy.label(), error_result(e, count), 1),
             Err(_) => {}
         }
         got
@@ -497,7 +517,7 @@ where
             key,
             policy,
             call.cost,
-            !call.peek,
+            if call.peek { Count::Not } else { Count::Call },
             call.block_ms.is_none(),
         )
         .await
@@ -509,10 +529,15 @@ where
     /// penalty is not sent (the command takes none).
     pub async fn peek(&self, key: &str, policy: &Policy, cost: u64) -> Result<Decision> {
         let cmd = command::peek(key, policy, cost)?;
-        self.one(cmd, key, policy, cost, false, true).await
+        self.one(cmd, key, policy, cost, Count::Not, true).await
     }
 
-    async fn all_layers<L: IntoLayer>(&self, layers: &[L], peek: bool) -> Result<AllDecision> {
+    async fn all_layers<L: IntoLayer>(
+        &self,
+        layers: &[L],
+        peek: bool,
+        count: Count,
+    ) -> Result<AllDecision> {
         let given: Vec<(String, Policy, u64)> = layers
             .iter()
             .map(|l| {
@@ -522,7 +547,7 @@ where
             .collect();
         let cmd = command::all_of(&given, peek)?;
         let cache = self.inner.cache.as_ref();
-        let counted = !peek;
+        let counted = count != Count::Not;
         let joined = || {
             given
                 .iter()
@@ -580,7 +605,7 @@ where
                     self.inner.metrics.add(given[at].1.label(), r, 1);
                 }
             }
-            Err(e) if counted => self.inner.metrics.add(&joined(), error_result(e), 1),
+            Err(e) if counted => self.inner.metrics.add(&joined(), error_result(e, count), 1),
             Err(_) => {}
         }
         got
@@ -591,13 +616,54 @@ where
     /// call without one (its other layers are then None), and each denied layer of the reply
     /// is cached. Counted under the binding layer's policy name.
     pub async fn decide_all<L: IntoLayer>(&self, layers: &[L]) -> Result<AllDecision> {
-        self.all_layers(layers, false).await
+        self.all_layers(layers, false, Count::Call).await
     }
 
     /// `RL.ALL ... PEEK`: every layer's state, writing nothing; sent whatever the cache holds;
     /// not counted.
     pub async fn peek_all<L: IntoLayer>(&self, layers: &[L]) -> Result<AllDecision> {
-        self.all_layers(layers, true).await
+        self.all_layers(layers, true, Count::Not).await
+    }
+
+    /// A request of the tower layer: [`decide`](Limiter::decide) of its one layer, counted
+    /// the same, except that where the server cannot decide and `fail_open` lets the request
+    /// through it is counted `unavailable_fail_open` (as the Python and Node middlewares
+    /// count it).
+    #[cfg(feature = "tower")]
+    pub(crate) async fn decide_request(
+        &self,
+        key: &str,
+        policy: &Policy,
+        fail_open: bool,
+    ) -> Result<Decision> {
+        let options = Options {
+            cost: 1,
+            ..Options::default()
+        };
+        let cmd = command::decide(key, policy, options)?;
+        let count = if fail_open {
+            Count::FailOpen
+        } else {
+            Count::Call
+        };
+        self.one(cmd, key, policy, 1, count, true).await
+    }
+
+    /// A request of the tower layer: [`decide_all`](Limiter::decide_all) of its layers,
+    /// counted the same but for `unavailable_fail_open`, as
+    /// [`decide_request`](Limiter::decide_request).
+    #[cfg(feature = "tower")]
+    pub(crate) async fn decide_all_request(
+        &self,
+        layers: &[Layer],
+        fail_open: bool,
+    ) -> Result<AllDecision> {
+        let count = if fail_open {
+            Count::FailOpen
+        } else {
+            Count::Call
+        };
+        self.all_layers(layers, false, count).await
     }
 
     pub(crate) async fn run_one(&self, cmd: &Command) -> Result<Decision> {
@@ -693,9 +759,15 @@ where
         let definition = policy
             .definition()
             .ok_or_else(|| Error::refused("a server-side policy is defined already"))?;
-        let mut args = vec!["RL.POLICY".to_string(), "SET".into(), name.into()];
-        args.extend(definition.split(' ').map(str::to_string));
-        self.send(&args, name).await.map(|_| ()).map_err(classify)
+        let mut cmd = redis::cmd("RL.POLICY");
+        cmd.arg("SET").arg(name);
+        for word in definition.split(' ') {
+            cmd.arg(word);
+        }
+        self.send(cmd, true, name)
+            .await
+            .map(|_| ())
+            .map_err(classify)
     }
 
     /// `RL.TOP policy COUNT n`: the keys the server-side policy `name` denied most on the node

@@ -65,7 +65,9 @@ fn label(value: &str) -> String {
 #[derive(Debug, Default)]
 pub struct Metrics {
     cache: Option<Arc<DenialCache>>,
-    counts: Mutex<BTreeMap<(String, &'static str), u64>>,
+    /// Per layer, a count per result (in [`RESULTS`]' order): a layer seen is found without
+    /// allocating.
+    counts: Mutex<BTreeMap<String, [u64; RESULTS.len()]>>,
 }
 
 impl Metrics {
@@ -80,12 +82,19 @@ impl Metrics {
     /// Adds `n` to (layer, result). `result` is one of [`RESULTS`]; any other is ignored
     /// (and a debug build panics).
     pub fn add(&self, layer: &str, result: &str, n: u64) {
-        let Some(result) = RESULTS.iter().find(|r| **r == result) else {
+        let Some(at) = RESULTS.iter().position(|r| *r == result) else {
             debug_assert!(false, "unknown result {result:?}");
             return;
         };
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        *counts.entry((layer.to_string(), result)).or_insert(0) += n;
+        match counts.get_mut(layer) {
+            Some(per) => per[at] += n,
+            None => {
+                let mut per = [0; RESULTS.len()];
+                per[at] = n;
+                counts.insert(layer.to_string(), per);
+            }
+        }
     }
 
     /// `{layer: {result: count}}`, every result present for each layer seen (0 when none).
@@ -95,13 +104,10 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let mut out: BTreeMap<String, BTreeMap<&'static str, u64>> = BTreeMap::new();
-        for ((layer, result), n) in counts {
-            out.entry(layer)
-                .or_insert_with(|| RESULTS.iter().map(|r| (*r, 0)).collect())
-                .insert(result, n);
-        }
-        out
+        counts
+            .into_iter()
+            .map(|(layer, per)| (layer, RESULTS.into_iter().zip(per).collect()))
+            .collect()
     }
 
     /// Every count added up: the calls (or requests) decided.
@@ -110,6 +116,7 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
+            .flatten()
             .sum()
     }
 

@@ -15,6 +15,7 @@
 //! window.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::facts::{DURATION_UNITS_MS, MAX_POLICY_NAME};
@@ -158,8 +159,17 @@ enum Spec {
 /// assert_eq!(login.to_string(), "FIXED 5 1m PENALTY 10m ESCALATE 1d");
 /// assert_eq!(Policy::named("free").to_string(), "POLICY free");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Cheap to clone: its clones share one definition (a decision carries its policy).
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Policy {
+    d: Arc<Definition>,
+}
+
+/// A policy's definition, shared by its clones (changed by the builder methods on a copy where
+/// it is shared).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Definition {
     spec: Spec,
     quota: u64,
     window: Option<Dur>,
@@ -170,18 +180,36 @@ pub struct Policy {
     invalid: Option<String>,
 }
 
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = &self.d;
+        f.debug_struct("Policy")
+            .field("spec", &d.spec)
+            .field("quota", &d.quota)
+            .field("window", &d.window)
+            .field("name", &d.name)
+            .field("penalty", &d.penalty)
+            .field("calendar", &d.calendar)
+            .field("shadow", &d.shadow)
+            .field("invalid", &d.invalid)
+            .finish()
+    }
+}
+
 impl Policy {
     fn inline(algo: &'static str, params: Vec<String>, quota: u64, window: Dur) -> Policy {
         let invalid = window.arg().err().map(str::to_string);
         Policy {
-            spec: Spec::Inline { algo, params },
-            quota,
-            window: Some(window),
-            name: String::new(),
-            penalty: Vec::new(),
-            calendar: None,
-            shadow: false,
-            invalid,
+            d: Arc::new(Definition {
+                spec: Spec::Inline { algo, params },
+                quota,
+                window: Some(window),
+                name: String::new(),
+                penalty: Vec::new(),
+                calendar: None,
+                shadow: false,
+                invalid,
+            }),
         }
     }
 
@@ -203,10 +231,11 @@ impl Policy {
 
     /// GCRA's `BURST b`: up to `b` requests at once. Ignored by the other algorithms.
     pub fn burst(mut self, burst: u64) -> Policy {
+        let d = Arc::make_mut(&mut self.d);
         if let Spec::Inline {
             algo: "GCRA",
             params,
-        } = &mut self.spec
+        } = &mut d.spec
         {
             params.truncate(2);
             params.extend(["BURST".to_string(), burst.to_string()]);
@@ -268,17 +297,18 @@ impl Policy {
             limit,
             window.into(),
         );
-        p.calendar = Some((unit, 1));
+        Arc::make_mut(&mut p.d).calendar = Some((unit, 1));
         p
     }
 
     /// A quota's time zone (`TZ zone`): an IANA name (`"Europe/Paris"`), an offset
     /// (`"+05:30"`) or `"UTC"`, as given: the server checks it.
     pub fn tz(mut self, zone: impl Into<String>) -> Policy {
+        let d = Arc::make_mut(&mut self.d);
         if let Spec::Inline {
             algo: "QUOTA",
             params,
-        } = &mut self.spec
+        } = &mut d.spec
         {
             params.extend(["TZ".to_string(), zone.into()]);
         }
@@ -288,16 +318,17 @@ impl Policy {
     /// A quota's anchor (`ANCHOR yyyy-mm-ddThh:mm`): the local wall time its periods renew at,
     /// as given: the server checks it.
     pub fn anchor(mut self, anchor: impl Into<String>) -> Policy {
+        let d = Arc::make_mut(&mut self.d);
         let anchor = anchor.into();
         if let Spec::Inline {
             algo: "QUOTA",
             params,
-        } = &mut self.spec
+        } = &mut d.spec
         {
             let day = anchor_day(&anchor).unwrap_or(1);
             params.extend(["ANCHOR".to_string(), anchor]);
-            if let Some((unit, _)) = self.calendar {
-                self.calendar = Some((unit, day));
+            if let Some((unit, _)) = d.calendar {
+                d.calendar = Some((unit, day));
             }
         }
         self
@@ -319,22 +350,25 @@ impl Policy {
             )
         });
         Policy {
-            spec: Spec::Named(name),
-            quota: 0,
-            window: None,
-            name: String::new(),
-            penalty: Vec::new(),
-            calendar: None,
-            shadow: false,
-            invalid,
+            d: Arc::new(Definition {
+                spec: Spec::Named(name),
+                quota: 0,
+                window: None,
+                name: String::new(),
+                penalty: Vec::new(),
+                calendar: None,
+                shadow: false,
+                invalid,
+            }),
         }
     }
 
     /// This policy, named `name` in the IETF fields and in the counters (a server-side
     /// policy's name is its own).
     pub fn name(mut self, name: impl Into<String>) -> Policy {
-        if !matches!(self.spec, Spec::Named(_)) {
-            self.name = name.into();
+        let d = Arc::make_mut(&mut self.d);
+        if !matches!(d.spec, Spec::Named(_)) {
+            d.name = name.into();
         }
         self
     }
@@ -344,21 +378,22 @@ impl Policy {
     /// previous one's end lasts twice as long, at most `max`. A server-side policy's penalty
     /// is its definition's: this is refused on one.
     pub fn penalty<D: Into<Dur>>(mut self, d: D, escalate: Option<D>) -> Policy {
-        if matches!(self.spec, Spec::Named(_)) {
-            self.invalid = Some("a server-side policy's penalty is its definition's".into());
+        let def = Arc::make_mut(&mut self.d);
+        if matches!(def.spec, Spec::Named(_)) {
+            def.invalid = Some("a server-side policy's penalty is its definition's".into());
             return self;
         }
         let d = d.into();
-        self.penalty = vec!["PENALTY".into(), Self::text(&d)];
+        def.penalty = vec!["PENALTY".into(), Self::text(&d)];
         if let Err(e) = d.arg() {
-            self.invalid.get_or_insert(e.to_string());
+            def.invalid.get_or_insert(e.to_string());
         }
         if let Some(max) = escalate {
             let max = max.into();
             if let Err(e) = max.arg() {
-                self.invalid.get_or_insert(e.to_string());
+                def.invalid.get_or_insert(e.to_string());
             }
-            self.penalty.extend(["ESCALATE".into(), Self::text(&max)]);
+            def.penalty.extend(["ESCALATE".into(), Self::text(&max)]);
         }
         self
     }
@@ -368,23 +403,24 @@ impl Policy {
     /// answers its denials as admitted. The commands take `SHADOW` only in a definition: a
     /// shadow policy is called by its name.
     pub fn shadow(mut self) -> Policy {
-        self.shadow = true;
+        let d = Arc::make_mut(&mut self.d);
+        d.shadow = true;
         self
     }
 
     /// Whether this is a server-side policy, called by its name.
     pub fn is_named(&self) -> bool {
-        matches!(self.spec, Spec::Named(_))
+        matches!(self.d.spec, Spec::Named(_))
     }
 
     /// Whether [`shadow`](Policy::shadow) marked it.
     pub fn is_shadow(&self) -> bool {
-        self.shadow
+        self.d.shadow
     }
 
     /// The algorithm's word (`GCRA`, ..., `QUOTA`), or `POLICY` for a server-side policy.
     pub fn algo(&self) -> &str {
-        match &self.spec {
+        match &self.d.spec {
             Spec::Inline { algo, .. } => algo,
             Spec::Named(_) => "POLICY",
         }
@@ -393,29 +429,29 @@ impl Policy {
     /// The policy's name: its own ([`name`](Policy::name), may be `""`), or the server-side
     /// policy's.
     pub fn policy_name(&self) -> &str {
-        match &self.spec {
+        match &self.d.spec {
             Spec::Named(name) => name,
-            Spec::Inline { .. } => &self.name,
+            Spec::Inline { .. } => &self.d.name,
         }
     }
 
     /// The IETF `q`: the limit of a window or a quota, the count of a rate (0 for a
     /// server-side policy, whose quota the client does not know).
     pub fn quota_q(&self) -> u64 {
-        self.quota
+        self.d.quota
     }
 
     /// The IETF `w` of a window or a rate: its window (or period) in whole seconds, rounded
     /// up; None for a server-side policy and for text the server would refuse.
     pub fn window_s(&self) -> Option<u64> {
-        let ms = self.window.as_ref()?.as_ms()?;
+        let ms = self.d.window.as_ref()?.as_ms()?;
         Some(ms.div_ceil(1000).max(1))
     }
 
     /// The IETF `w` of a decision whose reply said `reset_after_ms`: a quota's current period
     /// in seconds (its renewal now + `reset_after_ms`), else [`window_s`](Policy::window_s).
     pub fn period_s(&self, reset_after_ms: i64) -> Option<u64> {
-        let Some(calendar) = self.calendar else {
+        let Some(calendar) = self.d.calendar else {
             return self.window_s();
         };
         let now_ms = SystemTime::now()
@@ -427,7 +463,7 @@ impl Policy {
 
     /// The argument error found while building, if any.
     pub(crate) fn check(&self) -> Result<(), crate::Error> {
-        match &self.invalid {
+        match &self.d.invalid {
             Some(why) => Err(crate::Error::refused(why.clone())),
             None => Ok(()),
         }
@@ -436,11 +472,11 @@ impl Policy {
     /// What follows the key in a call: `ALGO params [PENALTY ...]` without `ALGO` (the
     /// command names it), or the server-side policy's name.
     pub(crate) fn words(&self, penalty: bool) -> Vec<String> {
-        match &self.spec {
+        match &self.d.spec {
             Spec::Inline { params, .. } => {
                 let mut out = params.clone();
                 if penalty {
-                    out.extend(self.penalty.iter().cloned());
+                    out.extend(self.d.penalty.iter().cloned());
                 }
                 out
             }
@@ -448,15 +484,29 @@ impl Policy {
         }
     }
 
+    /// [`words`](Policy::words) with the penalty, written into `cmd` (without copies).
+    pub(crate) fn write_words(&self, cmd: &mut redis::Cmd) {
+        match &self.d.spec {
+            Spec::Inline { params, .. } => {
+                for w in params.iter().chain(self.d.penalty.iter()) {
+                    cmd.arg(w.as_bytes());
+                }
+            }
+            Spec::Named(name) => {
+                cmd.arg(name.as_bytes());
+            }
+        }
+    }
+
     /// Its server-side definition after the name: `ALGO params [PENALTY d [ESCALATE max]]
     /// [SHADOW]` (what `RL.POLICY SET name` takes); None for a server-side policy.
     pub fn definition(&self) -> Option<String> {
-        let Spec::Inline { algo, .. } = &self.spec else {
+        let Spec::Inline { algo, .. } = &self.d.spec else {
             return None;
         };
         let mut words = vec![algo.to_string()];
         words.extend(self.words(true));
-        if self.shadow {
+        if self.d.shadow {
             words.push("SHADOW".into());
         }
         Some(words.join(" "))
@@ -465,10 +515,10 @@ impl Policy {
     /// What identifies it in the denial cache: the algorithm, parameters and penalty (its
     /// name is only the headers'), or a server-side policy's name.
     pub(crate) fn identity(&self) -> String {
-        match &self.spec {
+        match &self.d.spec {
             Spec::Inline { algo, params } => {
                 let mut s = algo.to_string();
-                for w in params.iter().chain(self.penalty.iter()) {
+                for w in params.iter().chain(self.d.penalty.iter()) {
                     s.push('\0');
                     s.push_str(w);
                 }

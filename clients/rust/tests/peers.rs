@@ -16,7 +16,7 @@
 //! - the limiter keeps an entry per key ever seen, stale or not, until `retain_recent`.
 #![cfg(feature = "tower")]
 
-mod tower_common;
+mod common;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use std::time::Instant;
 use axum::http::Request;
 use axum::routing::get;
 use axum::Router;
-use tower_common::serve;
+use common::serve;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::{GlobalKeyExtractor, KeyExtractor, SmartIpKeyExtractor};
 use tower_governor::{GovernorError, GovernorLayer};

@@ -8,7 +8,6 @@
 #![cfg(feature = "tower")]
 
 mod common;
-mod tower_common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -17,11 +16,10 @@ use axum::extract::Extension;
 use axum::response::Response;
 use axum::routing::get as route_get;
 use axum::Router;
-use common::{Cluster, Kind, Server};
+use common::{serve, Cluster, Kind, Server};
 use redis::aio::ConnectionLike;
 use redis_rl::tower::{metrics_handler, Identify, RateLimitLayer, TrustedProxies};
 use redis_rl::{Decision, Limiter, Policy};
-use tower_common::serve;
 
 /// Exposes the binding decision the layer put in the response's extensions as a header, so
 /// the test can give the Python package the same decision.
@@ -381,38 +379,75 @@ async fn braces_in_the_tag_on_a_cluster() {
     assert_eq!(from(&base, "203.0.113.7").await, 200);
 }
 
+/// A layer by address and, where the request has an API key, by key too (one layer: its own
+/// command; both: one `RL.ALL`), and its counters at /metrics (not limited).
+fn with_metrics<C>(limiter: Limiter<C>, fail_open: bool) -> Router
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+{
+    let layer = RateLimitLayer::builder(limiter)
+        .layer("ip", by_address(), Policy::fixed(100, "1h"))
+        .layer(
+            "key",
+            Identify::header("x-api-key").unwrap(),
+            Policy::fixed(100, "1h"),
+        )
+        .fail_open(fail_open)
+        .build()
+        .unwrap();
+    let metrics = layer.metrics();
+    app(layer).route("/metrics", route_get(metrics_handler(metrics)))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fail_closed_by_default_and_open_when_asked() {
     let mut server = Server::start(Kind::Module);
     let conn = server.multiplexed().await;
-    let closed = RateLimitLayer::builder(Limiter::new(conn.clone()))
-        .layer("ip", by_address(), Policy::fixed(100, "1h"))
-        .build()
-        .unwrap();
-    let open = RateLimitLayer::builder(Limiter::new(conn))
-        .layer("ip", by_address(), Policy::fixed(100, "1h"))
-        .fail_open(true)
-        .build()
-        .unwrap();
-    let closed_metrics = closed.metrics();
-    let (closed, open) = (serve(app(closed)).await, serve(app(open)).await);
+    let closed = serve(with_metrics(Limiter::new(conn.clone()), false)).await;
+    let open = serve(with_metrics(Limiter::new(conn), true)).await;
     assert_eq!(from(&closed, "203.0.113.7").await, 200);
     server.kill();
-    let r = get(&closed, "/", &[]).await;
-    assert_eq!(r.status().as_u16(), 503);
-    assert_eq!(r.headers()["content-type"], "application/json");
-    assert!(r.headers().get("x-ratelimit-remaining").is_none());
-    assert_eq!(
-        r.text().await.unwrap(),
-        r#"{"error": "rate limiter unavailable"}"#
-    );
-    let r = get(&open, "/", &[]).await;
-    assert_eq!(r.status().as_u16(), 200);
-    assert!(r.headers().get("x-ratelimit-remaining").is_none());
-    assert_eq!(r.text().await.unwrap(), "ok");
-    let snapshot = closed_metrics.snapshot();
-    assert_eq!(snapshot["ip"]["within_limit"], 1);
-    assert_eq!(snapshot["ip"]["unavailable"], 1);
+    // Per layer: 3 requests by address only (its own command), 2 with a key too (RL.ALL).
+    for base in [&closed, &open] {
+        for i in 0..5 {
+            let r = if i < 3 {
+                get(base, "/", &[]).await
+            } else {
+                get(base, "/", &[("x-api-key", "k1")]).await
+            };
+            assert!(r.headers().get("x-ratelimit-remaining").is_none());
+            if base == &closed {
+                assert_eq!(r.status().as_u16(), 503);
+                assert_eq!(r.headers()["content-type"], "application/json");
+                assert_eq!(
+                    r.text().await.unwrap(),
+                    r#"{"error": "rate limiter unavailable"}"#
+                );
+            } else {
+                assert_eq!(r.status().as_u16(), 200);
+                assert_eq!(r.text().await.unwrap(), "ok");
+            }
+        }
+    }
+    // Each request counted once: `unavailable` where answered 503, `unavailable_fail_open`
+    // where let through, never both.
+    let count = |text: &str, layer: &str, result: &str| -> u64 {
+        let line = format!("rl_decisions_total{{layer=\"{layer}\",result=\"{result}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .map_or(0, |n| n.parse().unwrap())
+    };
+    let text = get(&closed, "/metrics", &[]).await.text().await.unwrap();
+    assert_eq!(count(&text, "ip", "within_limit"), 1, "{text}");
+    assert_eq!(count(&text, "ip", "unavailable"), 3, "{text}");
+    assert_eq!(count(&text, "ip+key", "unavailable"), 2, "{text}");
+    assert_eq!(count(&text, "ip", "unavailable_fail_open"), 0, "{text}");
+    assert_eq!(count(&text, "ip+key", "unavailable_fail_open"), 0, "{text}");
+    let text = get(&open, "/metrics", &[]).await.text().await.unwrap();
+    assert_eq!(count(&text, "ip", "unavailable_fail_open"), 3, "{text}");
+    assert_eq!(count(&text, "ip+key", "unavailable_fail_open"), 2, "{text}");
+    assert_eq!(count(&text, "ip", "unavailable"), 0, "{text}");
+    assert_eq!(count(&text, "ip+key", "unavailable"), 0, "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@
 //! `CL.THROTTLE`, and with the server down its error handler gets the connection's error.
 #![cfg(feature = "tower")]
 
-mod tower_common;
+mod common;
 
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ use axum::http::{HeaderValue, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tower_common::{serve, server_time_ns, Flavor, Server};
+use common::{serve, server_time_ns, Kind, Server};
 use tower_redis_cell::redis_cell::Policy;
 use tower_redis_cell::{
     Error, ProvideRule, ProvideRuleResult, RateLimitConfig, RateLimitLayer, Rule,
@@ -114,8 +114,8 @@ fn header(r: &reqwest::Response, name: &str) -> i128 {
     r.headers()[name].to_str().unwrap().parse().unwrap()
 }
 
-async fn check(flavor: Flavor) {
-    let mut server = Server::start(flavor, true);
+async fn check(kind: Kind) {
+    let mut server = Server::start(kind);
     let mut c = server.conn();
     let base = app(&server.url()).await;
     let http = reqwest::Client::new();
@@ -210,7 +210,7 @@ async fn check(flavor: Flavor) {
     assert_eq!(throttle_calls(&mut c), before + 7);
 
     // The server down: the error handler gets the connection's error (a 503 here).
-    server.stop();
+    server.kill();
     for _ in 0..2 {
         assert_eq!(
             get("/", "a").await.unwrap().status(),
@@ -230,10 +230,10 @@ fn throttle_calls(c: &mut redis::Connection) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tower_redis_cell_works_against_our_cl_throttle_on_redis() {
-    check(Flavor::Redis).await;
+    check(Kind::Module).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tower_redis_cell_works_against_our_cl_throttle_on_valkey() {
-    check(Flavor::Valkey).await;
+    check(Kind::ValkeyModule).await;
 }

@@ -17,14 +17,15 @@
 //!   [`fail_open`](crate::tower::RateLimitBuilder::fail_open) let through. Any other error (a
 //!   policy the server refuses, a foreign key, the library that cannot be loaded, `NOPERM`) is a
 //!   `500` `{"error": "rate limiter error"}` whatever `fail_open` says: never let through
-//!   unchecked, never a panic. So is a request without a client address where a layer keys by it (serve
-//!   the app with `into_make_service_with_connect_info::<SocketAddr>()`).
+//!   unchecked, never a panic. So is a request without a client address where a layer keys by
+//!   it (serve the app with `into_make_service_with_connect_info::<SocketAddr>()`).
 //! - The binding layer's [`Decision`] is in the extensions of the request the inner service
 //!   gets (a handler reads it with `Extension<Decision>`) and of the response, a 429's too.
 //! - The limiter's denial cache answers a request one of whose layers is cached denied with the
 //!   same 429, without a call; its counters count each request once
 //!   ([`RateLimitLayer::metrics`](crate::tower::RateLimitLayer::metrics),
-//!   [`metrics_handler`](crate::tower::metrics_handler)).
+//!   [`metrics_handler`](crate::tower::metrics_handler)): a request the server could not
+//!   decide as `unavailable` when answered 503, `unavailable_fail_open` when let through.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -166,7 +167,8 @@ impl<C> RateLimitBuilder<C> {
         self
     }
 
-    /// Let a request through when the server cannot decide (default: `503`).
+    /// Let a request through when the server cannot decide (default: `503`); counted
+    /// `unavailable_fail_open`.
     pub fn fail_open(mut self, fail_open: bool) -> Self {
         self.fail_open = fail_open;
         self
@@ -341,15 +343,15 @@ impl<C> Config<C> {
         for l in &self.layers {
             identities.push(l.identify.identify(parts).map_err(|_| ())?);
         }
-        let base = match self.tag {
-            Some(at) => format!(
+        let base: Cow<'_, str> = match self.tag {
+            Some(at) => Cow::Owned(format!(
                 "{}:{{{}}}",
                 self.prefix,
                 tag_text(identities[at].as_deref())
-            ),
-            None => self.prefix.clone(),
+            )),
+            None => Cow::Borrowed(&self.prefix),
         };
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.layers.len());
         for (l, identity) in self.layers.iter().zip(identities) {
             let Some(identity) = identity else { continue };
             let policy = match &l.policy {
@@ -357,8 +359,12 @@ impl<C> Config<C> {
                 PolicyFor::Func(f) => f(parts).map(|p| Cow::Owned(named_after(p, &l.name))),
             };
             if let Some(policy) = policy {
+                let mut key = String::with_capacity(base.len() + l.name.len() + identity.len() + 2);
+                for part in [&*base, ":", &l.name, ":", &identity] {
+                    key.push_str(part);
+                }
                 out.push(Applying {
-                    key: format!("{base}:{}:{identity}", l.name),
+                    key,
                     name: &l.name,
                     policy,
                 });
@@ -410,10 +416,12 @@ where
             }
             // One layer applying is decided by its own command (`RL.GCRA`, ...), whose reply
             // is half of a one-layer `RL.ALL`'s, as resty.rl does; several by one `RL.ALL`.
+            // Counted by the limiter, once; a request `fail_open` lets through where the
+            // server cannot decide as `unavailable_fail_open`.
             let decided = match &applying[..] {
                 [one] => config
                     .limiter
-                    .decide(&one.key, &one.policy)
+                    .decide_request(&one.key, &one.policy, config.fail_open)
                     .await
                     .map(|d| (d, 0)),
                 _ => {
@@ -423,7 +431,7 @@ where
                         .collect();
                     config
                         .limiter
-                        .decide_all(&layers)
+                        .decide_all_request(&layers, config.fail_open)
                         .await
                         .map(|r: AllDecision| (r.binding, r.index))
                 }
@@ -523,11 +531,17 @@ fn too_many(decision: &Decision, layer: &str) -> Response<Body> {
     );
     let mut r = json_response(StatusCode::TOO_MANY_REQUESTS, body);
     for (k, v) in decision.all_headers(None) {
-        if let Ok(v) = HeaderValue::from_str(&v) {
+        if let Ok(v) = header_value(v) {
             r.headers_mut().insert(HeaderName::from_static(lower(k)), v);
         }
     }
     r
+}
+
+/// A header's value, its text moved in (not copied); refused as `HeaderValue::from_str`
+/// refuses.
+fn header_value(v: String) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
+    HeaderValue::from_maybe_shared(Bytes::from(v))
 }
 
 /// A header name of [`Decision::all_headers`] in the lowercase `http` wants.
@@ -567,7 +581,7 @@ fn with_headers(mut response: Response<Body>, decision: &Decision) -> Response<B
         if k == "Retry-After" {
             continue;
         }
-        if let Ok(v) = HeaderValue::from_str(&v) {
+        if let Ok(v) = header_value(v) {
             headers.insert(name, v);
         }
     }

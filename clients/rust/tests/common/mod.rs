@@ -1,11 +1,12 @@
 //! Real servers for the tests: redis-server (Debian's 7.0 on PATH) with the rl module
 //! (`RL_MODULE`, default the checkout's target/release/librl.so) or without it, valkey-server
-//! (`RL_VALKEY_SERVER`, default the checkout's .tools/bin/valkey-server), and a Redis Cluster of
-//! three masters. Each is started on free ports in a directory of its own and killed when
-//! dropped.
+//! (`RL_VALKEY_SERVER`, default the checkout's .tools/bin/valkey-server, else the one on PATH),
+//! and a Redis Cluster of three masters. Each is started on free ports in a directory of its
+//! own and killed when dropped. And for the tower layer's tests, an axum app served on
+//! 127.0.0.1:0 with `ConnectInfo<SocketAddr>`.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,7 +24,14 @@ pub fn module_path() -> PathBuf {
 fn valkey_path() -> PathBuf {
     std::env::var_os("RL_VALKEY_SERVER")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root().join(".tools/bin/valkey-server"))
+        .unwrap_or_else(|| {
+            let local = root().join(".tools/bin/valkey-server");
+            if local.exists() {
+                local
+            } else {
+                "valkey-server".into()
+            }
+        })
 }
 
 /// A free port whose cluster bus port (+10000) is free too.
@@ -168,6 +176,14 @@ impl Server {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// A synchronous connection (for the test's own commands).
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
     pub async fn multiplexed(&self) -> redis::aio::MultiplexedConnection {
         redis::Client::open(self.url())
             .unwrap()
@@ -267,4 +283,26 @@ impl Cluster {
             .await
             .unwrap()
     }
+}
+
+/// Serves `app` on 127.0.0.1:0 with `ConnectInfo<SocketAddr>`, in the test's runtime: the
+/// base URL.
+pub async fn serve(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+    format!("http://{addr}")
+}
+
+/// The server's clock, in nanoseconds since the epoch (`TIME`, microseconds).
+pub fn server_time_ns(c: &mut redis::Connection) -> i128 {
+    let (s, us): (i64, i64) = redis::cmd("TIME").query(c).unwrap();
+    i128::from(s) * 1_000_000_000 + i128::from(us) * 1_000
 }
