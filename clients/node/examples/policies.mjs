@@ -7,14 +7,14 @@ import { ConfigurationError, Limiter, policy } from "redis-rl";
 
 const client = await createClient({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" }).connect();
 // The administrator's part (RL.POLICY SET is an admin command):
-await client.sendCommand(["RL.POLICY", "SET", "free", "GCRA", "10", "1s", "BURST", "5"]);
+await client.sendCommand(["RL.POLICY", "SET", "free", "GCRA", "10", "1m", "BURST", "5"]);
 await client.sendCommand(["RL.POLICY", "SET", "trial", "FIXED", "1", "1h", "SHADOW"]);
 
 const limiter = new Limiter(client);
 const d = await limiter.limit("user:21", "free", { cost: 2 }); // RL.LIMIT user:21 free COST 2
 console.log(d.allowed, d.limit, d.remaining, d.policyName); // true 5 3 free
 const headers = d.allHeaders(); // the client knows the name, not the window: no w
-console.log(headers["RateLimit-Policy"], headers["RateLimit"]); // "free";q=5 "free";r=3;t=1
+console.log(headers["RateLimit-Policy"], headers["RateLimit"]); // "free";q=5 "free";r=3;t=12
 const peeked = await limiter.peek("user:21", "free", { cost: 3 }); // RL.PEEK POLICY user:21 free COST 3
 console.log(peeked.allowed, peeked.remaining); // true 0
 
