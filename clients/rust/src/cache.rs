@@ -17,6 +17,13 @@
 //!
 //! What it gives up: a `REFUND`, a raised policy or a lifted ban made elsewhere is seen at the
 //! latest when R ends; the same limiter's own `refund` and `ban` drop the key's entries at once.
+//!
+//! With [`exhausted`](DenialCache::exhausted) on (off by default), an admission that left
+//! nothing is written too: a spending call of a spelled-out policy without a penalty, admitted
+//! with `remaining` 0, whose algorithm says from the reply when the next unit is free
+//! ([`exhausted_wait`]). The calls until then are denied here, so a flooding identity's
+//! denials never reach the server, not even the first after each admission; the server then
+//! counts no denial of it (`INFO rl`, `RL.TOP`): only this process's counters do.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -27,6 +34,30 @@ use crate::policy::Policy;
 
 /// Entries kept by default.
 pub const DEFAULT_MAX_ENTRIES: usize = 10_000;
+
+/// For a spending admission of `policy` that left `remaining` 0: how long (ms, from the
+/// call's send) every call of the same key and policy is denied, or None when the reply does
+/// not say it (a sliding window, a server-side policy, a penalty: the denial that starts it
+/// must reach the server) or when it is under 1 ms. With `T` the time one unit costs and
+/// `limit` the burst (capacity), the next unit of GCRA, the token bucket and the leaky bucket
+/// is free when the limiter is `(limit - 1) * T` from idle (admitted iff debt + T <= limit *
+/// T); a fixed window's or a quota's at the window's end. The reply's `reset_after_ms` is
+/// rounded up, so 1 ms less never denies a call the server would admit.
+pub fn exhausted_wait(policy: &Policy, d: &Decision) -> Option<f64> {
+    if policy.is_named() || policy.has_penalty() || !d.allowed || d.remaining != 0 || d.cached {
+        return None;
+    }
+    let reset = d.reset_after_ms as f64 - 1.0;
+    let wait = match policy.algo() {
+        "FIXED" | "QUOTA" => reset,
+        "GCRA" | "TOKENBUCKET" | "LEAKY" if policy.quota_q() > 0 => {
+            let unit = policy.window_ms()? as f64 / policy.quota_q() as f64;
+            reset - (d.limit - 1) as f64 * unit
+        }
+        _ => return None,
+    };
+    (wait >= 1.0).then_some(wait)
+}
 
 #[derive(Clone, Debug)]
 struct Entry {
@@ -70,6 +101,7 @@ impl Inner {
 #[derive(Debug)]
 pub struct DenialCache {
     max_entries: usize,
+    exhausted: bool,
     inner: Mutex<Inner>,
 }
 
@@ -90,8 +122,21 @@ impl DenialCache {
     pub fn new(max_entries: usize) -> DenialCache {
         DenialCache {
             max_entries: max_entries.max(1),
+            exhausted: false,
             inner: Mutex::new(Inner::default()),
         }
+    }
+
+    /// This cache, writing an admission that left nothing too when `on` (default off): see
+    /// [`exhausted_wait`].
+    pub fn exhausted(mut self, on: bool) -> DenialCache {
+        self.exhausted = on;
+        self
+    }
+
+    /// Whether it writes an admission that left nothing ([`exhausted`](DenialCache::exhausted)).
+    pub fn is_exhausted(&self) -> bool {
+        self.exhausted
     }
 
     /// Its bound.
@@ -155,12 +200,38 @@ impl DenialCache {
     }
 
     /// Records `decision` (the server's answer to a call of `cost` sent at `sent`) if it is a
-    /// denial with `retry_after_ms` > 0; anything else is not written.
-    pub fn put(&self, key: &str, policy: &Policy, cost: u64, decision: &Decision, sent: Instant) {
-        if decision.allowed || decision.retry_after_ms <= 0 || decision.cached {
-            return;
-        }
+    /// denial with `retry_after_ms` > 0, or, with [`exhausted`](DenialCache::exhausted) on, a
+    /// spending (`spent`) admission that left nothing ([`exhausted_wait`]), as a denial of any
+    /// cost until then; anything else is not written.
+    pub fn put(
+        &self,
+        key: &str,
+        policy: &Policy,
+        cost: u64,
+        decision: &Decision,
+        sent: Instant,
+        spent: bool,
+    ) {
         let ms = |n: i64| std::time::Duration::from_millis(n.max(0) as u64);
+        let (cost, remaining, until) = if decision.allowed {
+            let wait = if spent && self.exhausted {
+                exhausted_wait(policy, decision)
+            } else {
+                None
+            };
+            let Some(wait) = wait else {
+                return;
+            };
+            (
+                1,
+                0,
+                sent + std::time::Duration::from_micros((wait * 1000.0) as u64),
+            )
+        } else if decision.retry_after_ms <= 0 || decision.cached {
+            return;
+        } else {
+            (cost, decision.remaining, sent + ms(decision.retry_after_ms))
+        };
         let ident = (key.to_string(), policy.identity());
         let mut inner = self.lock();
         inner.remove(&ident);
@@ -170,8 +241,8 @@ impl DenialCache {
             ident.clone(),
             Entry {
                 cost,
-                remaining: decision.remaining,
-                until: sent + ms(decision.retry_after_ms),
+                remaining,
+                until,
                 reset_at: sent + ms(decision.reset_after_ms),
                 limit: decision.limit,
                 backend: decision.backend,
@@ -227,20 +298,20 @@ mod tests {
     fn smaller_cost_is_not_denied_and_bound_holds() {
         let c = DenialCache::new(2);
         let p = Policy::fixed(5, "1m");
-        c.put("a", &p, 3, &denial(60_000), Instant::now());
+        c.put("a", &p, 3, &denial(60_000), Instant::now(), true);
         assert!(c.get("a", &p, 2).is_none());
         let hit = c.get("a", &p, 3).expect("cached");
         assert!(hit.cached && !hit.allowed && hit.retry_after_ms > 59_000);
-        c.put("b", &p, 1, &denial(60_000), Instant::now());
+        c.put("b", &p, 1, &denial(60_000), Instant::now(), true);
         c.get("a", &p, 3);
-        c.put("c", &p, 1, &denial(60_000), Instant::now());
+        c.put("c", &p, 1, &denial(60_000), Instant::now(), true);
         assert_eq!(c.len(), 2);
         assert!(
             c.get("b", &p, 1).is_none(),
             "the least recently used goes first"
         );
         assert!(c.get("a", &p, 5).is_some());
-        c.put("d", &p, 1, &denial(-1), Instant::now());
+        c.put("d", &p, 1, &denial(-1), Instant::now(), true);
         assert!(c.get("d", &p, 1).is_none());
     }
 }

@@ -470,7 +470,7 @@ where
         match &got {
             Ok(d) => {
                 if let Some(c) = cache {
-                    c.put(key, policy, cost, d, sent);
+                    c.put(key, policy, cost, d, sent, counted);
                 }
                 if counted {
                     self.inner.metrics.add(policy.label(), result_of(d), 1);
@@ -585,7 +585,7 @@ where
                 if let Some(c) = cache {
                     for ((k, p, n), d) in given.iter().zip(&result.layers) {
                         if let Some(d) = d {
-                            c.put(k, p, *n, d, sent);
+                            c.put(k, p, *n, d, sent, counted && result.allowed());
                         }
                     }
                 }

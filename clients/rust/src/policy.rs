@@ -441,6 +441,17 @@ impl Policy {
         self.d.quota
     }
 
+    /// Its window (or a rate's period) in milliseconds; None for a server-side policy and
+    /// for text the server would refuse.
+    pub(crate) fn window_ms(&self) -> Option<u64> {
+        self.d.window.as_ref()?.as_ms()
+    }
+
+    /// Whether it carries `PENALTY d [ESCALATE max]`.
+    pub(crate) fn has_penalty(&self) -> bool {
+        !self.d.penalty.is_empty()
+    }
+
     /// The IETF `w` of a window or a rate: its window (or period) in whole seconds, rounded
     /// up; None for a server-side policy and for text the server would refuse.
     pub fn window_s(&self) -> Option<u64> {

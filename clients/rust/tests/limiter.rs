@@ -444,6 +444,76 @@ async fn penalties_bans_and_the_denial_cache() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_limiter_is_denied_here_never_past_its_next_unit() {
+    use redis_rl::DenialCache;
+    use std::time::Instant;
+    for kind in [Kind::Module, Kind::Library] {
+        let s = Server::start(kind);
+        let conn = s.multiplexed().await;
+        let truth = Limiter::with_cache(conn.clone(), None);
+        let cache = DenialCache::new(100).exhausted(true);
+        let limiter = Limiter::with_cache(conn, Some(cache));
+        let exhaustible = [
+            Policy::gcra(1, "1s").burst(3),
+            Policy::token_bucket(3, 1, "1s"),
+            Policy::leaky(3, 1, "1s"),
+            Policy::fixed(3, "1h"),
+            Policy::quota(3, QuotaUnit::Day),
+        ];
+        for (i, p) in exhaustible.iter().enumerate() {
+            let key = format!("x:{i}");
+            for _ in 0..3 {
+                assert!(limiter.decide(&key, p).await.unwrap().allowed);
+            }
+            // Denied here, the first call past the limit included, never past the moment the
+            // server admits one (its own wait, read right after, bounds the cached one).
+            let started = Instant::now();
+            let hit = limiter.decide_cost(&key, p, 2).await.unwrap();
+            let server = truth.peek(&key, p, 1).await.unwrap();
+            let elapsed = started.elapsed().as_millis() as i64 + 1;
+            assert!(
+                hit.cached && !hit.allowed && hit.remaining == 0 && hit.limit == 3,
+                "{p:?}"
+            );
+            assert!(!server.allowed && server.retry_after_ms > 0, "{p:?}");
+            assert!(
+                hit.retry_after_ms >= 1 && hit.retry_after_ms <= server.retry_after_ms + elapsed,
+                "{p:?}: {} against {}",
+                hit.retry_after_ms,
+                server.retry_after_ms
+            );
+        }
+        let counted = limiter.metrics().snapshot();
+        assert_eq!(counted["default"]["within_limit"], 15);
+        assert_eq!(counted["default"]["over_limit"], 0);
+        assert_eq!(counted["default"]["over_limit_with_local_cache"], 5);
+        // What the reply does not time is not kept: the sliding windows, a penalty, a peek.
+        let before = limiter.cache().unwrap().len();
+        for (i, p) in [
+            Policy::sliding(1, "1h"),
+            Policy::sliding_log(1, "1h"),
+            Policy::fixed(1, "1h").penalty("1m", None),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let d = limiter.decide(&format!("y:{i}"), p).await.unwrap();
+            assert!(d.allowed && d.remaining == 0);
+        }
+        assert!(
+            limiter
+                .peek("z", &Policy::fixed(1, "1h"), 1)
+                .await
+                .unwrap()
+                .allowed
+        );
+        assert_eq!(limiter.cache().unwrap().len(), before);
+        // Off by default.
+        assert!(!DenialCache::default().is_exhausted());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quotas_and_their_headers() {
     for kind in [Kind::Module, Kind::Library] {
         let s = Server::start(kind);
