@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+mod call;
 mod command;
 pub mod decision;
 pub mod error;
@@ -45,9 +46,10 @@ mod reservation;
 pub mod tower;
 
 pub use cache::DenialCache;
+pub use call::{Call, IntoLayer, Layer};
 pub use decision::{AllDecision, Backend, Decision, TopEntry};
 pub use error::{Error, Holds, Result};
-pub use limiter::{Call, IntoLayer, Layer, Limiter, LIBRARY};
+pub use limiter::{Limiter, LIBRARY};
 pub use metrics::Metrics;
 pub use policy::{quota_period_s, Dur, Policy, QuotaUnit};
 pub use reservation::{Reservation, Settled};

@@ -80,9 +80,10 @@ use redis::aio::ConnectionLike;
 
 pub use key::{forwarded_client, ip_key, Identify, TrustedProxies};
 
+use crate::call::Layer;
 use crate::decision::{AllDecision, Decision};
 use crate::error::Error;
-use crate::limiter::{Layer, Limiter};
+use crate::limiter::Limiter;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 
