@@ -32,6 +32,12 @@ start() {
 # every dependency's build with the tests). The other tests decide through RL_MODULE, the
 # release build users get. Most tests wait on servers: 8 run at a time.
 SECONDS=0
+# The Rust crate's builds (clippy, rustdoc, its tests and examples: `cargo test --no-run`),
+# at the lowest priority beside the module's tests, which mostly wait on their servers: its
+# suite then runs with the others, built (a build that failed here fails there, with its
+# errors).
+nice -n 19 bash scripts/test-rust-package.sh --no-run >/dev/null 2>&1 &
+prebuild=$!
 build=(--profile harness --features debug-commands)
 if cargo build "${build[@]}" --lib; then
   export RL_DEBUG_MODULE=$PWD/target/harness/librl.so
@@ -52,10 +58,9 @@ else
 fi
 summary="Rust tests $([ $rust -eq 0 ] && echo ok || echo "FAILED (exit $rust)") in ${SECONDS} s"
 
-# The Rust crate's builds (clippy, rustdoc, its tests and examples: `cargo test --no-run`)
-# first, alone: compiling beside the suites below would take their cores. Its suite then runs
-# with them, built; a build that failed here fails there, with its errors.
-bash scripts/test-rust-package.sh --no-run >/dev/null 2>&1 || true
+# The Rust crate's builds, started above, done before the suites start: compiling beside
+# them would take their cores.
+wait "$prebuild" || true
 
 if [ -x .tools/venv/bin/python ]; then
   start "Python tests" .tools/venv/bin/python -m pytest tests/python -q -n 3
