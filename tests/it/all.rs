@@ -3,9 +3,12 @@
 
 use crate::common::*;
 
-/// The seed article's three layers: per IP, per API key, per endpoint.
+/// The seed article's three layers: per IP, per API key, per endpoint, with
+/// rates slow enough (a unit an hour or more) that nothing refills while the
+/// test runs on a loaded machine, and a day-long window that starts anew
+/// only at midnight: its counts are exact.
 const LAYERS: &str =
-    "RL.ALL 3 ip:1 key:a ep:a:search GCRA 100 1s BURST 20 TOKENBUCKET 60 60 1m FIXED 2 1m";
+    "RL.ALL 3 ip:1 key:a ep:a:search GCRA 100 1h BURST 20 TOKENBUCKET 60 60 1h FIXED 2 1d";
 
 /// Runs RL.ALL and splits its reply into the binding five and every layer's five.
 fn all(c: &mut redis::Connection, words: &str) -> (Vec<i64>, Vec<Vec<i64>>) {
@@ -58,7 +61,7 @@ fn all_and_nothing(flavor: Flavor) {
     // Another endpoint of the same API key still works, and does spend the key's layer.
     let other = LAYERS.replace("ep:a:search", "ep:a:export");
     assert_eq!(all(c, &other).0[..3], [1, 2, 1]);
-    assert_eq!(rl(c, "RL.TOKENBUCKET key:a 60 60 1m COST 0")[2], 57);
+    assert_eq!(rl(c, "RL.TOKENBUCKET key:a 60 60 1h COST 0")[2], 57);
 }
 
 fn binding_layer_on_denial_waits_longest(flavor: Flavor) {

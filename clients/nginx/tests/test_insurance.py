@@ -136,6 +136,48 @@ def test_redis_killed_under_load_the_node_decides_its_share_then_hands_back(ngin
         server.close()
 
 
+def test_an_answer_to_a_request_sent_before_the_switch_is_not_redis_back(nginx_for, upstream):
+    """A request sent while Redis worked, answered after another found Redis gone (read late),
+    does not switch the insurance off: only an answer to a request sent after the switch on
+    does, so each switch is logged once however the workers' answers interleave. Two limiters
+    on the same Redis and dict: `slow` waits for Redis, `fast` gives up after 200 ms."""
+    server = Server("redis", True).start()
+    try:
+        layers = '{ name = "user", by = "$http_x_user", policy = "FIXED 10 1h" }'
+        init = "\n".join(
+            f'{name} = rl.new({{ redis = {{ port = {server.port}, timeout_ms = {ms} }}, {INSURED} '
+            f'layers = {{ {layers} }} }})' for name, ms in (("slow", 30_000), ("fast", 200)))
+        more = "".join(f"""
+        location = /{name} {{ access_by_lua_block {{ {name}:access() }} proxy_pass http://127.0.0.1:{upstream.port}; }}
+""" for name in ("slow", "fast"))
+        n = nginx_for(lambda port: custom_conf(port, upstream.port, init, http=DICTS, server=more))
+        assert n.get("/slow", {"X-User": "bob"})[0] == 200
+        admin = server.client()
+        # A request held in Redis (its writes paused) until after the switch on.
+        admin.execute_command("CLIENT", "PAUSE", 30_000, "WRITE")
+        late: list[tuple] = []
+        sent = threading.Thread(target=lambda: late.append(n.request("/slow", {"X-User": "bob"})))
+        sent.start()
+        try:
+            wait_until(lambda: admin.info("clients")["blocked_clients"] >= 1)
+            status, headers, _ = n.request("/fast", {"X-User": "carol"})
+            assert status == 200 and headers["x-ratelimit-limit"] == "5", (status, headers)
+            assert count(n, ON) == 1
+        finally:
+            admin.execute_command("CLIENT", "UNPAUSE")
+            sent.join()
+        status, headers, _ = late[0]
+        assert status == 200 and headers["x-ratelimit-limit"] == "10", (status, headers)
+        assert headers["x-ratelimit-remaining"] == "8"
+        assert count(n, OFF) == 0, n.log()  # an answer to a request sent before the switch
+        # A request sent after the switch on, answered by Redis: the switch off, logged once.
+        status, headers, _ = n.request("/fast", {"X-User": "carol"})
+        assert status == 200 and headers["x-ratelimit-limit"] == "10", (status, headers)
+        assert (count(n, ON), count(n, OFF)) == (1, 1), n.log()
+    finally:
+        server.close()
+
+
 @pytest.mark.parametrize("insurance, said", [
     ('"rl_insurance"', "`insurance` is a table"),
     ('{ dict = "nope", nodes = 2 }', "insurance.dict names a lua_shared_dict"),

@@ -68,6 +68,8 @@ export class Insurance {
   readonly #windows = new Map<string, Window>();
   /** True while the process decides alone (between the two log lines). */
   on = false;
+  /** The switches on so far: a call's ticket (`ticket()` when it was sent). */
+  #ons = 0;
   /** The most windows ever held at once (never above maxWindows). */
   highWater = 0;
 
@@ -133,10 +135,19 @@ export class Insurance {
     return { allowed: true, index, layers: out };
   }
 
-  /** On when a call was insured, off when the server answered: logged at each change. */
-  switch(on: boolean, why?: unknown): void {
+  /** A call's ticket, taken when it is sent: `switch(false, ticket)` with it when answered. */
+  ticket(): number {
+    return this.#ons;
+  }
+
+  /** On when a call was insured, off when the server answered a call sent while on (its
+   * `ticket`): an answer to a call sent before the switch on (read after another call found
+   * the server gone) is not the server back. Logged at each change. */
+  switch(on: boolean, why?: unknown, ticket?: number): void {
     if (this.on === on) return;
+    if (!on && ticket !== undefined && ticket !== this.#ons) return;
     this.on = on;
+    if (on) this.#ons += 1;
     if (on) {
       const text = why instanceof Error ? why.message : String(why);
       this.logger.error(`rl: Redis unavailable, insurance on: this process decides alone, each policy divided by ${this.nodes} (${text})`);

@@ -119,6 +119,7 @@ export class Limiter {
       return hit;
     }
     const sent = this.cache?.clock() ?? 0;
+    const ticket = this.insurance?.ticket();
     let result: T;
     try {
       result = await this.run(cmd);
@@ -130,12 +131,12 @@ export class Limiter {
           return insured;
         }
       } else if (this.insurance?.on) {
-        this.insurance.switch(false);
+        this.insurance.switch(false, undefined, ticket);
       }
       count?.(undefined, err);
       throw err;
     }
-    if (this.insurance?.on) this.insurance.switch(false);
+    if (this.insurance?.on) this.insurance.switch(false, undefined, ticket);
     record?.(result, sent);
     count?.(result);
     return result;

@@ -202,6 +202,48 @@ test("the limiter's calls are insured, all or nothing; a server policy's name, a
   assert.equal(logger.lines.length, 1);
 });
 
+test("an answer to a call sent before the switch is not the server back: each switch logged once", async () => {
+  const server = new Server("redis", true);
+  started.push(server);
+  await server.start();
+  const c = await createClient({ url: server.url }).connect();
+  const admin = await createClient({ url: server.url }).connect();
+  try {
+    const logger = keeping();
+    const insurance = new Insurance({ nodes: 2, logger });
+    const live = new Limiter(c, { insurance });
+    const closed = closedLimiter({ insurance }); // the same insurance, its server out of reach
+    assert.ok(!(await live.fixed("k", 10, "1h")).insured);
+    // A call sent to the live server, held there (its writes paused) until after the switch on.
+    await admin.sendCommand(["CLIENT", "PAUSE", "30000", "WRITE"]);
+    let late;
+    try {
+      late = live.fixed("k", 10, "1h");
+      const blocked = async () => /blocked_clients:([1-9])/.test(String(await admin.sendCommand(["INFO", "clients"])));
+      const deadline = Date.now() + 30_000;
+      while (!(await blocked())) {
+        assert.ok(Date.now() < deadline, "the call was not held");
+        await sleep(10);
+      }
+      assert.ok((await closed.fixed("k", 10, "1h")).insured && insurance.on);
+    } finally {
+      await admin.sendCommand(["CLIENT", "UNPAUSE"]);
+    }
+    const answered = await late;
+    assert.ok(answered.allowed && !answered.insured && answered.remaining === 8);
+    assert.ok(insurance.on); // an answer to a call sent before the switch
+    assert.ok((await closed.fixed("k", 10, "1h")).insured);
+    assert.equal(logger.lines.length, 1);
+    // A call sent while on, answered: the server is back, logged once.
+    assert.equal((await live.fixed("k", 10, "1h")).remaining, 7);
+    assert.ok(!insurance.on);
+    assert.deepEqual(logger.lines.map(([level]) => level), ["error", "warn"]);
+  } finally {
+    await c.close();
+    await admin.close();
+  }
+});
+
 test("the windows are bounded, the option checked, and insurance off by default", async () => {
   const insurance = new Insurance({ nodes: 2, maxWindows: 100, logger: keeping() });
   const limiter = closedLimiter({ insurance });

@@ -220,6 +220,42 @@ def test_the_limiters_calls_are_insured_all_or_nothing(caplog):
     assert len(switches(caplog)) == 1  # on, once
 
 
+def test_an_answer_to_a_call_sent_before_the_switch_is_not_the_server_back(fresh_server, caplog):
+    """A call sent while the server worked, answered after another call found it gone (read
+    late), does not switch the insurance off: only an answer to a call sent while on does, so
+    each switch is logged once however the answers interleave."""
+    server = fresh_server("redis", True)
+    caplog.set_level(logging.WARNING, logger="redis_rl.insurance")
+    insurance = redis_rl.Insurance(nodes=2)
+    live = redis_rl.Limiter(redis.Redis(port=server.port), insurance=insurance)
+    closed = closed_limiter(insurance=insurance)  # the same insurance, its server out of reach
+    admin = redis.Redis(port=server.port)
+    assert not live.fixed("k", 10, "1h").insured
+    # A call sent to the live server, held there (its writes paused) until after the switch on.
+    admin.execute_command("CLIENT", "PAUSE", 30_000, "WRITE")
+    late: list[redis_rl.Decision] = []
+    sent = threading.Thread(target=lambda: late.append(live.fixed("k", 10, "1h")))
+    sent.start()
+    try:
+        deadline = time.monotonic() + 30
+        while admin.info("clients")["blocked_clients"] < 1:
+            assert time.monotonic() < deadline, "the call was not held"
+            time.sleep(0.01)
+        assert closed.fixed("k", 10, "1h").insured and insurance.on
+    finally:
+        admin.execute_command("CLIENT", "UNPAUSE")
+        sent.join()
+    assert late[0].allowed and not late[0].insured and late[0].remaining == 8
+    assert insurance.on  # an answer to a call sent before the switch
+    assert closed.fixed("k", 10, "1h").insured
+    assert len(switches(caplog)) == 1
+    # A call sent while on, answered: the server is back, logged once.
+    assert live.fixed("k", 10, "1h").remaining == 7
+    assert not insurance.on
+    assert [m.split(":")[1].strip() for m in switches(caplog)] == [
+        "Redis unavailable, insurance on", "Redis answers again, insurance off"]
+
+
 def test_the_windows_are_bounded_and_the_option_checked():
     insurance = redis_rl.Insurance(nodes=2, max_windows=100)
     limiter = closed_limiter(insurance=insurance)

@@ -208,7 +208,7 @@ local function decided(self, cost)
                          replies = local_result.allowed and local_result.replies or nil, insured = true }
             end
         else
-            insurance.switch(insured, self.state.where, false)
+            insurance.switch(insured, self.state.where, false, nil, nil, sent)
         end
     end
     if res == nil then

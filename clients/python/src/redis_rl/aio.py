@@ -82,11 +82,11 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
                 if count is not None:
                     count(hit, None)
                 return hit
-        sent = self._sent()
+        sent, ticket = self._sent(), self._ticket()
         try:
             result = await self._run(cmd)
         except Exception as err:
-            insured = self._unanswered(err, insure)
+            insured = self._unanswered(err, insure, ticket)
             if insured is not None:
                 if count is not None:
                     count(insured, None)
@@ -94,7 +94,7 @@ class AsyncLimiter(Api[Awaitable[Decision], Awaitable[AllDecision], Awaitable[bo
             if count is not None:
                 count(None, err)
             raise
-        self._answered()
+        self._answered(ticket)
         if record is not None:
             record(result, sent)
         if count is not None:

@@ -95,18 +95,23 @@ class Api(Generic[D, A, B, R, S]):
         raise NotImplementedError
 
     def _unanswered(self, err: BaseException,
-                    insure: Callable[[BaseException], Any] | None) -> Any:
+                    insure: Callable[[BaseException], Any] | None, ticket: int) -> Any:
         """The insurance's decision of a call that failed with `err`, or None (then `err` is
         raised). Any error but an unavailable one is the server's answer: insurance off."""
         if not isinstance(err, ServerUnavailableError):
-            self._answered()
+            self._answered(ticket)
             return None
         return insure(err) if insure is not None else None
 
-    def _answered(self) -> None:
-        """The server answered: the insurance, if on, switches off (logged once)."""
+    def _ticket(self) -> int:
+        """Taken when a call is sent, for `_answered` (0 without insurance)."""
+        return self.insurance.ticket() if self.insurance is not None else 0
+
+    def _answered(self, ticket: int) -> None:
+        """The server answered the call sent with `ticket`: the insurance, if on and that
+        call was sent while on, switches off (logged once)."""
         if self.insurance is not None and self.insurance.on:
-            self.insurance.switch(False)
+            self.insurance.switch(False, ticket=ticket)
 
     def _insure_one(self, key: str, policy: PolicyOrName, cost: int
                     ) -> Callable[[BaseException], Decision | None] | None:

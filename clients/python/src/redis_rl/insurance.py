@@ -78,6 +78,8 @@ class Insurance:
         self.on = False
         #: The most windows ever held at once (never above max_windows).
         self.high_water = 0
+        #: The switches on so far: a call's ticket (`ticket()` when it was sent).
+        self._ons = 0
 
     def __len__(self) -> int:
         return len(self._windows)
@@ -136,12 +138,20 @@ class Insurance:
         index = min(range(len(out)), key=lambda i: (out[i].remaining, i))  # type: ignore[union-attr]
         return True, index, out
 
-    def switch(self, on: bool, why: BaseException | None = None) -> None:
-        """On when a call was insured, off when the server answered: logged at each change."""
+    def ticket(self) -> int:
+        """A call's ticket, taken when it is sent: `switch(False, ticket=...)` when answered."""
+        return self._ons
+
+    def switch(self, on: bool, why: BaseException | None = None, ticket: int | None = None) -> None:
+        """On when a call was insured, off when the server answered a call sent while on (its
+        `ticket`): an answer to a call sent before the switch on (read after another call found
+        the server gone) is not the server back. Logged at each change."""
         with self._lock:
-            if self.on == on:
+            if self.on == on or (not on and ticket is not None and ticket != self._ons):
                 return
             self.on = on
+            if on:
+                self._ons += 1
         if on:
             logger.error("rl: Redis unavailable, insurance on: this process decides alone, "
                          "each policy divided by %d (%s)", self.nodes, why,

@@ -80,11 +80,11 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
                 if count is not None:
                     count(hit, None)
                 return hit
-        sent = self._sent()
+        sent, ticket = self._sent(), self._ticket()
         try:
             result = self._run(cmd)
         except Exception as err:
-            insured = self._unanswered(err, insure)
+            insured = self._unanswered(err, insure, ticket)
             if insured is not None:
                 if count is not None:
                     count(insured, None)
@@ -92,7 +92,7 @@ class Limiter(Api[Decision, AllDecision, bool, tuple[Decision, Optional[Reservat
             if count is not None:
                 count(None, err)
             raise
-        self._answered()
+        self._answered(ticket)
         if record is not None:
             record(result, sent)
         if count is not None:

@@ -7,8 +7,10 @@
 -- to is not insured (503, or fail_open, as without insurance).
 --
 -- A window's count, under "w <layer key>", expires with the window (the dict's TTL); the
--- switch's flag, under "on <Redis>", is set by the first request insured and taken down by the
--- first that Redis answers again: each logs the switch once per node.
+-- switch's flag, under "on <Redis>", holds the instant (ms) the first request insured set it,
+-- and is taken down by the first request sent after that instant that Redis answers: an answer
+-- to a request sent before (read after another worker saw Redis go) is not Redis back. Each
+-- logs the switch once per node.
 local ngx = ngx
 local ceil, floor, ipairs = math.ceil, math.floor, ipairs
 
@@ -84,18 +86,22 @@ function _M.decide(dict, layers, cost, nodes)
 end
 
 -- The switch: `on` true when Redis could not decide and the node decided, false when Redis
--- answered. Logs once per node at each switch (`where` names the Redis, `why` its error).
-function _M.switch(dict, where, on, why, nodes)
+-- answered the request sent at `sent` (ngx.now()). Logs once per node at each switch (`where`
+-- names the Redis, `why` its error).
+function _M.switch(dict, where, on, why, nodes, sent)
     local flag = "on " .. where
     if on then
-        if dict:add(flag, 1) then
+        if dict:add(flag, floor(ngx.now() * 1000)) then
             ngx.log(ngx.ERR, "rl: Redis unavailable, insurance on: this node decides alone, each policy divided by ",
                 nodes, " (", why, ")")
         end
-    elseif dict:get(flag) then
-        -- Of the workers that see Redis answer at once, the one that brings the flag to 0 logs.
-        local left = dict:incr(flag, -1)
-        if left == 0 then
+        return
+    end
+    local since = dict:get(flag)
+    if since and since > 0 and sent * 1000 > since then
+        -- Of the workers that see Redis answer at once, the one that brings the flag to 0
+        -- logs; the others leave it below 0 (still off) until it is deleted.
+        if dict:incr(flag, -since) == 0 then
             dict:delete(flag)
             ngx.log(ngx.WARN, "rl: Redis answers again, insurance off: decisions are Redis's again")
         end
