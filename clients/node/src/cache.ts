@@ -16,7 +16,9 @@
  *   `resetAfterMs` counting down from the server's; its `cached` is true.
  * - Bounded: at most `maxEntries`, the least recently used evicted first (a flooding
  *   identity is looked up on each of its requests, so it stays; a one-off denial goes first),
- *   and an expired entry dropped when it is met.
+ *   and an expired entry dropped when it is met. A key longer than `HELD_KEY_CHARS`
+ *   characters is held as its SHA-256 digest (`held`), so an entry's size does not grow with
+ *   its key's (a header-keyed layer's 8 KB keys take no more than short ones).
  *
  * What it gives up: a `REFUND`, a raised policy or a lifted ban made elsewhere (another
  * process, `redis-cli`) is seen at the latest when R ends; the same limiter's own `refund`
@@ -29,12 +31,24 @@
  * first after each admission; the server then counts no denial of it (INFO rl, RL.TOP): only
  * this process's counters do.
  */
+import { createHash } from "node:crypto";
+
 import { Decision } from "./decision.js";
 import { refused } from "./errors.js";
 import { durationMs, type PolicyOrName } from "./policy.js";
 
 /** Entries kept by default. */
 export const DEFAULT_MAX_ENTRIES = 10_000;
+/** The longest key held as it is; a longer one is held as its digest. */
+export const HELD_KEY_CHARS = 64;
+
+/** How the caches (this one and the insurance's windows) hold `key`: as it is up to
+ * HELD_KEY_CHARS characters, else "\u0001" and its SHA-256 digest in hex (65 characters, so
+ * never equal to a short key): what one entry holds is bounded whatever the key's length. */
+export function held(key: string): string {
+  if (key.length <= HELD_KEY_CHARS) return key;
+  return `\u0001${createHash("sha256").update(key, "utf8").digest("hex")}`;
+}
 
 interface Entry {
   readonly cost: number;
@@ -119,7 +133,7 @@ export class DenialCache {
   }
 
   static #id(key: string, p: PolicyOrName): string {
-    return `${policyId(p)}\u0000${key}`;
+    return `${policyId(p)}\u0000${held(key)}`;
   }
 
   /** The cached denial of `cost` on (key, policy), or undefined: nothing cached, expired
@@ -171,7 +185,7 @@ export class DenialCache {
       this.#map.delete(DenialCache.#id(key, p));
       return;
     }
-    const tail = `\u0000${key}`;
+    const tail = `\u0000${held(key)}`;
     for (const id of [...this.#map.keys()]) if (id.endsWith(tail) && id.indexOf("\u0000") === id.length - tail.length) this.#map.delete(id);
   }
 

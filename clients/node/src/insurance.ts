@@ -16,10 +16,11 @@
  * - A server policy's name has no parameters here: a call one such layer is part of is not
  *   insured (it rejects with the ServerUnavailableError, as without insurance).
  * - Bounded: at most `maxWindows` windows, the least recently used dropped first (a dropped
- *   window starts again).
+ *   window starts again); a long key held as its digest, as the denial cache holds it.
  * - One log line at each switch, not per request: `logger.error` when the first call is
  *   insured, `logger.warn` when the server answers again (default: `console`).
  */
+import { held } from "./cache.js";
 import { Decision } from "./decision.js";
 import { refused } from "./errors.js";
 import { type PolicyOrName, durationMs } from "./policy.js";
@@ -108,10 +109,11 @@ export class Insurance {
     if (shares.some((s) => s === undefined)) return undefined;
     const now = this.clock();
     const windows = layers.map(([key], i) => {
-      let w = this.#windows.get(key);
+      const kept = held(key);
+      let w = this.#windows.get(kept);
       if (w === undefined || w.end <= now) w = { count: 0, end: now + (shares[i] as [number, number])[1] };
-      this.#windows.delete(key);
-      this.#windows.set(key, w);
+      this.#windows.delete(kept);
+      this.#windows.set(kept, w);
       return w;
     });
     const denied = layers.findIndex(([, , cost], i) => windows[i].count + cost > (shares[i] as [number, number])[0]);

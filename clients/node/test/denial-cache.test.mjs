@@ -394,3 +394,53 @@ test("the bound holds under 100,000 distinct identities", async () => {
     await c.close();
   }
 });
+
+test("long keys are held as digests in bounded memory", async () => {
+  // 1,000 identities of 8 KB keys (a header-keyed layer's worst), each denied by the server
+  // then answered from the cache: the cache holds their digests, not the keys (about 8 MB),
+  // a key one character apart is another identity, and a lifted ban drops a long key's entry.
+  const { randomBytes } = await import("node:crypto");
+  const v8 = await import("node:v8");
+  const vm = await import("node:vm");
+  v8.setFlagsFromString("--expose-gc");
+  const gc = vm.runInNewContext("gc");
+  const server = servers.find((s) => s.withModule && s.flavor === "redis");
+  server.reset();
+  const c = await createClient({ url: server.url }).connect();
+  const limiter = new Limiter(c);
+  const p = policy.fixed(1, "1h", { name: "long" });
+  try {
+    // Flat strings of their own (not views of one shared string): what a parsed header is.
+    const prefixes = Array.from({ length: 1000 }, () => randomBytes(8).toString("hex"));
+    const key = (i) => prefixes[i] + ":" + "x".repeat(8192);
+    await limiter.decide("warm", p);
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 1000; i++) {
+      assert.ok((await limiter.decide(key(i), p)).allowed);
+      assert.ok(!(await limiter.decide(key(i), p)).allowed);
+    }
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    assert.equal(limiter.cache.size, 1000);
+    assert.ok(grown < 2_000_000, String(grown)); // the keys themselves would be 8.2 MB
+    const sent = await calls(c);
+    for (let i = 0; i < 1000; i++) assert.ok((await limiter.decide(key(i), p)).cached);
+    assert.equal(await calls(c), sent); // every one answered here
+    // Another key, the same but for its last character: the server's to decide (it admits).
+    const other = key(0).slice(0, -1) + "y";
+    assert.ok((await limiter.decide(other, p)).allowed);
+    assert.equal(await calls(c), sent + 1);
+    // A ban lifted drops the long key's entry: its next call reaches the server.
+    await limiter.ban(key(1), 0);
+    assert.ok(!(await limiter.decide(key(1), p)).cached);
+    // Just under the bound a key is held as it is, just over as its digest: both are found.
+    for (const k of ["k".repeat(64), "k".repeat(65)]) {
+      await limiter.decide(k, p);
+      assert.equal((await limiter.decide(k, p)).cached, false);
+      assert.ok((await limiter.decide(k, p)).cached);
+    }
+  } finally {
+    await c.close();
+  }
+});

@@ -393,3 +393,45 @@ def test_a_flood_past_an_exhausted_limit_never_reaches_the_server(server):
         assert (counted["within_limit"], counted["over_limit"],
                 counted["over_limit_with_local_cache"]) == (5, 0, 8)
     sync.close()
+
+
+def test_long_keys_are_held_as_digests_in_bounded_memory(server):
+    """1,000 identities of 8 KB keys (a header-keyed layer's worst), each denied by the server
+    then answered from the cache: the cache holds their digests, not the keys (about 8 MB),
+    a key one byte apart is another identity, and a lifted ban drops a long key's entry."""
+    import tracemalloc
+
+    client = redis.Redis(port=server.port)
+    limiter = redis_rl.Limiter(client)
+    p = policy.fixed(1, "1h", "long")
+    limiter.decide("warm", p, peek=True)  # the backend known, the library loaded
+    tail = "x" * 8192
+
+    def key(i: int) -> str:
+        return f"{i}:{tail}"
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for i in range(1000):
+            assert limiter.decide(key(i), p).allowed
+            assert not limiter.decide(key(i), p).allowed
+        grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
+    finally:
+        tracemalloc.stop()
+    assert len(limiter.cache) == 1000
+    assert grown < 1_000_000, grown  # the keys themselves would be 8.2 MB
+    sent = calls(client)
+    assert all(limiter.decide(key(i), p).cached for i in range(1000))
+    assert calls(client) == sent  # every one answered here
+    # Another key, the same but for its last byte: the server's to decide (and it admits).
+    other = key(0)[:-1] + "y"
+    assert limiter.decide(other, p).allowed and calls(client) == sent + 1
+    # A ban lifted drops the long key's entry: its next call reaches the server.
+    limiter.ban(key(1), 0)
+    assert not limiter.decide(key(1), p).cached
+    # Just under the bound a key is held as it is, just over as its digest: both are found.
+    for k in ("k" * 64, "k" * 65):
+        limiter.decide(k, p)
+        assert limiter.decide(k, p).cached is False and limiter.decide(k, p).cached
+    client.close()

@@ -13,7 +13,9 @@
 //!   same `limit` and `remaining`, `retry_after_ms` and `reset_after_ms` counting down; its
 //!   `cached` is true.
 //! - Bounded: at most `max_entries`, the least recently used evicted first, and an expired
-//!   entry dropped when it is met.
+//!   entry dropped when it is met. A key longer than [`HELD_KEY_BYTES`] bytes is held as its
+//!   SHA-256 digest, so an entry's size does not grow with its key's (a header-keyed layer's
+//!   8 KB keys take no more than short ones).
 //!
 //! What it gives up: a `REFUND`, a raised policy or a lifted ban made elsewhere is seen at the
 //! latest when R ends; the same limiter's own `refund` and `ban` drop the key's entries at once.
@@ -26,14 +28,35 @@
 //! counts no denial of it (`INFO rl`, `RL.TOP`): only this process's counters do.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
 use std::sync::Mutex;
 use std::time::Instant;
+
+use sha2::{Digest, Sha256};
 
 use crate::decision::{Backend, Decision};
 use crate::policy::Policy;
 
 /// Entries kept by default.
 pub const DEFAULT_MAX_ENTRIES: usize = 10_000;
+
+/// The longest key (in bytes) held as it is; a longer one is held as its digest.
+pub const HELD_KEY_BYTES: usize = 64;
+
+/// How the cache holds `key`: as it is up to [`HELD_KEY_BYTES`] bytes, else `"\u{1}"` and its
+/// SHA-256 digest in hex (65 bytes, so never equal to a short key): what one entry holds is
+/// bounded whatever the key's length.
+fn held(key: &str) -> String {
+    if key.len() <= HELD_KEY_BYTES {
+        return key.to_string();
+    }
+    let mut out = String::with_capacity(1 + 64);
+    out.push('\u{1}');
+    for byte in Sha256::digest(key.as_bytes()).iter() {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
 
 /// For a spending admission of `policy` that left `remaining` 0: how long (ms, from the
 /// call's send) every call of the same key and policy is denied, or None when the reply does
@@ -172,7 +195,7 @@ impl DenialCache {
         if inner.map.is_empty() {
             return None;
         }
-        let ident = (key.to_string(), policy.identity());
+        let ident = (held(key), policy.identity());
         let entry = inner.map.get(&ident)?.clone();
         if entry.until <= now {
             inner.remove(&ident);
@@ -232,7 +255,7 @@ impl DenialCache {
         } else {
             (cost, decision.remaining, sent + ms(decision.retry_after_ms))
         };
-        let ident = (key.to_string(), policy.identity());
+        let ident = (held(key), policy.identity());
         let mut inner = self.lock();
         inner.remove(&ident);
         inner.tick += 1;
@@ -263,12 +286,13 @@ impl DenialCache {
     pub fn drop_key(&self, key: &str, policy: Option<&Policy>) {
         let mut inner = self.lock();
         match policy {
-            Some(p) => inner.remove(&(key.to_string(), p.identity())),
+            Some(p) => inner.remove(&(held(key), p.identity())),
             None => {
+                let kept = held(key);
                 let idents: Vec<_> = inner
                     .map
                     .keys()
-                    .filter(|(k, _)| k == key)
+                    .filter(|(k, _)| *k == kept)
                     .cloned()
                     .collect();
                 for ident in idents {

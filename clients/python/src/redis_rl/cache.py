@@ -17,7 +17,9 @@ passed (Upstash ratelimit's ephemeral cache, bounded).
   counting down from the server's; its `cached` is True.
 - Bounded: at most `max_entries`, the least recently used evicted first (a flooding identity
   is looked up on each of its requests, so it stays; a one-off denial goes first), and an
-  expired entry dropped when it is met (looked up).
+  expired entry dropped when it is met (looked up). A key longer than `HELD_KEY_CHARS`
+  characters is held as its SHA-256 digest (`held`), so an entry's size does not grow with
+  its key's (a header-keyed layer's 8 KB keys take no more than short ones).
 
 What it gives up: a `REFUND`, a raised policy or a lifted ban made elsewhere (another process,
 `redis-cli`) is seen at the latest when R ends; the same limiter's own `refund` and `ban`
@@ -33,6 +35,7 @@ this process's counters do.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 import time
@@ -44,6 +47,17 @@ from .policy import Policy, PolicyOrName, duration_ms
 
 #: Entries kept by default: about 2 MB of Python objects at most.
 DEFAULT_MAX_ENTRIES = 10_000
+#: The longest key held as it is; a longer one is held as its digest.
+HELD_KEY_CHARS = 64
+
+
+def held(key: str) -> str | bytes:
+    """How the caches (this one and the insurance's windows) hold `key`: as it is up to
+    HELD_KEY_CHARS characters, else its SHA-256 digest (32 bytes, a `bytes`, so never equal
+    to a short key, a `str`): what one entry holds is bounded whatever the key's length."""
+    if len(key) <= HELD_KEY_CHARS:
+        return key
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 
 
 def now_ms() -> float:
@@ -115,7 +129,7 @@ class DenialCache:
         #: Whether an admission that left nothing is written too (`exhausted_wait`).
         self.exhausted = exhausted
         self.clock = clock
-        self._map: OrderedDict[tuple[str, Any], _Entry] = OrderedDict()
+        self._map: OrderedDict[tuple[str | bytes, Any], _Entry] = OrderedDict()
         self._lock = threading.Lock()
         #: The most entries ever held at once (never above max_entries).
         self.high_water = 0
@@ -126,7 +140,7 @@ class DenialCache:
     def get(self, key: str, policy: PolicyOrName, cost: int) -> Decision | None:
         """The cached denial of `cost` on (key, policy), or None: nothing cached, expired
         (then dropped), or a cost smaller than the denied one."""
-        ident = (key, policy_id(policy))
+        ident = (held(key), policy_id(policy))
         with self._lock:
             entry = self._map.get(ident)
             if entry is None:
@@ -160,7 +174,7 @@ class DenialCache:
         else:
             entry = _Entry(cost, decision.remaining, sent + decision.retry_after_ms,
                            sent + decision.reset_after_ms, decision.limit, decision.backend)
-        ident = (key, policy_id(policy))
+        ident = (held(key), policy_id(policy))
         with self._lock:
             self._map[ident] = entry
             self._map.move_to_end(ident)
@@ -175,11 +189,12 @@ class DenialCache:
 
     def drop(self, key: str, policy: PolicyOrName | None = None) -> None:
         """Forgets (key, policy), or every entry of `key` when `policy` is None."""
+        kept = held(key)
         with self._lock:
             if policy is not None:
-                self._map.pop((key, policy_id(policy)), None)
+                self._map.pop((kept, policy_id(policy)), None)
                 return
-            for ident in [i for i in self._map if i[0] == key]:
+            for ident in [i for i in self._map if i[0] == kept]:
                 del self._map[ident]
 
     def clear(self) -> None:

@@ -15,7 +15,7 @@ each layer's policy divided by the number of processes (`nodes`) that share the 
 - A policy named on the server (a `str`) has no parameters here: a call one such layer is part
   of is not insured (the ServerUnavailableError is raised, as without insurance).
 - Bounded: at most `max_windows` windows, the least recently used dropped first (a dropped
-  window starts again).
+  window starts again); a long key held as its digest, as the denial cache holds it.
 - One log line at each switch, not per request: `error` on the `redis_rl.insurance` logger
   when the first call is insured, `warning` when the server answers again.
 """
@@ -30,6 +30,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Callable
 
+from .cache import held
 from .decision import Decision
 from .errors import refused
 from .policy import Policy, PolicyOrName, duration_ms
@@ -72,7 +73,7 @@ class Insurance:
         self.nodes = nodes
         self.max_windows = max_windows
         self.clock = clock
-        self._windows: OrderedDict[str, _Window] = OrderedDict()
+        self._windows: OrderedDict[str | bytes, _Window] = OrderedDict()
         self._lock = threading.Lock()
         #: True while the process decides alone (between the two log lines).
         self.on = False
@@ -106,11 +107,12 @@ class Insurance:
             now = self.clock()
             windows = []
             for (key, _, _), share in zip(layers, shares):
-                w = self._windows.get(key)
+                kept = held(key)
+                w = self._windows.get(kept)
                 if w is None or w.end <= now:
                     w = _Window(now + share[1])  # type: ignore[index]
-                    self._windows[key] = w
-                self._windows.move_to_end(key)
+                    self._windows[kept] = w
+                self._windows.move_to_end(kept)
                 windows.append(w)
             denied = next((i for i, ((_, _, cost), w, s) in enumerate(zip(layers, windows, shares))
                            if w.count + cost > s[0]), None)  # type: ignore[index]
