@@ -360,24 +360,13 @@ async fn the_limiter_keeps_every_key_until_retain_recent() {
             );
         }
         // Seen again: denied for an hour, admitted at once.
-        assert_eq!(
-            status(
-                &http,
-                &format!("{base}/long"),
-                &[("x-forwarded-for", &address)]
-            )
-            .await,
-            429
-        );
-        assert_eq!(
-            status(
-                &http,
-                &format!("{base}/short"),
-                &[("x-forwarded-for", &address)]
-            )
-            .await,
-            200
-        );
+        for (path, expected) in [("long", 429), ("short", 200)] {
+            let url = format!("{base}/{path}");
+            assert_eq!(
+                status(&http, &url, &[("x-forwarded-for", &address)]).await,
+                expected
+            );
+        }
     }
     assert_eq!(long.limiter().len(), 50);
     assert_eq!(short.limiter().len(), 50);
